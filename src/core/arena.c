@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Arena implementation: a list of malloc'd chunks, bumped from the newest;
+ * large requests get a chunk of their own so small ones keep packing. */
+#include "core/arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 16u
+#define ARENA_MIN_CHUNK (16u * 1024u)
+#define ARENA_MAX_CHUNK (4u * 1024u * 1024u)
+
+struct chunk {
+    struct chunk *next;
+    size_t size; /* usable bytes after the header */
+    size_t used;
+    /* payload follows, 16-aligned */
+};
+
+struct cleanup {
+    struct cleanup *next;
+    void (*fn)(void *);
+    void *data;
+};
+
+struct pg_arena {
+    struct chunk *head;     /* owned; newest first */
+    struct cleanup *cleanups; /* in the arena itself */
+    size_t cap;
+    size_t used;            /* bytes handed out */
+    size_t footprint;       /* bytes malloc'd */
+    size_t next_chunk;      /* size of the next regular chunk (doubles) */
+    void *last;             /* last allocation, for in-place realloc */
+    size_t last_size;
+    int hit_cap;
+};
+
+#define CHUNK_HDR ((sizeof(struct chunk) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
+static inline uint8_t *chunk_data(struct chunk *c)
+{
+    return (uint8_t *)c + CHUNK_HDR;
+}
+
+struct pg_arena *pg_arena_create(size_t cap)
+{
+    struct pg_arena *a = calloc(1, sizeof(*a));
+
+    if (a == NULL) {
+        return NULL;
+    }
+    a->cap = cap;
+    a->next_chunk = ARENA_MIN_CHUNK;
+    return a;
+}
+
+void pg_arena_destroy(struct pg_arena *a)
+{
+    struct chunk *c;
+
+    if (a == NULL) {
+        return;
+    }
+    for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
+        cl->fn(cl->data);
+    }
+    c = a->head;
+    while (c != NULL) {
+        struct chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    free(a);
+}
+
+static struct chunk *chunk_new(struct pg_arena *a, size_t size)
+{
+    struct chunk *c = malloc(CHUNK_HDR + size);
+
+    if (c == NULL) {
+        return NULL;
+    }
+    c->size = size;
+    c->used = 0;
+    a->footprint += CHUNK_HDR + size;
+    return c;
+}
+
+void *pg_arena_alloc(struct pg_arena *a, size_t size)
+{
+    struct chunk *c = a->head;
+    size_t need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    void *p;
+
+    if (need < size) {
+        return NULL;
+    }
+    if (need == 0) {
+        need = ARENA_ALIGN;
+    }
+    if (a->cap != 0 && (need > a->cap || a->used > a->cap - need)) {
+        a->hit_cap = 1;
+        return NULL;
+    }
+    if (c == NULL || c->size - c->used < need) {
+        if (need > a->next_chunk / 4) {
+            /* Big block: its own chunk, linked behind the current head so the
+             * head keeps serving small allocations. */
+            struct chunk *big = chunk_new(a, need);
+            if (big == NULL) {
+                return NULL;
+            }
+            big->used = need;
+            if (c != NULL) {
+                big->next = c->next;
+                c->next = big;
+            } else {
+                big->next = NULL;
+                a->head = big;
+            }
+            a->used += need;
+            a->last = NULL;
+            return chunk_data(big);
+        }
+        c = chunk_new(a, a->next_chunk);
+        if (c == NULL) {
+            return NULL;
+        }
+        if (a->next_chunk < ARENA_MAX_CHUNK) {
+            a->next_chunk *= 2;
+        }
+        c->next = a->head;
+        a->head = c;
+    }
+    p = chunk_data(c) + c->used;
+    c->used += need;
+    a->used += need;
+    a->last = p;
+    a->last_size = need;
+    return p;
+}
+
+void *pg_arena_zalloc(struct pg_arena *a, size_t size)
+{
+    void *p = pg_arena_alloc(a, size);
+
+    if (p != NULL) {
+        memset(p, 0, size);
+    }
+    return p;
+}
+
+void *pg_arena_calloc(struct pg_arena *a, size_t nmemb, size_t size)
+{
+    size_t total;
+
+    if (__builtin_mul_overflow(nmemb, size, &total)) {
+        return NULL;
+    }
+    return pg_arena_zalloc(a, total);
+}
+
+void *pg_arena_realloc(struct pg_arena *a, void *old, size_t old_size, size_t new_size)
+{
+    void *p;
+
+    if (old == NULL) {
+        return pg_arena_alloc(a, new_size);
+    }
+    if (new_size <= old_size) {
+        return old;
+    }
+    if (old == a->last && a->head != NULL) {
+        struct chunk *c = a->head;
+        size_t need = (new_size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+        size_t start = (size_t)((uint8_t *)old - chunk_data(c));
+        size_t grow = need - a->last_size;
+        if (start + need <= c->size &&
+            (a->cap == 0 || (grow <= a->cap && a->used <= a->cap - grow))) {
+            c->used = start + need;
+            a->used += grow;
+            a->last_size = need;
+            return old;
+        }
+    }
+    p = pg_arena_alloc(a, new_size);
+    if (p != NULL) {
+        memcpy(p, old, old_size);
+    }
+    return p;
+}
+
+char *pg_arena_strndup(struct pg_arena *a, const char *s, size_t n)
+{
+    char *p = pg_arena_alloc(a, n + 1);
+
+    if (p != NULL) {
+        memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+char *pg_arena_strdup(struct pg_arena *a, const char *s)
+{
+    return pg_arena_strndup(a, s, strlen(s));
+}
+
+void *pg_arena_memdup(struct pg_arena *a, const void *src, size_t n)
+{
+    void *p = pg_arena_alloc(a, n);
+
+    if (p != NULL && n > 0) {
+        memcpy(p, src, n);
+    }
+    return p;
+}
+
+char *pg_arena_sprintf(struct pg_arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    char *p;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return NULL;
+    }
+    p = pg_arena_alloc(a, (size_t)n + 1);
+    if (p == NULL) {
+        return NULL;
+    }
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+int pg_arena_cleanup_add(struct pg_arena *a, void (*fn)(void *), void *data)
+{
+    struct cleanup *cl = pg_arena_alloc(a, sizeof(*cl));
+
+    if (cl == NULL) {
+        return -1;
+    }
+    cl->fn = fn;
+    cl->data = data;
+    cl->next = a->cleanups;
+    a->cleanups = cl;
+    return 0;
+}
+
+size_t pg_arena_used(const struct pg_arena *a)
+{
+    return a->used;
+}
+
+size_t pg_arena_footprint(const struct pg_arena *a)
+{
+    return a->footprint;
+}
+
+size_t pg_arena_cap(const struct pg_arena *a)
+{
+    return a->cap;
+}
+
+int pg_arena_hit_cap(const struct pg_arena *a)
+{
+    return a->hit_cap;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+    return pg_arena_alloc(data, size);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+    (void)data;
+    (void)ptr;
+}
+
+void pg_arena_protobuf_allocator(struct pg_arena *a, ProtobufCAllocator *out)
+{
+    out->alloc = pb_alloc;
+    out->free = pb_free;
+    out->allocator_data = a;
+}
+
+void *pg_arena_zalloc_cb(void *opaque, unsigned items, unsigned size)
+{
+    return pg_arena_calloc(opaque, items, size);
+}
+
+void pg_arena_zfree_cb(void *opaque, void *ptr)
+{
+    (void)opaque;
+    (void)ptr;
+}

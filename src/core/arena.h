@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * A bump allocator with a byte cap: one per request (and then per batch).
+ * Everything decoded, translated or processed for a request lives in its
+ * arena and is freed at once by pg_arena_destroy(). protobuf-c, zlib and pcre2
+ * allocate from it through the adapters below. Not thread-safe: one owner. */
+#ifndef PG_CORE_ARENA_H
+#define PG_CORE_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+struct pg_arena;
+
+/* Creates an arena that refuses to hand out more than @cap bytes in total
+ * (0 = no cap). Returns NULL on OOM. Owned by the caller: pg_arena_destroy(). */
+struct pg_arena *pg_arena_create(size_t cap);
+/* Runs the cleanups (last registered first), then frees every chunk. NULL ok. */
+void pg_arena_destroy(struct pg_arena *a);
+
+/* 16-byte aligned memory, uninitialised; NULL when over the cap or OOM. */
+void *pg_arena_alloc(struct pg_arena *a, size_t size);
+void *pg_arena_zalloc(struct pg_arena *a, size_t size);
+/* nmemb*size with overflow check, zeroed. */
+void *pg_arena_calloc(struct pg_arena *a, size_t nmemb, size_t size);
+/* Grows @old (allocated from @a with @old_size bytes) to @new_size; extends in
+ * place when @old is the last allocation. Old memory is not returned. */
+void *pg_arena_realloc(struct pg_arena *a, void *old, size_t old_size, size_t new_size);
+char *pg_arena_strdup(struct pg_arena *a, const char *s);
+char *pg_arena_strndup(struct pg_arena *a, const char *s, size_t n);
+void *pg_arena_memdup(struct pg_arena *a, const void *p, size_t n);
+char *pg_arena_sprintf(struct pg_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Registers fn(data) to run at destroy time (LIFO). Returns 0, or -1 on OOM. */
+int pg_arena_cleanup_add(struct pg_arena *a, void (*fn)(void *), void *data);
+
+/* Bytes handed out so far, and bytes held from the system (chunks). */
+size_t pg_arena_used(const struct pg_arena *a);
+size_t pg_arena_footprint(const struct pg_arena *a);
+size_t pg_arena_cap(const struct pg_arena *a);
+/* True once an allocation failed because of the cap (tells LIMIT from NOMEM). */
+int pg_arena_hit_cap(const struct pg_arena *a);
+
+/* protobuf-c allocator backed by @a (free is a no-op). Filled by the call. */
+void pg_arena_protobuf_allocator(struct pg_arena *a, ProtobufCAllocator *out);
+/* zlib z_stream hooks: set strm->zalloc = pg_arena_zalloc_cb, zfree =
+ * pg_arena_zfree_cb, opaque = arena. */
+void *pg_arena_zalloc_cb(void *opaque, unsigned items, unsigned size);
+void pg_arena_zfree_cb(void *opaque, void *ptr);
+
+#endif

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Collector-shaped YAML config: libyaml events become a node tree that keeps
+ * file:line:column; ${env:VAR}, ${VAR}, ${env:VAR:-default} and $$ are expanded
+ * in scalars; components bind their section through a field table that knows
+ * types, defaults, bounds and valid keys. Every problem becomes one line in a
+ * struct pg_diag ("file:line:col: path: message") so `validate` lists them all. */
+#ifndef PG_CORE_CONFIG_H
+#define PG_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+
+enum pg_cfg_kind { PG_CFG_NULL = 0, PG_CFG_SCALAR, PG_CFG_MAP, PG_CFG_SEQ };
+
+struct pg_cfg_node {
+    enum pg_cfg_kind kind;
+    const char *file; /* borrowed from the config */
+    int line;         /* 1-based */
+    int col;          /* 1-based */
+    const char *value; /* SCALAR: text after env expansion; "" for NULL */
+    bool quoted;       /* SCALAR written with quotes (so "true" stays a string) */
+    size_t n;          /* MAP: pairs; SEQ: items */
+    struct pg_cfg_node **keys;   /* MAP: key scalars (for their position) */
+    struct pg_cfg_node **items;  /* MAP: values; SEQ: items */
+    bool used;                   /* set by binders, for unused-key reports */
+};
+
+/* Problems found while loading or binding. Messages live in the diag arena. */
+struct pg_diag {
+    struct pg_arena *arena; /* owned */
+    size_t n;
+    char **msgs;
+    size_t cap;
+};
+
+void pg_diag_init(struct pg_diag *d);
+void pg_diag_free(struct pg_diag *d);
+/* Adds "file:line:col: <path>: <message>"; @at may be NULL (no position). */
+void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+struct pg_config {
+    struct pg_arena *arena;      /* owned: nodes and bound strings */
+    const char *path;
+    struct pg_cfg_node *root;    /* a MAP, or NULL when the file failed to load */
+    struct pg_diag diag;
+};
+
+/* Loads and env-expands @path. Returns NULL only on OOM; otherwise check
+ * cfg->diag.n for problems (syntax errors leave root NULL). */
+struct pg_config *pg_config_load(const char *path);
+/* Same from a buffer; @name is used in messages. */
+struct pg_config *pg_config_load_string(const char *name, const char *text, size_t len);
+void pg_config_free(struct pg_config *cfg);
+
+/* Expands ${env:VAR}, ${VAR}, ${env:VAR:-default} and $$ in @s into @arena.
+ * Returns NULL and sets *@err (static text) for a malformed reference. */
+char *pg_config_expand_env(struct pg_arena *arena, const char *s, const char **err);
+
+/* Map lookup by key (marks the key used); NULL when absent. */
+struct pg_cfg_node *pg_cfg_get(const struct pg_cfg_node *map, const char *key);
+/* Parses "250ms", "5s", "1m30s", "2h", or a bare number of seconds, to ns. */
+bool pg_parse_duration(const char *s, int64_t *out_ns);
+/* Parses "4MiB", "20MB", "512KiB", "1024", "1GiB" to bytes. */
+bool pg_parse_bytes(const char *s, uint64_t *out);
+bool pg_parse_bool(const char *s, bool *out);
+
+/* ---- field tables -------------------------------------------------- */
+
+enum pg_field_type {
+    PG_FT_STR,      /* char *                     */
+    PG_FT_BOOL,     /* bool                       */
+    PG_FT_INT,      /* int64_t                    */
+    PG_FT_DOUBLE,   /* double                     */
+    PG_FT_DURATION, /* int64_t nanoseconds        */
+    PG_FT_BYTES,    /* uint64_t bytes             */
+    PG_FT_ENUM,     /* int: index into choices    */
+    PG_FT_STRLIST,  /* struct pg_strlist          */
+    PG_FT_STRMAP,   /* struct pg_strmap           */
+    PG_FT_SECTION,  /* nested struct, fields in sub; presence in present_offset */
+    PG_FT_NODE,     /* const struct pg_cfg_node *: the component parses it */
+};
+
+struct pg_strlist {
+    size_t n;
+    char **v;
+};
+
+struct pg_strmap {
+    size_t n;
+    char **keys;
+    char **values;
+};
+
+#define PG_NO_PRESENT ((size_t)-1)
+
+struct pg_field {
+    const char *name;
+    enum pg_field_type type;
+    size_t offset;               /* into the bound struct */
+    const char *def;             /* default in config syntax; NULL = zero/empty */
+    double min, max;             /* numeric bounds when min < max */
+    const struct pg_field *sub;  /* SECTION: its fields */
+    const char *const *choices;  /* ENUM: NULL-terminated */
+    size_t present_offset;       /* SECTION: bool set when the key is present, or PG_NO_PRESENT */
+    const char *doc;             /* one line, for `pprofgate components` */
+};
+
+#define PG_FIELD_END { NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0, NULL }
+
+/* Fills @out from the defaults of @fields, then from @map (may be NULL).
+ * Unknown keys, wrong types and out-of-range values go to @diag with the
+ * valid choices; @path prefixes messages ("receivers::pprof::server").
+ * Strings are allocated in @arena. Returns the number of problems added. */
+size_t pg_cfg_bind(struct pg_arena *arena, struct pg_diag *diag, const struct pg_cfg_node *map,
+                   const struct pg_field *fields, void *out, const char *path);
+/* Prints a field table as an indented key list with defaults and docs. */
+void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file /* FILE* */);
+
+#endif

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Leveled logging: one `key=value` line per event on stderr (or a file).
+ * Request-controlled text must go through %s arguments, never the format. */
+#ifndef PG_CORE_LOG_H
+#define PG_CORE_LOG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum pg_log_level { PG_LOG_DEBUG = 0, PG_LOG_INFO, PG_LOG_WARN, PG_LOG_ERROR, PG_LOG_OFF };
+
+extern enum pg_log_level pg_log_min_level;
+
+/* Parses "debug", "info", "warn", "error", "none"; returns false if unknown. */
+bool pg_log_parse_level(const char *s, enum pg_log_level *out);
+void pg_log_set_level(enum pg_log_level lvl);
+/* Where log lines go; NULL means stderr. Borrowed, not closed. */
+void pg_log_set_stream(FILE *f);
+
+/* @comp names the component instance, e.g. "receiver/pprof"; @msg is a
+ * printf format for the message; the line reads
+ *   ts=2026-11-30T10:00:00.123Z level=warn comp=receiver/pprof msg="..." */
+void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define PG_LOG_(lvl, comp, ...)                                                                    \
+    do {                                                                                           \
+        if ((lvl) >= pg_log_min_level) {                                                           \
+            pg_log_write((lvl), (comp), __VA_ARGS__);                                              \
+        }                                                                                          \
+    } while (0)
+
+#define pg_log_debug(comp, ...) PG_LOG_(PG_LOG_DEBUG, comp, __VA_ARGS__)
+#define pg_log_info(comp, ...)  PG_LOG_(PG_LOG_INFO, comp, __VA_ARGS__)
+#define pg_log_warn(comp, ...)  PG_LOG_(PG_LOG_WARN, comp, __VA_ARGS__)
+#define pg_log_error(comp, ...) PG_LOG_(PG_LOG_ERROR, comp, __VA_ARGS__)
+
+/* A token bucket for hot-path warnings: at most @burst lines, refilled at
+ * @per_sec; pg_log_ratelimit_ok() also reports how many were suppressed. */
+struct pg_log_ratelimit {
+    double tokens;
+    double per_sec;
+    double burst;
+    double last;
+    unsigned long suppressed;
+};
+#define PG_LOG_RATELIMIT_INIT(per_sec, burst) { (burst), (per_sec), (burst), 0, 0 }
+bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_out);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Self-telemetry: a process-wide registry of counters, gauges and histograms,
+ * rendered as Prometheus text. Series are created once (at create/start) and
+ * updated lock-free with atomics on the hot path. */
+#ifndef PG_CORE_METRICS_H
+#define PG_CORE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct pg_metric; /* one series: name + label set */
+
+/* Returns the series for @name{@labels}, creating it on first use. @labels is
+ * Prometheus label text without braces (`exporter="otlp",reason="timeout"`)
+ * or NULL. @help is used the first time @name is seen. Never NULL: on OOM a
+ * shared sink series is returned. Thread-safe. */
+struct pg_metric *pg_metric_counter(const char *name, const char *help, const char *labels);
+struct pg_metric *pg_metric_gauge(const char *name, const char *help, const char *labels);
+/* Buckets are upper bounds (ascending, seconds or bytes); copied. */
+struct pg_metric *pg_metric_histogram(const char *name, const char *help, const char *labels,
+                                      const double *buckets, size_t n_buckets);
+
+void pg_metric_add(struct pg_metric *m, uint64_t v);       /* counters and gauges */
+void pg_metric_sub(struct pg_metric *m, uint64_t v);       /* gauges */
+void pg_metric_set(struct pg_metric *m, int64_t v);        /* gauges */
+void pg_metric_observe(struct pg_metric *m, double v);     /* histograms */
+int64_t pg_metric_value(const struct pg_metric *m);        /* counters/gauges; for tests */
+
+/* Gauges computed at render time (RSS, uptime, queue sizes). */
+typedef int64_t (*pg_metric_fn)(void *arg);
+void pg_metric_gauge_fn(const char *name, const char *help, const char *labels, pg_metric_fn fn,
+                        void *arg);
+
+/* Writes the whole registry in Prometheus text format 0.0.4. */
+void pg_metrics_render(FILE *out);
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder until the service lands */
+int main(void) { return 0; }
