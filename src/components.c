@@ -30,3 +30,5 @@ const struct pg_component_ops *const pg_components[] = {
     &pg_extension_telemetry_metrics,
     NULL,
 };
+
+const size_t pg_components_count = sizeof(pg_components) / sizeof(pg_components[0]) - 1;

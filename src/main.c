@@ -1,2 +1,203 @@
-/* placeholder until the service lands */
-int main(void) { return 0; }
+/* SPDX-License-Identifier: Apache-2.0
+ * pprofgate's command line: run the gateway, validate a config, list the
+ * built-in components, print the version. Signals: SIGTERM/SIGINT drain and
+ * exit 0; a second one exits at once. */
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/component.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/otlp.h"
+#include "core/service.h"
+
+#define SHUTDOWN_DEADLINE_NS (30LL * 1000000000LL)
+
+struct signal_ctx {
+    struct pg_service *svc;
+    struct event_base *base;
+    int count;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: pprofgate [--config FILE]          run the gateway (default config/pprofgate.yaml)\n"
+            "       pprofgate validate --config FILE   check a config; lists every problem\n"
+            "       pprofgate components               list receivers, processors, exporters, extensions\n"
+            "       pprofgate --version                print the version and OTLP proto version\n");
+}
+
+static void print_version(void)
+{
+    printf("pprofgate %s (OTLP profiles %s, opentelemetry.proto.profiles.v1development)\n", PG_VERSION,
+           PG_OTLP_PROTO_VERSION);
+}
+
+static int list_components(void)
+{
+    for (int k = PG_KIND_RECEIVER; k <= PG_KIND_EXTENSION; k++) {
+        printf("%s:\n", pg_kind_section((enum pg_kind)k));
+        for (size_t i = 0; i < pg_components_count; i++) {
+            const struct pg_component_ops *o = pg_components[i];
+            if (o == NULL || (int)o->kind != k || strcmp(o->type, "telemetry_metrics") == 0) {
+                continue;
+            }
+            printf("  %s%s%s%s%s\n", o->type, o->alias ? " (alias " : "", o->alias ? o->alias : "",
+                   o->alias ? ")" : "", "");
+            if (o->doc != NULL) {
+                printf("      %s\n", o->doc);
+            }
+            if (o->fields != NULL) {
+                pg_cfg_print_fields(o->fields, 6, stdout);
+            }
+        }
+    }
+    return 0;
+}
+
+static void print_diag(const struct pg_diag *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        fprintf(stderr, "%s\n", d->msgs[i]);
+    }
+}
+
+/* Loads and builds; prints every problem. Returns the service or NULL. */
+static struct pg_service *load(const char *path, struct event_base *base, struct pg_config **cfg_out)
+{
+    struct pg_config *cfg = pg_config_load(path);
+    struct pg_service *svc = NULL;
+
+    *cfg_out = cfg;
+    if (cfg == NULL) {
+        fprintf(stderr, "%s: out of memory loading the config\n", path);
+        return NULL;
+    }
+    if (cfg->diag.n == 0 && cfg->root != NULL) {
+        svc = pg_service_build(cfg, pg_components, pg_components_count, base, &cfg->diag);
+    }
+    if (cfg->diag.n > 0) {
+        print_diag(&cfg->diag);
+        fprintf(stderr, "%s: %zu problem%s\n", path, cfg->diag.n, cfg->diag.n == 1 ? "" : "s");
+        pg_service_free(svc);
+        return NULL;
+    }
+    return svc;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct signal_ctx *sc = arg;
+
+    (void)what;
+    if (++sc->count > 1) {
+        pg_log_warn("main", "second signal %d: exiting without draining", (int)sig);
+        exit(1);
+    }
+    pg_log_info("main", "signal %d received", (int)sig);
+    pg_service_shutdown(sc->svc, SHUTDOWN_DEADLINE_NS);
+}
+
+static int run(const char *path)
+{
+    struct event_base *base;
+    struct pg_config *cfg = NULL;
+    struct pg_service *svc;
+    struct pg_status st;
+    struct signal_ctx sc = {0};
+    struct event *sigterm;
+    struct event *sigint;
+    int rc = 0;
+
+    signal(SIGPIPE, SIG_IGN);
+    evthread_use_pthreads();
+    base = event_base_new();
+    if (base == NULL) {
+        fprintf(stderr, "cannot create the event loop\n");
+        return 1;
+    }
+    svc = load(path, base, &cfg);
+    if (svc == NULL) {
+        pg_config_free(cfg);
+        event_base_free(base);
+        return 1;
+    }
+    sc.svc = svc;
+    sc.base = base;
+    sigterm = evsignal_new(base, SIGTERM, on_signal, &sc);
+    sigint = evsignal_new(base, SIGINT, on_signal, &sc);
+    if (sigterm == NULL || sigint == NULL || event_add(sigterm, NULL) != 0 ||
+        event_add(sigint, NULL) != 0) {
+        fprintf(stderr, "cannot install signal handlers\n");
+        return 1;
+    }
+    pg_status_clear(&st);
+    if (pg_service_start(svc, &st) != PG_ERR_OK) {
+        pg_log_error("main", "%s", pg_status_text(&st));
+        rc = 1;
+    } else {
+        pg_log_info("main", "pprofgate %s running with %s", PG_VERSION, path);
+        event_base_dispatch(base);
+        pg_log_info("main", "exited cleanly");
+    }
+    event_free(sigterm);
+    event_free(sigint);
+    pg_service_free(svc);
+    pg_config_free(cfg);
+    event_base_free(base);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *config = "config/pprofgate.yaml";
+    const char *cmd = "run";
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "%s needs a file\n", a);
+                return 2;
+            }
+            config = argv[++i];
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            config = a + 9;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0 || strcmp(a, "version") == 0) {
+            print_version();
+            return 0;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "validate") == 0 || strcmp(a, "components") == 0 ||
+                   strcmp(a, "run") == 0) {
+            cmd = a;
+        } else {
+            fprintf(stderr, "unknown argument \"%s\"\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (strcmp(cmd, "components") == 0) {
+        return list_components();
+    }
+    if (strcmp(cmd, "validate") == 0) {
+        struct pg_config *cfg = NULL;
+        struct event_base *base = event_base_new();
+        struct pg_service *svc = load(config, base, &cfg);
+        int rc = svc ? 0 : 1;
+        if (svc != NULL) {
+            printf("%s: valid\n", config);
+        }
+        pg_service_free(svc);
+        pg_config_free(cfg);
+        event_base_free(base);
+        return rc;
+    }
+    return run(config);
+}

@@ -54,6 +54,7 @@ struct pg_component_ctx {
     struct pg_arena *config_arena;    /* lives as long as the process: bind strings here */
     struct pg_diag *diag;        /* add every config problem here */
     struct pg_consumer *next;    /* receivers only: where batches go */
+    const char *path;            /* "receivers::pprof/self": pass to pg_cfg_bind */
 };
 
 struct pg_component_ops {
@@ -83,9 +84,13 @@ struct pg_component_ops {
     void (*destroy)(void *state);
 };
 
-/* The registry (src/components.c). NULL-terminated. */
+/* The registry (defined in src/components.c, above core). NULL-terminated;
+ * entries may be NULL-skipped while components are being written. */
 extern const struct pg_component_ops *const pg_components[];
-const struct pg_component_ops *pg_component_find(enum pg_kind kind, const char *type);
+extern const size_t pg_components_count;
+/* Finds @type (or its alias) of @kind in @registry (@n entries). */
+const struct pg_component_ops *pg_component_find(const struct pg_component_ops *const *registry,
+                                                 size_t n, enum pg_kind kind, const char *type);
 const char *pg_kind_name(enum pg_kind kind);        /* "receiver" ... */
 const char *pg_kind_section(enum pg_kind kind);     /* "receivers" ... */
 

@@ -4,6 +4,7 @@
 #include "core/metrics.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

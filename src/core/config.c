@@ -1,0 +1,948 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * YAML loading (libyaml events -> node tree with positions), ${env:...}
+ * expansion, value parsers and field-table binding with precise diagnostics. */
+#include "core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define CFG_MAX_BYTES (4u * 1024u * 1024u) /* a config file larger than this is refused */
+#define CFG_MAX_DEPTH 64
+
+/* ---- diagnostics ----------------------------------------------------- */
+
+void pg_diag_init(struct pg_diag *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->arena = pg_arena_create(0);
+}
+
+void pg_diag_free(struct pg_diag *d)
+{
+    pg_arena_destroy(d->arena);
+    memset(d, 0, sizeof(*d));
+}
+
+static void diag_vadd(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
+                      const char *fmt, va_list ap)
+{
+    char msg[1024];
+    char *line;
+
+    if (d->arena == NULL) {
+        return;
+    }
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (at != NULL && at->file != NULL) {
+        line = pg_arena_sprintf(d->arena, "%s:%d:%d: %s%s%s", at->file, at->line, at->col,
+                                path ? path : "", (path && path[0]) ? ": " : "", msg);
+    } else {
+        line = pg_arena_sprintf(d->arena, "%s%s%s", path ? path : "", (path && path[0]) ? ": " : "",
+                                msg);
+    }
+    if (line == NULL) {
+        return;
+    }
+    if (d->n == d->cap) {
+        size_t ncap = d->cap ? d->cap * 2 : 16;
+        char **nm = pg_arena_realloc(d->arena, d->msgs, d->cap * sizeof(char *), ncap * sizeof(char *));
+        if (nm == NULL) {
+            return;
+        }
+        d->msgs = nm;
+        d->cap = ncap;
+    }
+    d->msgs[d->n++] = line;
+}
+
+void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *path, const char *fmt,
+                 ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    diag_vadd(d, at, path, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- env expansion --------------------------------------------------- */
+
+struct sbuf {
+    struct pg_arena *arena;
+    char *p;
+    size_t len, cap;
+};
+
+static int sbuf_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t ncap = (b->cap ? b->cap : 32);
+        while (ncap < b->len + n + 1) {
+            ncap *= 2;
+        }
+        char *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
+        if (np == NULL) {
+            return -1;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static bool env_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) {
+        return false;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+char *pg_config_expand_env(struct pg_arena *arena, const char *s, const char **err)
+{
+    struct sbuf b = {arena, NULL, 0, 0};
+
+    *err = NULL;
+    if (sbuf_put(&b, "", 0) != 0) {
+        *err = "out of memory";
+        return NULL;
+    }
+    while (*s != '\0') {
+        const char *dollar = strchr(s, '$');
+        if (dollar == NULL) {
+            if (sbuf_put(&b, s, strlen(s)) != 0) {
+                goto oom;
+            }
+            break;
+        }
+        if (sbuf_put(&b, s, (size_t)(dollar - s)) != 0) {
+            goto oom;
+        }
+        if (dollar[1] == '$') { /* $$ is a literal $ */
+            if (sbuf_put(&b, "$", 1) != 0) {
+                goto oom;
+            }
+            s = dollar + 2;
+            continue;
+        }
+        if (dollar[1] != '{') { /* a lone $ stays as written */
+            if (sbuf_put(&b, "$", 1) != 0) {
+                goto oom;
+            }
+            s = dollar + 1;
+            continue;
+        }
+        const char *close = strchr(dollar + 2, '}');
+        if (close == NULL) {
+            *err = "unterminated ${...} reference (write $$ for a literal $)";
+            return NULL;
+        }
+        const char *name = dollar + 2;
+        size_t nlen = (size_t)(close - name);
+        const char *def = NULL;
+        size_t dlen = 0;
+        if (nlen > 4 && strncmp(name, "env:", 4) == 0) {
+            name += 4;
+            nlen -= 4;
+        }
+        const char *colon = memchr(name, ':', nlen);
+        if (colon != NULL) {
+            if (colon + 1 < close && colon[1] == '-') {
+                def = colon + 2;
+                dlen = (size_t)(close - def);
+                nlen = (size_t)(colon - name);
+            } else {
+                *err = "unsupported ${scheme:...} reference (only env: is known)";
+                return NULL;
+            }
+        }
+        if (!env_name_ok(name, nlen)) {
+            *err = "invalid environment variable name in ${...}";
+            return NULL;
+        }
+        char var[256];
+        if (nlen >= sizeof(var)) {
+            *err = "environment variable name too long";
+            return NULL;
+        }
+        memcpy(var, name, nlen);
+        var[nlen] = '\0';
+        const char *val = getenv(var);
+        if ((val == NULL || val[0] == '\0') && def != NULL) {
+            if (sbuf_put(&b, def, dlen) != 0) {
+                goto oom;
+            }
+        } else if (val != NULL) {
+            if (sbuf_put(&b, val, strlen(val)) != 0) {
+                goto oom;
+            }
+        }
+        s = close + 1;
+    }
+    return b.p;
+oom:
+    *err = "out of memory";
+    return NULL;
+}
+
+/* ---- YAML -> node tree ---------------------------------------------- */
+
+struct loader {
+    struct pg_config *cfg;
+    yaml_parser_t parser;
+    int depth;
+};
+
+static struct pg_cfg_node *node_new(struct loader *l, enum pg_cfg_kind kind, const yaml_mark_t *m)
+{
+    struct pg_cfg_node *n = pg_arena_zalloc(l->cfg->arena, sizeof(*n));
+
+    if (n != NULL) {
+        n->kind = kind;
+        n->file = l->cfg->path;
+        n->line = (int)m->line + 1;
+        n->col = (int)m->column + 1;
+        n->value = "";
+    }
+    return n;
+}
+
+static int node_push(struct pg_arena *a, struct pg_cfg_node *parent, struct pg_cfg_node *key,
+                     struct pg_cfg_node *item)
+{
+    size_t n = parent->n;
+
+    /* Capacity is the next power of two >= 4: grow when n hits it. */
+    if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+        size_t old = n ? n : 0;
+        size_t ncap = n ? n * 2 : 4;
+        struct pg_cfg_node **ni = pg_arena_realloc(a, parent->items, old * sizeof(void *),
+                                                   ncap * sizeof(void *));
+        if (ni == NULL) {
+            return -1;
+        }
+        parent->items = ni;
+        if (parent->kind == PG_CFG_MAP) {
+            struct pg_cfg_node **nk = pg_arena_realloc(a, parent->keys, old * sizeof(void *),
+                                                       ncap * sizeof(void *));
+            if (nk == NULL) {
+                return -1;
+            }
+            parent->keys = nk;
+        }
+    }
+    parent->items[n] = item;
+    if (parent->kind == PG_CFG_MAP) {
+        parent->keys[n] = key;
+    }
+    parent->n = n + 1;
+    return 0;
+}
+
+static struct pg_cfg_node *parse_node(struct loader *l, yaml_event_t *ev, bool is_key);
+
+static bool next_event(struct loader *l, yaml_event_t *ev)
+{
+    if (!yaml_parser_parse(&l->parser, ev)) {
+        yaml_mark_t m = l->parser.problem_mark;
+        struct pg_cfg_node at = {.file = l->cfg->path, .line = (int)m.line + 1, .col = (int)m.column + 1};
+        pg_diag_add(&l->cfg->diag, &at, NULL, "YAML syntax error: %s%s%s",
+                    l->parser.problem ? l->parser.problem : "unknown",
+                    l->parser.context ? " " : "", l->parser.context ? l->parser.context : "");
+        return false;
+    }
+    return true;
+}
+
+/* Consumes events for one node whose first event is @ev (already parsed). */
+static struct pg_cfg_node *parse_node(struct loader *l, yaml_event_t *ev, bool is_key)
+{
+    struct pg_cfg_node *n = NULL;
+    yaml_event_t sub;
+
+    if (++l->depth > CFG_MAX_DEPTH) {
+        struct pg_cfg_node at = {.file = l->cfg->path, .line = (int)ev->start_mark.line + 1, .col = (int)ev->start_mark.column + 1};
+        pg_diag_add(&l->cfg->diag, &at, NULL, "config nested deeper than %d levels", CFG_MAX_DEPTH);
+        yaml_event_delete(ev);
+        l->depth--;
+        return NULL;
+    }
+    switch (ev->type) {
+    case YAML_SCALAR_EVENT: {
+        const char *raw = (const char *)ev->data.scalar.value;
+        bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        n = node_new(l, PG_CFG_SCALAR, &ev->start_mark);
+        if (n == NULL) {
+            break;
+        }
+        n->quoted = !plain;
+        if (plain && (strcmp(raw, "~") == 0 || strcmp(raw, "null") == 0 || strcmp(raw, "Null") == 0 ||
+                      strcmp(raw, "NULL") == 0 || raw[0] == '\0')) {
+            n->kind = PG_CFG_NULL;
+            n->value = "";
+        } else if (is_key) {
+            n->value = pg_arena_strdup(l->cfg->arena, raw);
+        } else {
+            const char *err = NULL;
+            n->value = pg_config_expand_env(l->cfg->arena, raw, &err);
+            if (n->value == NULL) {
+                pg_diag_add(&l->cfg->diag, n, NULL, "%s", err);
+                n->value = "";
+            }
+        }
+        break;
+    }
+    case YAML_SEQUENCE_START_EVENT:
+        n = node_new(l, PG_CFG_SEQ, &ev->start_mark);
+        for (;;) {
+            if (!next_event(l, &sub)) {
+                n = NULL;
+                break;
+            }
+            if (sub.type == YAML_SEQUENCE_END_EVENT) {
+                yaml_event_delete(&sub);
+                break;
+            }
+            struct pg_cfg_node *item = parse_node(l, &sub, false);
+            if (item == NULL || n == NULL || node_push(l->cfg->arena, n, NULL, item) != 0) {
+                n = NULL;
+                break;
+            }
+        }
+        break;
+    case YAML_MAPPING_START_EVENT:
+        n = node_new(l, PG_CFG_MAP, &ev->start_mark);
+        for (;;) {
+            if (!next_event(l, &sub)) {
+                n = NULL;
+                break;
+            }
+            if (sub.type == YAML_MAPPING_END_EVENT) {
+                yaml_event_delete(&sub);
+                break;
+            }
+            struct pg_cfg_node *key = parse_node(l, &sub, true);
+            if (key == NULL) {
+                n = NULL;
+                break;
+            }
+            if (!next_event(l, &sub)) {
+                n = NULL;
+                break;
+            }
+            struct pg_cfg_node *val = parse_node(l, &sub, false);
+            if (val == NULL || n == NULL) {
+                n = NULL;
+                break;
+            }
+            if (key->kind != PG_CFG_SCALAR) {
+                pg_diag_add(&l->cfg->diag, key, NULL, "mapping keys must be plain strings");
+                continue;
+            }
+            bool dup = false;
+            for (size_t i = 0; i < n->n; i++) {
+                if (strcmp(n->keys[i]->value, key->value) == 0) {
+                    pg_diag_add(&l->cfg->diag, key, NULL, "duplicate key \"%s\" (first at line %d)",
+                                key->value, n->keys[i]->line);
+                    dup = true;
+                }
+            }
+            if (!dup && node_push(l->cfg->arena, n, key, val) != 0) {
+                n = NULL;
+                break;
+            }
+        }
+        break;
+    case YAML_ALIAS_EVENT: {
+        struct pg_cfg_node at = {.file = l->cfg->path, .line = (int)ev->start_mark.line + 1, .col = (int)ev->start_mark.column + 1};
+        pg_diag_add(&l->cfg->diag, &at, NULL, "YAML aliases (*%s) are not supported",
+                    (const char *)ev->data.alias.anchor);
+        n = node_new(l, PG_CFG_NULL, &ev->start_mark);
+        break;
+    }
+    default: {
+        struct pg_cfg_node at = {.file = l->cfg->path, .line = (int)ev->start_mark.line + 1, .col = (int)ev->start_mark.column + 1};
+        pg_diag_add(&l->cfg->diag, &at, NULL, "unexpected YAML event");
+        break;
+    }
+    }
+    yaml_event_delete(ev);
+    l->depth--;
+    return n;
+}
+
+struct pg_config *pg_config_load_string(const char *name, const char *text, size_t len)
+{
+    struct pg_config *cfg = calloc(1, sizeof(*cfg));
+    struct loader l;
+    yaml_event_t ev;
+    bool ok = true;
+
+    if (cfg == NULL) {
+        return NULL;
+    }
+    cfg->arena = pg_arena_create(0);
+    pg_diag_init(&cfg->diag);
+    if (cfg->arena == NULL || cfg->diag.arena == NULL) {
+        pg_config_free(cfg);
+        return NULL;
+    }
+    cfg->path = pg_arena_strdup(cfg->arena, name);
+    memset(&l, 0, sizeof(l));
+    l.cfg = cfg;
+    if (!yaml_parser_initialize(&l.parser)) {
+        pg_config_free(cfg);
+        return NULL;
+    }
+    yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
+    /* STREAM_START, DOCUMENT_START, node, DOCUMENT_END, STREAM_END */
+    while (ok) {
+        if (!next_event(&l, &ev)) {
+            ok = false;
+            break;
+        }
+        if (ev.type == YAML_STREAM_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_START_EVENT ||
+            ev.type == YAML_DOCUMENT_END_EVENT) {
+            yaml_event_delete(&ev);
+            continue;
+        }
+        if (cfg->root != NULL) {
+            struct pg_cfg_node at = {.file = cfg->path, .line = (int)ev.start_mark.line + 1, .col = (int)ev.start_mark.column + 1};
+            pg_diag_add(&cfg->diag, &at, NULL, "only one YAML document is allowed");
+            yaml_event_delete(&ev);
+            ok = false;
+            break;
+        }
+        cfg->root = parse_node(&l, &ev, false);
+        if (cfg->root == NULL) {
+            ok = false;
+        }
+    }
+    yaml_parser_delete(&l.parser);
+    if (ok && cfg->root == NULL) {
+        pg_diag_add(&cfg->diag, NULL, cfg->path, "the config is empty");
+    } else if (ok && cfg->root->kind != PG_CFG_MAP) {
+        pg_diag_add(&cfg->diag, cfg->root, NULL, "the config must be a mapping (receivers:, exporters:, service: ...)");
+        cfg->root = NULL;
+    }
+    if (!ok) {
+        cfg->root = NULL;
+    }
+    return cfg;
+}
+
+struct pg_config *pg_config_load(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    struct pg_config *cfg;
+    char *buf;
+    size_t n;
+
+    if (f == NULL) {
+        cfg = pg_config_load_string(path, "{}", 2);
+        if (cfg != NULL) {
+            cfg->root = NULL;
+            pg_diag_add(&cfg->diag, NULL, path, "cannot open config: %s", strerror(errno));
+        }
+        return cfg;
+    }
+    buf = malloc(CFG_MAX_BYTES + 1);
+    if (buf == NULL) {
+        fclose(f);
+        return NULL;
+    }
+    n = fread(buf, 1, CFG_MAX_BYTES + 1, f);
+    fclose(f);
+    if (n > CFG_MAX_BYTES) {
+        free(buf);
+        cfg = pg_config_load_string(path, "{}", 2);
+        if (cfg != NULL) {
+            cfg->root = NULL;
+            pg_diag_add(&cfg->diag, NULL, path, "config file larger than %u bytes", CFG_MAX_BYTES);
+        }
+        return cfg;
+    }
+    cfg = pg_config_load_string(path, buf, n);
+    free(buf);
+    return cfg;
+}
+
+void pg_config_free(struct pg_config *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    pg_diag_free(&cfg->diag);
+    pg_arena_destroy(cfg->arena);
+    free(cfg);
+}
+
+struct pg_cfg_node *pg_cfg_get(const struct pg_cfg_node *map, const char *key)
+{
+    if (map == NULL || map->kind != PG_CFG_MAP) {
+        return NULL;
+    }
+    for (size_t i = 0; i < map->n; i++) {
+        if (strcmp(map->keys[i]->value, key) == 0) {
+            map->keys[i]->used = true;
+            return map->items[i];
+        }
+    }
+    return NULL;
+}
+
+/* ---- value parsers --------------------------------------------------- */
+
+bool pg_parse_duration(const char *s, int64_t *out_ns)
+{
+    static const struct {
+        const char *unit;
+        double ns;
+    } units[] = {{"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+    double total = 0;
+    const char *p = s;
+    bool neg = false;
+
+    if (*p == '-' || *p == '+') {
+        neg = *p == '-';
+        p++;
+    }
+    if (strcmp(p, "0") == 0) {
+        *out_ns = 0;
+        return true;
+    }
+    if (*p == '\0') {
+        return false;
+    }
+    while (*p != '\0') {
+        char *end;
+        double v;
+        size_t best = 0;
+        double mul = 0;
+        if (!(isdigit((unsigned char)*p) || *p == '.')) {
+            return false;
+        }
+        errno = 0;
+        v = strtod(p, &end);
+        if (end == p || errno != 0) {
+            return false;
+        }
+        p = end;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            size_t ul = strlen(units[i].unit);
+            if (strncmp(p, units[i].unit, ul) == 0 && ul > best) {
+                best = ul;
+                mul = units[i].ns;
+            }
+        }
+        if (best == 0) {
+            return false;
+        }
+        p += best;
+        total += v * mul;
+    }
+    if (total > 9.2e18) {
+        return false;
+    }
+    *out_ns = (int64_t)llround(neg ? -total : total);
+    return true;
+}
+
+bool pg_parse_bytes(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *unit;
+        double mul;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"KiB", 1024.0},
+                 {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0},
+                 {"Ki", 1024.0},
+                 {"Mi", 1048576.0},
+                 {"Gi", 1073741824.0},
+                 {"KB", 1e3},
+                 {"MB", 1e6},
+                 {"GB", 1e9},
+                 {"kB", 1e3},
+                 {"K", 1e3},
+                 {"M", 1e6},
+                 {"G", 1e9}};
+    char *end;
+    double v;
+
+    while (isspace((unsigned char)*s)) {
+        s++;
+    }
+    if (!isdigit((unsigned char)*s)) {
+        return false;
+    }
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s) {
+        return false;
+    }
+    while (isspace((unsigned char)*end)) {
+        end++;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(end, units[i].unit) == 0) {
+            double r = v * units[i].mul;
+            if (r > 1.8e19) {
+                return false;
+            }
+            *out = (uint64_t)llround(r);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool pg_parse_bool(const char *s, bool *out)
+{
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
+        *out = true;
+        return true;
+    }
+    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
+        *out = false;
+        return true;
+    }
+    return false;
+}
+
+/* ---- binding ---------------------------------------------------------- */
+
+static const char *kind_word(enum pg_cfg_kind k)
+{
+    switch (k) {
+    case PG_CFG_MAP:
+        return "a mapping";
+    case PG_CFG_SEQ:
+        return "a list";
+    case PG_CFG_NULL:
+        return "empty";
+    default:
+        return "a scalar";
+    }
+}
+
+static char *join_path(struct pg_arena *a, const char *path, const char *key)
+{
+    if (path == NULL || path[0] == '\0') {
+        return pg_arena_strdup(a, key);
+    }
+    return pg_arena_sprintf(a, "%s::%s", path, key);
+}
+
+static char *valid_keys(struct pg_arena *a, const struct pg_field *fields)
+{
+    size_t len = 1;
+    char *s;
+
+    for (const struct pg_field *f = fields; f->name != NULL; f++) {
+        len += strlen(f->name) + 2;
+    }
+    s = pg_arena_alloc(a, len);
+    if (s == NULL) {
+        return (char *)"";
+    }
+    s[0] = '\0';
+    for (const struct pg_field *f = fields; f->name != NULL; f++) {
+        if (s[0] != '\0') {
+            strcat(s, ", ");
+        }
+        strcat(s, f->name);
+    }
+    return s;
+}
+
+/* Binds one value (@n may be a synthetic scalar holding the default). */
+static size_t bind_value(struct pg_arena *a, struct pg_diag *d, const struct pg_field *f,
+                         const struct pg_cfg_node *n, void *out, const char *path, bool is_default)
+{
+    char *field = (char *)out + f->offset;
+    const char *v = n ? n->value : "";
+    bool in_bounds = f->min < f->max;
+
+    if (n != NULL && n->kind == PG_CFG_NULL && f->type != PG_FT_SECTION && f->type != PG_FT_NODE &&
+        f->type != PG_FT_STRLIST && f->type != PG_FT_STRMAP && f->type != PG_FT_STR) {
+        pg_diag_add(d, n, path, "a value is required");
+        return 1;
+    }
+    switch (f->type) {
+    case PG_FT_STR:
+        if (n != NULL && n->kind != PG_CFG_SCALAR && n->kind != PG_CFG_NULL) {
+            pg_diag_add(d, n, path, "expected a string, got %s", kind_word(n->kind));
+            return 1;
+        }
+        *(char **)field = pg_arena_strdup(a, v);
+        return 0;
+    case PG_FT_BOOL:
+        if (n->kind != PG_CFG_SCALAR || !pg_parse_bool(v, (bool *)field)) {
+            pg_diag_add(d, n, path, "expected true or false, got \"%s\"", v);
+            return 1;
+        }
+        return 0;
+    case PG_FT_INT: {
+        char *end;
+        long long x;
+        errno = 0;
+        x = strtoll(v, &end, 10);
+        if (n->kind != PG_CFG_SCALAR || errno != 0 || end == v || *end != '\0') {
+            pg_diag_add(d, n, path, "expected an integer, got \"%s\"", v);
+            return 1;
+        }
+        if (in_bounds && ((double)x < f->min || (double)x > f->max)) {
+            pg_diag_add(d, n, path, "%lld is outside [%.0f, %.0f]", x, f->min, f->max);
+            return 1;
+        }
+        *(int64_t *)field = x;
+        return 0;
+    }
+    case PG_FT_DOUBLE: {
+        char *end;
+        double x;
+        errno = 0;
+        x = strtod(v, &end);
+        if (n->kind != PG_CFG_SCALAR || errno != 0 || end == v || *end != '\0') {
+            pg_diag_add(d, n, path, "expected a number, got \"%s\"", v);
+            return 1;
+        }
+        if (in_bounds && (x < f->min || x > f->max)) {
+            pg_diag_add(d, n, path, "%g is outside [%g, %g]", x, f->min, f->max);
+            return 1;
+        }
+        *(double *)field = x;
+        return 0;
+    }
+    case PG_FT_DURATION: {
+        int64_t ns;
+        if (n->kind != PG_CFG_SCALAR || !pg_parse_duration(v, &ns)) {
+            pg_diag_add(d, n, path, "expected a duration such as 250ms, 5s or 1m, got \"%s\"", v);
+            return 1;
+        }
+        if (ns < 0 || (in_bounds && ((double)ns < f->min || (double)ns > f->max))) {
+            pg_diag_add(d, n, path, "duration \"%s\" is out of range", v);
+            return 1;
+        }
+        *(int64_t *)field = ns;
+        return 0;
+    }
+    case PG_FT_BYTES: {
+        uint64_t b;
+        if (n->kind != PG_CFG_SCALAR || !pg_parse_bytes(v, &b)) {
+            pg_diag_add(d, n, path, "expected a size such as 4MiB, 512KiB or 1048576, got \"%s\"", v);
+            return 1;
+        }
+        if (in_bounds && ((double)b < f->min || (double)b > f->max)) {
+            pg_diag_add(d, n, path, "size %s is outside [%.0f, %.0f] bytes", v, f->min, f->max);
+            return 1;
+        }
+        *(uint64_t *)field = b;
+        return 0;
+    }
+    case PG_FT_ENUM:
+        for (int i = 0; f->choices && f->choices[i] != NULL; i++) {
+            if (strcmp(v, f->choices[i]) == 0) {
+                *(int *)field = i;
+                return 0;
+            }
+        }
+        {
+            char list[512] = "";
+            for (int i = 0; f->choices && f->choices[i] != NULL; i++) {
+                if (i) {
+                    strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+                }
+                strncat(list, f->choices[i], sizeof(list) - strlen(list) - 1);
+            }
+            pg_diag_add(d, n, path, "\"%s\" is not one of: %s", v, list);
+        }
+        return 1;
+    case PG_FT_STRLIST: {
+        struct pg_strlist *l = (struct pg_strlist *)field;
+        if (is_default) {
+            /* Defaults for lists are comma-separated in the table. */
+            l->n = 0;
+            l->v = NULL;
+            if (v[0] == '\0') {
+                return 0;
+            }
+            size_t cnt = 1;
+            for (const char *p = v; *p; p++) {
+                cnt += *p == ',';
+            }
+            l->v = pg_arena_calloc(a, cnt, sizeof(char *));
+            const char *p = v;
+            while (l->v != NULL) {
+                const char *c = strchr(p, ',');
+                size_t len = c ? (size_t)(c - p) : strlen(p);
+                l->v[l->n++] = pg_arena_strndup(a, p, len);
+                if (c == NULL) {
+                    break;
+                }
+                p = c + 1;
+            }
+            return 0;
+        }
+        if (n->kind == PG_CFG_NULL) {
+            l->n = 0;
+            l->v = NULL;
+            return 0;
+        }
+        if (n->kind != PG_CFG_SEQ) {
+            pg_diag_add(d, n, path, "expected a list, got %s", kind_word(n->kind));
+            return 1;
+        }
+        l->v = pg_arena_calloc(a, n->n ? n->n : 1, sizeof(char *));
+        l->n = 0;
+        for (size_t i = 0; i < n->n && l->v; i++) {
+            if (n->items[i]->kind != PG_CFG_SCALAR) {
+                pg_diag_add(d, n->items[i], path, "list items must be strings, got %s",
+                            kind_word(n->items[i]->kind));
+                return 1;
+            }
+            l->v[l->n++] = pg_arena_strdup(a, n->items[i]->value);
+        }
+        return 0;
+    }
+    case PG_FT_STRMAP: {
+        struct pg_strmap *m = (struct pg_strmap *)field;
+        m->n = 0;
+        m->keys = m->values = NULL;
+        if (n == NULL || n->kind == PG_CFG_NULL || is_default) {
+            return 0;
+        }
+        if (n->kind != PG_CFG_MAP) {
+            pg_diag_add(d, n, path, "expected a mapping of strings, got %s", kind_word(n->kind));
+            return 1;
+        }
+        m->keys = pg_arena_calloc(a, n->n ? n->n : 1, sizeof(char *));
+        m->values = pg_arena_calloc(a, n->n ? n->n : 1, sizeof(char *));
+        for (size_t i = 0; i < n->n && m->keys && m->values; i++) {
+            if (n->items[i]->kind != PG_CFG_SCALAR && n->items[i]->kind != PG_CFG_NULL) {
+                pg_diag_add(d, n->items[i], path, "value of \"%s\" must be a string", n->keys[i]->value);
+                return 1;
+            }
+            m->keys[m->n] = pg_arena_strdup(a, n->keys[i]->value);
+            m->values[m->n++] = pg_arena_strdup(a, n->items[i]->value);
+        }
+        return 0;
+    }
+    case PG_FT_SECTION:
+        if (n != NULL && !is_default && n->kind != PG_CFG_MAP && n->kind != PG_CFG_NULL) {
+            pg_diag_add(d, n, path, "expected a mapping, got %s", kind_word(n->kind));
+            return 1;
+        }
+        return pg_cfg_bind(a, d, is_default ? NULL : n, f->sub, field, path);
+    case PG_FT_NODE:
+        *(const struct pg_cfg_node **)field = is_default ? NULL : n;
+        return 0;
+    }
+    return 0;
+}
+
+size_t pg_cfg_bind(struct pg_arena *a, struct pg_diag *d, const struct pg_cfg_node *map,
+                   const struct pg_field *fields, void *out, const char *path)
+{
+    size_t problems = 0;
+
+    /* Defaults first, so every field has a value even when the map is bad. */
+    for (const struct pg_field *f = fields; f->name != NULL; f++) {
+        struct pg_cfg_node def = {.kind = PG_CFG_SCALAR, .value = f->def ? f->def : ""};
+        if (f->def == NULL) {
+            if (f->type == PG_FT_STR) {
+                *(char **)((char *)out + f->offset) = NULL;
+                continue;
+            }
+            if (f->type == PG_FT_BOOL) {
+                def.value = "false";
+            } else if (f->type == PG_FT_ENUM && f->choices) {
+                def.value = f->choices[0];
+            } else if (f->type != PG_FT_SECTION && f->type != PG_FT_NODE && f->type != PG_FT_STRLIST &&
+                       f->type != PG_FT_STRMAP) {
+                def.value = "0";
+            }
+        }
+        if (f->type == PG_FT_SECTION && f->present_offset != PG_NO_PRESENT) {
+            *(bool *)((char *)out + f->present_offset) = false;
+        }
+        problems += bind_value(a, d, f, &def, out, join_path(a, path, f->name), true);
+    }
+    if (map == NULL || map->kind == PG_CFG_NULL) {
+        return problems;
+    }
+    if (map->kind != PG_CFG_MAP) {
+        pg_diag_add(d, map, path, "expected a mapping, got %s", kind_word(map->kind));
+        return problems + 1;
+    }
+    for (size_t i = 0; i < map->n; i++) {
+        const struct pg_cfg_node *key = map->keys[i];
+        const struct pg_field *f;
+        for (f = fields; f->name != NULL; f++) {
+            if (strcmp(f->name, key->value) == 0) {
+                break;
+            }
+        }
+        if (f->name == NULL) {
+            pg_diag_add(d, key, path, "unknown key \"%s\"; valid keys: %s", key->value,
+                        valid_keys(a, fields));
+            problems++;
+            continue;
+        }
+        map->keys[i]->used = true;
+        if (f->type == PG_FT_SECTION && f->present_offset != PG_NO_PRESENT) {
+            *(bool *)((char *)out + f->present_offset) = true;
+        }
+        problems += bind_value(a, d, f, map->items[i], out, join_path(a, path, f->name), false);
+    }
+    return problems;
+}
+
+static const char *type_word(enum pg_field_type t)
+{
+    static const char *const names[] = {"string", "bool",   "int",  "number",  "duration", "bytes",
+                                        "enum",   "list",   "map",  "section", "any"};
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file)
+{
+    FILE *out = file;
+
+    for (const struct pg_field *f = fields; f && f->name != NULL; f++) {
+        fprintf(out, "%*s%s: (%s", indent, "", f->name, type_word(f->type));
+        if (f->def != NULL && f->def[0] != '\0') {
+            fprintf(out, ", default %s", f->def);
+        }
+        if (f->type == PG_FT_ENUM && f->choices) {
+            fprintf(out, ", one of");
+            for (int i = 0; f->choices[i]; i++) {
+                fprintf(out, " %s", f->choices[i]);
+            }
+        }
+        fprintf(out, ")%s%s\n", f->doc ? " " : "", f->doc ? f->doc : "");
+        if (f->type == PG_FT_SECTION) {
+            pg_cfg_print_fields(f->sub, indent + 2, out);
+        }
+    }
+}

@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * gRPC wire helpers for the OTLP exporter: status codes, grpc-timeout,
+ * grpc-message decoding, the length-prefixed message reader and a hand-written
+ * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
+#include "exporter/grpc_wire.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+static const char *const code_names[] = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
+const char *pg_grpc_code_name(int code)
+{
+    if (code < 0 || (size_t)code >= sizeof(code_names) / sizeof(code_names[0])) {
+        return "UNKNOWN_CODE";
+    }
+    return code_names[code];
+}
+
+bool pg_grpc_code_retryable(int code, bool has_retry_info)
+{
+    switch (code) {
+    case PG_GRPC_CANCELLED:
+    case PG_GRPC_DEADLINE_EXCEEDED:
+    case PG_GRPC_ABORTED:
+    case PG_GRPC_OUT_OF_RANGE:
+    case PG_GRPC_UNAVAILABLE:
+    case PG_GRPC_DATA_LOSS:
+        return true;
+    case PG_GRPC_RESOURCE_EXHAUSTED:
+        return has_retry_info;
+    default:
+        return false;
+    }
+}
+
+int pg_grpc_code_from_http(int http_status)
+{
+    switch (http_status) {
+    case 400:
+        return PG_GRPC_INTERNAL;
+    case 401:
+        return PG_GRPC_UNAUTHENTICATED;
+    case 403:
+        return PG_GRPC_PERMISSION_DENIED;
+    case 404:
+        return PG_GRPC_UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+        return PG_GRPC_UNAVAILABLE;
+    default:
+        return PG_GRPC_UNKNOWN;
+    }
+}
+
+bool pg_grpc_status_parse(const char *s, size_t len, int *code)
+{
+    long v = 0;
+
+    if (len == 0 || len > 10) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v > INT_MAX) {
+        return false;
+    }
+    *code = (int)v;
+    return true;
+}
+
+size_t pg_grpc_timeout_format(int64_t ns, char *buf, size_t cap)
+{
+    /* Units from finest to coarsest; pick the finest that fits in 8 digits. */
+    static const struct {
+        char unit;
+        int64_t ns;
+    } units[] = {
+        {'n', 1}, {'u', 1000}, {'m', 1000000}, {'S', 1000000000LL},
+        {'M', 60000000000LL}, {'H', 3600000000000LL},
+    };
+    int64_t v = 0;
+    char unit = 'H';
+    int n;
+
+    if (ns < 1) {
+        ns = 1; /* a zero or negative budget still has to be a valid header */
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        v = ns / units[i].ns + (ns % units[i].ns != 0);
+        unit = units[i].unit;
+        if (v <= 99999999) {
+            break;
+        }
+    }
+    if (v > 99999999) {
+        v = 99999999;
+    }
+    n = snprintf(buf, cap, "%lld%c", (long long)v, unit);
+    return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}
+
+bool pg_grpc_timeout_parse(const char *s, size_t len, int64_t *ns)
+{
+    int64_t v = 0;
+    int64_t mul;
+
+    if (len < 2 || len > 9) {
+        return false;
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (s[i] - '0');
+    }
+    switch (s[len - 1]) {
+    case 'n': mul = 1; break;
+    case 'u': mul = 1000; break;
+    case 'm': mul = 1000000; break;
+    case 'S': mul = 1000000000LL; break;
+    case 'M': mul = 60000000000LL; break;
+    case 'H': mul = 3600000000000LL; break;
+    default: return false;
+    }
+    if (v > INT64_MAX / mul) {
+        return false;
+    }
+    *ns = v * mul;
+    return true;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+size_t pg_grpc_message_decode(const char *in, size_t len, char *out)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        int hi;
+        int lo;
+
+        if (in[i] == '%' && i + 2 < len && (hi = hexval(in[i + 1])) >= 0 &&
+            (lo = hexval(in[i + 2])) >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = in[i];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z') {
+        return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+        return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+        return c - '0' + 52;
+    }
+    if (c == '+' || c == '-') {
+        return 62;
+    }
+    if (c == '/' || c == '_') {
+        return 63;
+    }
+    return -1;
+}
+
+bool pg_base64_decode(const char *in, size_t len, uint8_t *out, size_t *out_len)
+{
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t o = 0;
+
+    while (len > 0 && in[len - 1] == '=') {
+        len--;
+    }
+    for (size_t i = 0; i < len; i++) {
+        int v = b64val(in[i]);
+
+        if (v < 0) {
+            return false;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    if (bits >= 6) {
+        return false; /* a lone trailing character cannot be valid */
+    }
+    *out_len = o;
+    return true;
+}
+
+/* ---- minimal protobuf reading ------------------------------------------ */
+
+struct pb {
+    const uint8_t *p;
+    const uint8_t *end;
+};
+
+static bool pb_varint(struct pb *r, uint64_t *v)
+{
+    uint64_t x = 0;
+
+    for (int shift = 0; shift < 64; shift += 7) {
+        uint8_t b;
+
+        if (r->p >= r->end) {
+            return false;
+        }
+        b = *r->p++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if ((b & 0x80) == 0) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads one field header and, for length-delimited fields, its body. */
+static bool pb_field(struct pb *r, uint32_t *num, int *wt, uint64_t *val, struct pb *sub)
+{
+    uint64_t key;
+    uint64_t n;
+
+    if (!pb_varint(r, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) {
+        return false;
+    }
+    *num = (uint32_t)(key >> 3);
+    *wt = (int)(key & 7);
+    switch (*wt) {
+    case 0:
+        return pb_varint(r, val);
+    case 1:
+        if (r->end - r->p < 8) {
+            return false;
+        }
+        r->p += 8;
+        return true;
+    case 2:
+        if (!pb_varint(r, &n) || n > (uint64_t)(r->end - r->p)) {
+            return false;
+        }
+        sub->p = r->p;
+        sub->end = r->p + n;
+        r->p += n;
+        return true;
+    case 5:
+        if (r->end - r->p < 4) {
+            return false;
+        }
+        r->p += 4;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* google.protobuf.Duration {int64 seconds = 1; int32 nanos = 2;} */
+static bool parse_duration(struct pb r, int64_t *ns)
+{
+    int64_t secs = 0;
+    int64_t nanos = 0;
+
+    while (r.p < r.end) {
+        uint32_t num;
+        int wt;
+        uint64_t v = 0;
+        struct pb sub;
+
+        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+            return false;
+        }
+        if (num == 1 && wt == 0) {
+            secs = (int64_t)v;
+        } else if (num == 2 && wt == 0) {
+            nanos = (int32_t)v;
+        }
+    }
+    if (secs < 0 || nanos < 0) {
+        *ns = 0;
+        return true;
+    }
+    if (secs > INT64_MAX / 1000000000LL - 1) {
+        secs = INT64_MAX / 1000000000LL - 1;
+    }
+    *ns = secs * 1000000000LL + nanos;
+    return true;
+}
+
+static const char retry_info_url[] = "type.googleapis.com/google.rpc.RetryInfo";
+
+/* google.protobuf.Any {string type_url = 1; bytes value = 2;} */
+static bool parse_any(struct pb r, struct pg_grpc_status_details *out)
+{
+    struct pb type = {NULL, NULL};
+    struct pb value = {NULL, NULL};
+
+    while (r.p < r.end) {
+        uint32_t num;
+        int wt;
+        uint64_t v;
+        struct pb sub = {NULL, NULL};
+
+        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+            return false;
+        }
+        if (num == 1 && wt == 2) {
+            type = sub;
+        } else if (num == 2 && wt == 2) {
+            value = sub;
+        }
+    }
+    if (type.p != NULL && (size_t)(type.end - type.p) == sizeof(retry_info_url) - 1 &&
+        memcmp(type.p, retry_info_url, sizeof(retry_info_url) - 1) == 0) {
+        /* RetryInfo {google.protobuf.Duration retry_delay = 1;} */
+        out->has_retry_info = true;
+        while (value.p != NULL && value.p < value.end) {
+            uint32_t num;
+            int wt;
+            uint64_t v;
+            struct pb sub = {NULL, NULL};
+
+            if (!pb_field(&value, &num, &wt, &v, &sub)) {
+                return false;
+            }
+            if (num == 1 && wt == 2 && !parse_duration(sub, &out->retry_delay_ns)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool pg_grpc_status_details_parse(const uint8_t *buf, size_t len,
+                                  struct pg_grpc_status_details *out)
+{
+    struct pb r = {buf, buf + len};
+
+    memset(out, 0, sizeof(*out));
+    /* google.rpc.Status {int32 code = 1; string message = 2; repeated Any details = 3;} */
+    while (r.p < r.end) {
+        uint32_t num;
+        int wt;
+        uint64_t v = 0;
+        struct pb sub = {NULL, NULL};
+
+        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+            return false;
+        }
+        if (num == 1 && wt == 0) {
+            out->code = (int)(int32_t)v;
+        } else if (num == 3 && wt == 2 && !parse_any(sub, out)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- length-prefixed messages ------------------------------------------ */
+
+void pg_grpc_reader_init(struct pg_grpc_reader *r, size_t max)
+{
+    memset(r, 0, sizeof(*r));
+    r->max = max;
+}
+
+void pg_grpc_reader_free(struct pg_grpc_reader *r)
+{
+    free(r->buf);
+    r->buf = NULL;
+}
+
+enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, size_t len,
+                                struct pg_status *st)
+{
+    while (len > 0) {
+        size_t take;
+
+        if (r->hdr_got < 5) {
+            take = 5 - r->hdr_got;
+            take = take < len ? take : len;
+            memcpy(r->hdr + r->hdr_got, data, take);
+            r->hdr_got += take;
+            data += take;
+            len -= take;
+            if (r->hdr_got < 5) {
+                break;
+            }
+            if (r->n_msgs > 0) {
+                return pg_status_set(st, PG_ERR_MALFORMED,
+                                     "unary gRPC response carries more than one message");
+            }
+            if (r->hdr[0] > 1) {
+                return pg_status_set(st, PG_ERR_MALFORMED,
+                                     "gRPC message has invalid flags byte 0x%02x", r->hdr[0]);
+            }
+            r->compressed = r->hdr[0] == 1;
+            r->need = (size_t)r->hdr[1] << 24 | (size_t)r->hdr[2] << 16 |
+                      (size_t)r->hdr[3] << 8 | r->hdr[4];
+            if (r->need > r->max) {
+                return pg_status_set(st, PG_ERR_LIMIT,
+                                     "gRPC response message of %zu bytes exceeds the %zu-byte cap",
+                                     r->need, r->max);
+            }
+            free(r->buf);
+            r->buf = malloc(r->need ? r->need : 1);
+            if (r->buf == NULL) {
+                return pg_status_set(st, PG_ERR_NOMEM, "no memory for a gRPC response message");
+            }
+            r->got = 0;
+        }
+        take = r->need - r->got;
+        take = take < len ? take : len;
+        memcpy(r->buf + r->got, data, take);
+        r->got += take;
+        data += take;
+        len -= take;
+        if (r->got == r->need) {
+            r->n_msgs++;
+            /* Header is reset so a following message is detected as the second. */
+            r->hdr_got = 0;
+            if (len > 0) {
+                continue;
+            }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+bool pg_grpc_reader_done(const struct pg_grpc_reader *r)
+{
+    return r->n_msgs == 1 && r->hdr_got == 0;
+}
+
+bool pg_grpc_reader_partial(const struct pg_grpc_reader *r)
+{
+    return r->hdr_got > 0;
+}
+
+void pg_grpc_prefix_write(uint8_t out[5], bool compressed, uint32_t len)
+{
+    out[0] = compressed ? 1 : 0;
+    out[1] = (uint8_t)(len >> 24);
+    out[2] = (uint8_t)(len >> 16);
+    out[3] = (uint8_t)(len >> 8);
+    out[4] = (uint8_t)len;
+}
+
+/* ---- gzip ---------------------------------------------------------------- */
+
+enum pg_err pg_gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out,
+                             size_t *out_len, struct pg_status *st)
+{
+    z_stream zs;
+    uint8_t *buf;
+    size_t cap;
+    int rc;
+
+    memset(&zs, 0, sizeof(zs));
+    *out = NULL;
+    *out_len = 0;
+    if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        return pg_status_set(st, PG_ERR_NOMEM, "gzip: cannot initialise deflate");
+    }
+    cap = deflateBound(&zs, len);
+    buf = malloc(cap);
+    if (buf == NULL) {
+        deflateEnd(&zs);
+        return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory for %zu bytes", cap);
+    }
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)len;
+    zs.next_out = buf;
+    zs.avail_out = (uInt)cap;
+    rc = deflate(&zs, Z_FINISH);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        deflateEnd(&zs);
+        return pg_status_set(st, PG_ERR_INTERNAL, "gzip: deflate failed (%d)", rc);
+    }
+    *out_len = zs.total_out;
+    *out = buf;
+    deflateEnd(&zs);
+    return PG_ERR_OK;
+}
+
+enum pg_err pg_gzip_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out,
+                               size_t *out_len, struct pg_status *st)
+{
+    z_stream zs;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int rc = Z_OK;
+
+    memset(&zs, 0, sizeof(zs));
+    *out = NULL;
+    *out_len = 0;
+    if (inflateInit2(&zs, 15 + 16) != Z_OK) {
+        return pg_status_set(st, PG_ERR_NOMEM, "gzip: cannot initialise inflate");
+    }
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)len;
+    while (rc != Z_STREAM_END) {
+        if (zs.total_out == cap) {
+            size_t ncap = cap ? cap * 2 : 4096;
+            uint8_t *nb;
+
+            if (cap >= max + 1) {
+                free(buf);
+                inflateEnd(&zs);
+                return pg_status_set(st, PG_ERR_LIMIT,
+                                     "gzip: message inflates beyond %zu bytes", max);
+            }
+            ncap = ncap > max + 1 ? max + 1 : ncap;
+            nb = realloc(buf, ncap);
+            if (nb == NULL) {
+                free(buf);
+                inflateEnd(&zs);
+                return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory");
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        zs.next_out = buf + zs.total_out;
+        zs.avail_out = (uInt)(cap - zs.total_out);
+        rc = inflate(&zs, Z_NO_FLUSH);
+        if (rc != Z_OK && rc != Z_STREAM_END) {
+            free(buf);
+            inflateEnd(&zs);
+            return pg_status_set(st, PG_ERR_MALFORMED, "gzip: corrupt data (%d)", rc);
+        }
+        if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out > 0) {
+            free(buf);
+            inflateEnd(&zs);
+            return pg_status_set(st, PG_ERR_MALFORMED, "gzip: truncated data");
+        }
+    }
+    if (zs.total_out > max) {
+        free(buf);
+        inflateEnd(&zs);
+        return pg_status_set(st, PG_ERR_LIMIT, "gzip: message inflates beyond %zu bytes", max);
+    }
+    *out_len = zs.total_out;
+    *out = buf;
+    inflateEnd(&zs);
+    return PG_ERR_OK;
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Bounded inflation of gzip / zlib bodies into an arena. The output buffer is
+ * sized from the gzip ISIZE trailer when plausible (one allocation for the
+ * common single-member case) and otherwise doubles, never past max_out + 1:
+ * the extra byte is how we notice that the stream wants to go beyond the cap. */
+#include "pprof/inflate.h"
+
+#include <limits.h>
+#include <string.h>
+#include <zlib.h>
+
+/* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
+#define PG_DEFLATE_MAX_RATIO 1032u
+#define PG_INFLATE_MIN_BUF 4096u
+/* zlib's avail_in/avail_out are uInt: feed at most this much per call. */
+#define PG_ZCHUNK ((size_t)1 << 30)
+
+bool pg_is_gzip(const uint8_t *p, size_t len)
+{
+    return p != NULL && len >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+static const char *fmt_name(enum pg_inflate_format fmt)
+{
+    return fmt == PG_INFLATE_GZIP ? "gzip" : "zlib";
+}
+
+/* First guess for the output size: gzip's ISIZE (size mod 2^32 of the last
+ * member) if it is plausible, else 4x the input; always within the cap. */
+static size_t initial_capacity(const uint8_t *in, size_t len, enum pg_inflate_format fmt,
+                               size_t hard_cap)
+{
+    size_t guess = 0;
+
+    if (fmt == PG_INFLATE_GZIP && len >= 18) {
+        uint32_t isize = (uint32_t)in[len - 4] | (uint32_t)in[len - 3] << 8 |
+                         (uint32_t)in[len - 2] << 16 | (uint32_t)in[len - 1] << 24;
+        size_t max_plausible = len > SIZE_MAX / PG_DEFLATE_MAX_RATIO ? SIZE_MAX
+                                                                     : len * PG_DEFLATE_MAX_RATIO;
+        if (isize <= max_plausible) {
+            guess = (size_t)isize + 1; /* +1: room to see Z_STREAM_END without a regrow */
+        }
+    }
+    if (guess == 0) {
+        guess = len > SIZE_MAX / 4 ? SIZE_MAX : len * 4;
+    }
+    if (guess < PG_INFLATE_MIN_BUF) {
+        guess = PG_INFLATE_MIN_BUF;
+    }
+    return guess > hard_cap ? hard_cap : guess;
+}
+
+static enum pg_err zerr(struct pg_status *st, enum pg_inflate_format fmt, const z_stream *z,
+                        int rc, bool header_done)
+{
+    const char *name = fmt_name(fmt);
+
+    if (rc == Z_MEM_ERROR) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory while inflating", name);
+    }
+    if (!header_done && rc == Z_DATA_ERROR) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "%s: invalid header (%s)", name,
+                             z->msg != NULL ? z->msg : "bad magic");
+    }
+    if (rc == Z_BUF_ERROR) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "%s: unexpected EOF", name);
+    }
+    return pg_status_set(st, PG_ERR_MALFORMED, "%s: corrupt input after %lu bytes: %s", name,
+                         (unsigned long)z->total_in, z->msg != NULL ? z->msg : "data error");
+}
+
+enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
+                       enum pg_inflate_format fmt, size_t max_out, uint8_t **out, size_t *out_len,
+                       struct pg_status *st)
+{
+    z_stream z;
+    size_t hard_cap = max_out == SIZE_MAX ? SIZE_MAX : max_out + 1;
+    size_t cap, used = 0, in_off = 0;
+    uint8_t *buf;
+    enum pg_err err = PG_ERR_OK;
+    bool header_done = false;
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    if (fmt == PG_INFLATE_GZIP && !pg_is_gzip(in, len)) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "gzip: invalid header");
+    }
+    memset(&z, 0, sizeof(z));
+    z.zalloc = pg_arena_zalloc_cb;
+    z.zfree = pg_arena_zfree_cb;
+    z.opaque = arena;
+    rc = inflateInit2(&z, fmt == PG_INFLATE_GZIP ? 16 + MAX_WBITS : MAX_WBITS);
+    if (rc != Z_OK) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot initialise zlib", fmt_name(fmt));
+    }
+    cap = initial_capacity(in, len, fmt, hard_cap);
+    buf = pg_arena_alloc(arena, cap);
+    if (buf == NULL) {
+        err = pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                            "%s: no memory for %zu inflated bytes", fmt_name(fmt), cap);
+        goto done;
+    }
+    for (;;) {
+        size_t in_chunk = len - in_off < PG_ZCHUNK ? len - in_off : PG_ZCHUNK;
+        size_t out_chunk;
+        size_t before_in, before_out;
+
+        if (used == cap) {
+            size_t ncap;
+            uint8_t *nbuf;
+            if (cap >= hard_cap) {
+                break; /* full at max_out + 1: over the limit */
+            }
+            ncap = cap > hard_cap / 2 ? hard_cap : cap * 2;
+            nbuf = pg_arena_realloc(arena, buf, cap, ncap);
+            if (nbuf == NULL) {
+                err = pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                    "%s: no memory for %zu inflated bytes", fmt_name(fmt), ncap);
+                goto done;
+            }
+            buf = nbuf;
+            cap = ncap;
+        }
+        out_chunk = cap - used < PG_ZCHUNK ? cap - used : PG_ZCHUNK;
+        z.next_in = (Bytef *)(uintptr_t)(in + in_off);
+        z.avail_in = (uInt)in_chunk;
+        z.next_out = buf + used;
+        z.avail_out = (uInt)out_chunk;
+        before_in = z.avail_in;
+        before_out = z.avail_out;
+        rc = inflate(&z, Z_NO_FLUSH);
+        in_off += before_in - z.avail_in;
+        used += before_out - z.avail_out;
+        if (before_in != z.avail_in || before_out != z.avail_out) {
+            header_done = header_done || used > 0 || rc == Z_STREAM_END;
+        }
+        if (rc == Z_STREAM_END) {
+            header_done = true;
+            /* gzip may hold several members back to back (RFC 1952 2.2). */
+            if (fmt == PG_INFLATE_GZIP && in_off < len) {
+                if (!pg_is_gzip(in + in_off, len - in_off)) {
+                    err = pg_status_set(st, PG_ERR_MALFORMED,
+                                        "gzip: invalid header (trailing data after member)");
+                    goto done;
+                }
+                if (inflateReset(&z) != Z_OK) {
+                    err = pg_status_set(st, PG_ERR_INTERNAL, "gzip: inflateReset failed");
+                    goto done;
+                }
+                header_done = false;
+                continue;
+            }
+            if (fmt == PG_INFLATE_ZLIB && in_off < len) {
+                err = pg_status_set(st, PG_ERR_MALFORMED, "zlib: trailing data after stream");
+                goto done;
+            }
+            break;
+        }
+        if (rc == Z_OK) {
+            continue;
+        }
+        if (rc == Z_BUF_ERROR && z.avail_out == 0) {
+            continue; /* needs more room: grow above */
+        }
+        if (rc == Z_BUF_ERROR && in_off >= len) {
+            err = pg_status_set(st, PG_ERR_MALFORMED, "%s: unexpected EOF", fmt_name(fmt));
+            goto done;
+        }
+        err = zerr(st, fmt, &z, rc, header_done);
+        goto done;
+    }
+    if (used > max_out) {
+        err = pg_status_set(st, PG_ERR_LIMIT,
+                            "decompressed body exceeds max_request_body_size (%zu bytes)", max_out);
+        goto done;
+    }
+    *out = buf;
+    *out_len = used;
+done:
+    inflateEnd(&z);
+    return err;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Bounded zlib inflation into a request arena: gzip (RFC 1952, multi-member)
+ * and zlib (RFC 1950, HTTP "deflate"). The output cap is enforced while
+ * inflating, so a decompression bomb costs about max_out bytes of work. */
+#ifndef PG_PPROF_INFLATE_H
+#define PG_PPROF_INFLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "core/err.h"
+
+enum pg_inflate_format { PG_INFLATE_GZIP = 0, PG_INFLATE_ZLIB }; /* ZLIB = HTTP "deflate" (RFC 1950) */
+
+/* True when @p starts with the gzip magic 1f 8b. */
+bool pg_is_gzip(const uint8_t *p, size_t len);
+
+/* Inflates one layer into @arena; stops with PG_ERR_LIMIT ("... exceeds max_request_body_size
+ * (N bytes)") as soon as output would pass @max_out. Multi-member gzip accepted.
+ * Bad data -> PG_ERR_MALFORMED with zlib's reason ("gzip: invalid header", "unexpected EOF", ...).
+ * On success *@out (in @arena, owned by it) holds *@out_len bytes. */
+enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
+                       enum pg_inflate_format fmt, size_t max_out, uint8_t **out, size_t *out_len,
+                       struct pg_status *st);
+
+#endif

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Arena constructors for OTLP KeyValue / AnyValue messages. */
+#include "pprof/otlp_build.h"
+
+#include <string.h>
+
+struct pg_otlp_anyvalue *pg_otlp_any_str(struct pg_arena *arena, const char *s, size_t len)
+{
+    struct pg_otlp_anyvalue *v = pg_arena_alloc(arena, sizeof(*v));
+    char *copy = pg_arena_strndup(arena, s != NULL ? s : "", s != NULL ? len : 0);
+
+    if (v == NULL || copy == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__any_value__init(v);
+    v->value_case = PG_OTLP_ANYVALUE_STR;
+    v->string_value = copy;
+    return v;
+}
+
+struct pg_otlp_anyvalue *pg_otlp_any_int(struct pg_arena *arena, int64_t i)
+{
+    struct pg_otlp_anyvalue *v = pg_arena_alloc(arena, sizeof(*v));
+
+    if (v == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__any_value__init(v);
+    v->value_case = PG_OTLP_ANYVALUE_INT;
+    v->int_value = i;
+    return v;
+}
+
+struct pg_otlp_anyvalue *pg_otlp_any_bool(struct pg_arena *arena, bool b)
+{
+    struct pg_otlp_anyvalue *v = pg_arena_alloc(arena, sizeof(*v));
+
+    if (v == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__any_value__init(v);
+    v->value_case = PG_OTLP_ANYVALUE_BOOL;
+    v->bool_value = b;
+    return v;
+}
+
+struct pg_otlp_kv *pg_otlp_kv_str(struct pg_arena *arena, const char *key, const char *value)
+{
+    struct pg_otlp_kv *kv = pg_arena_alloc(arena, sizeof(*kv));
+    char *k = pg_arena_strdup(arena, key != NULL ? key : "");
+
+    if (kv == NULL || k == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__key_value__init(kv);
+    kv->key = k;
+    kv->value = pg_otlp_any_str(arena, value, value != NULL ? strlen(value) : 0);
+    return kv->value != NULL ? kv : NULL;
+}

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * ParseKeyValue and ParseResourceAttributes on plain strings. The first is a
+ * faithful port of the collector's behaviour (parseutils.SplitString +
+ * ParseKeyValuePairs), quirks included, so configs copied from a collector
+ * give the same attributes; the second is what the SDKs' header format needs. */
+#include "processor/ottl_kv.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static enum pg_err oom(struct pg_arena *a, struct pg_status *st)
+{
+    return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                         "no memory to parse key/value pairs");
+}
+
+const char *pg_ottl_kv_get(const struct pg_ottl_kv_list *list, const char *key)
+{
+    for (size_t i = 0; i < list->n; i++) {
+        if (strcmp(list->v[i].key, key) == 0) {
+            return list->v[i].value;
+        }
+    }
+    return NULL;
+}
+
+enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, const char *key,
+                           const char *value, struct pg_status *st)
+{
+    for (size_t i = 0; i < list->n; i++) {
+        if (strcmp(list->v[i].key, key) == 0) {
+            list->v[i].value = value; /* last duplicate wins */
+            return PG_ERR_OK;
+        }
+    }
+    if (list->n >= PG_OTTL_KV_MAX_PAIRS) {
+        return pg_status_set(st, PG_ERR_LIMIT, "more than %d key/value pairs",
+                             PG_OTTL_KV_MAX_PAIRS);
+    }
+    if (list->n == list->cap) {
+        size_t ncap = list->cap ? list->cap * 2 : 16;
+        struct pg_ottl_kv_pair *nv =
+            pg_arena_realloc(a, list->v, list->cap * sizeof(*nv), ncap * sizeof(*nv));
+        if (nv == NULL) {
+            return oom(a, st);
+        }
+        list->v = nv;
+        list->cap = ncap;
+    }
+    list->v[list->n].key = key;
+    list->v[list->n].value = value;
+    list->n++;
+    return PG_ERR_OK;
+}
+
+/* Length of the Unicode white space (Go's unicode.IsSpace) starting at @s, or 0. */
+static size_t space_at(const unsigned char *s, size_t n)
+{
+    if (n >= 1 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
+        return 1;
+    }
+    if (n >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0)) {
+        return 2;
+    }
+    if (n >= 3 && s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) {
+        return 3; /* U+1680 */
+    }
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x80 &&
+        (s[2] <= 0x8A || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF)) {
+        return 3; /* U+2000..200A, 2028, 2029, 202F */
+    }
+    if (n >= 3 && s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) {
+        return 3; /* U+205F */
+    }
+    if (n >= 3 && s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80) {
+        return 3; /* U+3000 */
+    }
+    return 0;
+}
+
+/* Trims like Go's strings.TrimSpace; returns the start and sets *@len. */
+static const char *trim_space(const char *s, size_t *len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = *len;
+    size_t k;
+
+    while (n > 0 && (k = space_at(p, n)) > 0) {
+        p += k;
+        n -= k;
+    }
+    for (;;) {
+        bool cut = false;
+        for (k = 1; k <= 3 && k <= n; k++) {
+            if (space_at(p + n - k, k) == k) {
+                n -= k;
+                cut = true;
+                break;
+            }
+        }
+        if (!cut) {
+            break;
+        }
+    }
+    *len = n;
+    return (const char *)p;
+}
+
+/* Appends Go's %q rendering of @s (ASCII subset) to @out at *@pos, bounded. */
+static void go_quote(char *out, size_t cap, size_t *pos, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t p = *pos;
+
+#define PUT(c)                                                                                     \
+    do {                                                                                           \
+        if (p + 1 < cap) {                                                                         \
+            out[p++] = (c);                                                                        \
+        }                                                                                          \
+    } while (0)
+    PUT('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') {
+            PUT('\\');
+            PUT((char)*c);
+        } else if (*c == '\n') {
+            PUT('\\');
+            PUT('n');
+        } else if (*c == '\t') {
+            PUT('\\');
+            PUT('t');
+        } else if (*c == '\r') {
+            PUT('\\');
+            PUT('r');
+        } else if (*c < 0x20 || *c == 0x7f) {
+            PUT('\\');
+            PUT('x');
+            PUT(hex[*c >> 4]);
+            PUT(hex[*c & 15]);
+        } else {
+            PUT((char)*c);
+        }
+    }
+    PUT('"');
+#undef PUT
+    out[p < cap ? p : cap - 1] = '\0';
+    *pos = p;
+}
+
+struct tokens {
+    size_t n;
+    size_t cap;
+    char **v;
+};
+
+static bool tokens_push(struct pg_arena *a, struct tokens *t, char *s)
+{
+    if (t->n == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 16;
+        char **nv = pg_arena_realloc(a, t->v, t->cap * sizeof(*nv), ncap * sizeof(*nv));
+        if (nv == NULL) {
+            return false;
+        }
+        t->v = nv;
+        t->cap = ncap;
+    }
+    t->v[t->n++] = s;
+    return true;
+}
+
+/* The collector's SplitString: splits on @delim outside quotes, strips the
+ * quotes, drops empty tokens, handles backslashes the way the newest
+ * parseutils does. Returns NULL on success or a static error text. Sets
+ * *@oom on allocation failure. */
+static const char *split_string(struct pg_arena *a, const char *in, const char *delim,
+                                struct tokens *out, bool *oomp)
+{
+    size_t len = strlen(in);
+    size_t dl = strlen(delim);
+    /* Every token is at most the input plus a NUL; a put-back backslash
+     * replaces the one consumed, so 2*len+2 bytes cover all tokens. */
+    char *buf = pg_arena_alloc(a, 2 * len + 2);
+    char *cur;
+    size_t cl = 0;
+    char quote = 0;
+    bool escaped = false;
+
+    *oomp = false;
+    if (buf == NULL) {
+        *oomp = true;
+        return NULL;
+    }
+    cur = buf;
+    for (size_t i = 0; i < len; i++) {
+        if (quote == 0 && i + dl <= len && memcmp(in + i, delim, dl) == 0) {
+            i += dl - 1;
+            if (cl == 0) {
+                continue; /* leading, trailing or repeated delimiter */
+            }
+            cur[cl] = '\0';
+            if (!tokens_push(a, out, cur)) {
+                *oomp = true;
+                return NULL;
+            }
+            cur += cl + 1;
+            cl = 0;
+            continue;
+        }
+        if (!escaped) {
+            if (quote == 0 && (in[i] == '"' || in[i] == '\'')) {
+                quote = in[i];
+                continue;
+            }
+            if (quote != 0 && in[i] == quote) {
+                quote = 0;
+                continue;
+            }
+            if (in[i] == '\\') {
+                escaped = true;
+                continue;
+            }
+        } else {
+            /* Outside quotes the active quote is "" so any character but a
+             * backslash gets its backslash back, as upstream. */
+            if ((quote == 0 || in[i] != quote) && in[i] != '\\') {
+                cur[cl++] = '\\';
+            }
+            escaped = false;
+        }
+        cur[cl++] = in[i];
+    }
+    if (escaped) {
+        return "found a trailing escape character";
+    }
+    if (quote != 0) {
+        return "never reached the end of a quoted value";
+    }
+    if (cl > 0) {
+        cur[cl] = '\0';
+        if (!tokens_push(a, out, cur)) {
+            *oomp = true;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+enum pg_err pg_ottl_parse_key_value(struct pg_arena *a, const char *src, const char *delim,
+                                    const char *pair_delim, struct pg_ottl_kv_list *out,
+                                    struct pg_status *st)
+{
+    struct tokens toks = {0, 0, NULL};
+    struct pg_ottl_kv_list res = {0, 0, NULL};
+    const char *serr;
+    bool is_oom;
+    size_t dl = strlen(delim);
+    char msg[PG_STATUS_MSG_MAX];
+    size_t mpos = 0;
+    size_t nbad = 0;
+
+    out->n = 0;
+    if (src[0] == '\0') {
+        return pg_status_set(st, PG_ERR_PROCESSING, "cannot parse from empty target");
+    }
+    serr = split_string(a, src, pair_delim, &toks, &is_oom);
+    if (is_oom) {
+        return oom(a, st);
+    }
+    if (serr != NULL) {
+        size_t p = 0;
+        go_quote(msg, sizeof(msg) - 64, &p, src);
+        return pg_status_set(st, PG_ERR_PROCESSING, "splitting source %s into pairs failed: %s",
+                             msg, serr);
+    }
+    for (size_t i = 0; i < toks.n; i++) {
+        char *tok = toks.v[i];
+        char *d = strstr(tok, delim);
+        const char *k;
+        const char *v;
+        size_t kl;
+        size_t vl;
+        enum pg_err err;
+
+        if (d == NULL) {
+            /* Collect every bad token like multierr, then fail the call. */
+            if (nbad == 0) {
+                const char *pre = "failed to split pairs into key-values: ";
+                memcpy(msg, pre, strlen(pre) + 1);
+                mpos = strlen(pre);
+            } else if (mpos + 3 < sizeof(msg)) {
+                memcpy(msg + mpos, "; ", 3);
+                mpos += 2;
+            }
+            if (mpos + 12 < sizeof(msg)) {
+                memcpy(msg + mpos, "cannot split ", 14);
+                mpos += 13;
+            }
+            if (mpos + 2 < sizeof(msg)) {
+                go_quote(msg, sizeof(msg), &mpos, tok);
+            }
+            if (mpos + 30 < sizeof(msg)) {
+                mpos += (size_t)snprintf(msg + mpos, sizeof(msg) - mpos,
+                                         " into 2 items, got 1 item(s)");
+            }
+            nbad++;
+            continue;
+        }
+        kl = (size_t)(d - tok);
+        k = trim_space(tok, &kl);
+        v = d + dl;
+        vl = strlen(v);
+        v = trim_space(v, &vl);
+        /* Trimming in place: the token buffer is ours. */
+        ((char *)k)[kl] = '\0';
+        ((char *)v)[vl] = '\0';
+        err = pg_ottl_kv_put(a, &res, k, v, st);
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+    }
+    if (nbad > 0) {
+        return pg_status_set(st, PG_ERR_PROCESSING, "%s", msg);
+    }
+    *out = res;
+    return PG_ERR_OK;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t need;
+        uint32_t cp;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + need >= n) {
+            return false;
+        }
+        for (size_t k = 1; k <= need; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return false;
+        }
+        i += need + 1;
+    }
+    return true;
+}
+
+/* Percent-decodes @s[0..n) into @dst (NUL-terminated). False on a bad escape,
+ * a decoded NUL or invalid UTF-8 (decodeURIComponent would throw). */
+static bool pct_decode(const char *s, size_t n, char *dst)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%') {
+            int hi;
+            int lo;
+            if (i + 2 >= n) {
+                return false;
+            }
+            hi = hexval(s[i + 1]);
+            lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                return false;
+            }
+            dst[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            dst[o++] = s[i];
+        }
+    }
+    dst[o] = '\0';
+    return utf8_valid((const unsigned char *)dst, o);
+}
+
+enum pg_err pg_ottl_parse_resource_attributes(struct pg_arena *a, const char *src,
+                                              struct pg_ottl_kv_list *out, size_t *skipped,
+                                              struct pg_status *st)
+{
+    const char *p = src;
+    size_t bad = 0;
+
+    while (*p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t plen = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', plen);
+
+        if (eq == NULL) {
+            size_t tl = plen;
+            trim_space(p, &tl);
+            if (tl > 0) {
+                bad++; /* an empty entry (",,", trailing ",") is not an error */
+            }
+        } else {
+            size_t kl = (size_t)(eq - p);
+            size_t vl = plen - kl - 1;
+            const char *k = trim_space(p, &kl);
+            const char *v = trim_space(eq + 1, &vl);
+            char *kd = pg_arena_alloc(a, kl + vl + 2);
+            char *vd;
+
+            if (kd == NULL) {
+                return oom(a, st);
+            }
+            vd = kd + kl + 1;
+            if (kl == 0 || !pct_decode(k, kl, kd) || kd[0] == '\0' || !pct_decode(v, vl, vd)) {
+                bad++;
+            } else {
+                enum pg_err err = pg_ottl_kv_put(a, out, kd, vd, st);
+                if (err != PG_ERR_OK) {
+                    return err;
+                }
+            }
+        }
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+    if (skipped != NULL) {
+        *skipped = bad;
+    }
+    return PG_ERR_OK;
+}

@@ -1,0 +1,745 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Receiver `pprof`: the collector's push endpoint POST /v1/pprof on libevent's
+ * evhttp. Each request gets its own arenas: the body and its Content-Encoding
+ * layers live in a scratch arena that dies with the request; the translated
+ * OTLP request lives in the batch arena handed to the pipeline. Status codes
+ * follow the error enum (docs/receiver.md lists where they differ from the
+ * collector's and why). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "core/arena.h"
+#include "core/batch.h"
+#include "core/component.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "pprof/translate.h"
+#include "receiver/http_request.h"
+
+#define PPROF_PATH "/v1/pprof"
+#define MIB (1024.0 * 1024.0)
+/* Go's http.DefaultMaxHeaderBytes: the cap on one request's header block. */
+#define MAX_HEADER_BYTES (1024 * 1024)
+/* The batch arena may grow to this many times max_request_body_size. */
+#define BATCH_ARENA_FACTOR 8
+
+/* ---- config ---------------------------------------------------------- */
+
+struct rx_server_cfg {
+    char *endpoint;
+    bool include_metadata;
+    uint64_t max_request_body_size;
+    struct pg_strlist compression_algorithms;
+    int64_t read_header_timeout;
+    int64_t read_timeout;
+    int64_t write_timeout;
+    int64_t idle_timeout;
+    bool keep_alives_enabled;
+    struct pg_strmap response_headers;
+    char *default_service_name;
+};
+
+struct rx_self_cfg {
+    int64_t collection_interval;
+};
+
+/* 0 = the translator's default (max_inflated_bytes: max_request_body_size). */
+struct rx_limits_cfg {
+    uint64_t max_inflated_bytes;
+    int64_t max_gzip_layers, max_samples, max_locations, max_functions, max_mappings, max_strings;
+    uint64_t max_string_bytes;
+    int64_t max_stack_depth, max_labels_per_sample, max_sample_types;
+};
+
+struct rx_cfg {
+    struct rx_server_cfg server;
+    bool has_server;
+    struct rx_self_cfg self;
+    bool has_self;
+    char *trace_id_label;
+    char *span_id_label;
+    bool include_original_payload;
+    struct rx_limits_cfg limits;
+};
+
+#define F(name, type, st, member, def, lo, hi, doc)                                                \
+    {name, type, offsetof(st, member), def, lo, hi, NULL, NULL, 0, doc}
+
+static const struct pg_field server_fields[] = {
+    F("endpoint", PG_FT_STR, struct rx_server_cfg, endpoint, "localhost:4040", 0, 0,
+      "host:port to listen on (\":4040\" = every interface)"),
+    F("include_metadata", PG_FT_BOOL, struct rx_server_cfg, include_metadata, "false", 0, 0,
+      "copy request headers into request metadata (for metadata[\"...\"] in transform)"),
+    F("max_request_body_size", PG_FT_BYTES, struct rx_server_cfg, max_request_body_size, "20MiB",
+      1024, 1024.0 * MIB, "cap on the body as received and on each decompressed layer (413)"),
+    F("compression_algorithms", PG_FT_STRLIST, struct rx_server_cfg, compression_algorithms,
+      ",gzip,deflate,zlib", 0, 0,
+      "accepted Content-Encoding values (\"\" = none; identity, gzip, deflate, zlib)"),
+    F("read_header_timeout", PG_FT_DURATION, struct rx_server_cfg, read_header_timeout, "1m", 0, 0,
+      "see docs/receiver.md: evhttp has one inactivity timeout, the smallest one set wins"),
+    F("read_timeout", PG_FT_DURATION, struct rx_server_cfg, read_timeout, "0", 0, 0,
+      "0 = none"),
+    F("write_timeout", PG_FT_DURATION, struct rx_server_cfg, write_timeout, "30s", 0, 0, NULL),
+    F("idle_timeout", PG_FT_DURATION, struct rx_server_cfg, idle_timeout, "1m", 0, 0,
+      "keep-alive connections idle this long are closed"),
+    F("keep_alives_enabled", PG_FT_BOOL, struct rx_server_cfg, keep_alives_enabled, "true", 0, 0,
+      NULL),
+    F("response_headers", PG_FT_STRMAP, struct rx_server_cfg, response_headers, NULL, 0, 0,
+      "headers added to every response"),
+    F("default_service_name", PG_FT_STR, struct rx_server_cfg, default_service_name, NULL, 0, 0,
+      "service.name used when none survives the processors (pprofgate extension)"),
+    PG_FIELD_END,
+};
+
+static const struct pg_field self_fields[] = {
+    F("collection_interval", PG_FT_DURATION, struct rx_self_cfg, collection_interval, "60s",
+      1e9, 86400e9, "how often pprofgate's own heap profile enters the pipeline"),
+    PG_FIELD_END,
+};
+
+static const struct pg_field limits_fields[] = {
+    F("max_inflated_bytes", PG_FT_BYTES, struct rx_limits_cfg, max_inflated_bytes, "0", 0, 0,
+      "per gzip layer inside the body; 0 = server.max_request_body_size"),
+    F("max_gzip_layers", PG_FT_INT, struct rx_limits_cfg, max_gzip_layers, "0", 0, 64,
+      "0 = default (4)"),
+    F("max_samples", PG_FT_INT, struct rx_limits_cfg, max_samples, "0", 0, 1e9, "0 = default"),
+    F("max_locations", PG_FT_INT, struct rx_limits_cfg, max_locations, "0", 0, 1e9, "0 = default"),
+    F("max_functions", PG_FT_INT, struct rx_limits_cfg, max_functions, "0", 0, 1e9, "0 = default"),
+    F("max_mappings", PG_FT_INT, struct rx_limits_cfg, max_mappings, "0", 0, 1e9, "0 = default"),
+    F("max_strings", PG_FT_INT, struct rx_limits_cfg, max_strings, "0", 0, 1e9, "0 = default"),
+    F("max_string_bytes", PG_FT_BYTES, struct rx_limits_cfg, max_string_bytes, "0", 0, 0,
+      "0 = default"),
+    F("max_stack_depth", PG_FT_INT, struct rx_limits_cfg, max_stack_depth, "0", 0, 1e6,
+      "0 = default"),
+    F("max_labels_per_sample", PG_FT_INT, struct rx_limits_cfg, max_labels_per_sample, "0", 0,
+      1e6, "0 = default"),
+    F("max_sample_types", PG_FT_INT, struct rx_limits_cfg, max_sample_types, "0", 0, 1e4,
+      "0 = default"),
+    PG_FIELD_END,
+};
+
+static const struct pg_field rx_fields[] = {
+    {"server", PG_FT_SECTION, offsetof(struct rx_cfg, server), NULL, 0, 0, server_fields, NULL,
+     offsetof(struct rx_cfg, has_server), "the POST /v1/pprof push endpoint (confighttp keys)"},
+    {"self", PG_FT_SECTION, offsetof(struct rx_cfg, self), NULL, 0, 0, self_fields, NULL,
+     offsetof(struct rx_cfg, has_self), "profile pprofgate itself (heap sampler)"},
+    F("trace_id_label", PG_FT_STR, struct rx_cfg, trace_id_label, "trace_id", 0, 0,
+      "pprof label turned into the sample's Link trace id"),
+    F("span_id_label", PG_FT_STR, struct rx_cfg, span_id_label, "span_id", 0, 0,
+      "pprof label turned into the sample's Link span id"),
+    F("include_original_payload", PG_FT_BOOL, struct rx_cfg, include_original_payload, "false", 0,
+      0, "keep the pprof bytes in Profile.original_payload"),
+    {"limits", PG_FT_SECTION, offsetof(struct rx_cfg, limits), NULL, 0, 0, limits_fields, NULL,
+     PG_NO_PRESENT, "caps on what one pprof may contain (413 past them)"},
+    PG_FIELD_END,
+};
+
+/* ---- state ----------------------------------------------------------- */
+
+struct code_metric {
+    int code;
+    struct pg_metric *m;
+};
+
+struct rx {
+    struct rx_cfg cfg;
+    struct pg_host *host;          /* borrowed */
+    const char *id;                /* borrowed (ctx), lives until destroy */
+    const char *log_name;          /* borrowed (ctx) */
+    struct pg_consumer *next;      /* borrowed */
+    struct pg_translate_opts topts;
+    unsigned allowed;              /* PG_HTTP_ALLOW_* bits */
+    char listen_host[256];
+    unsigned listen_port;
+    struct timeval timeout;
+
+    struct evhttp *http;           /* owned */
+    struct evhttp_bound_socket *sock; /* owned by http */
+    bool draining;
+
+    struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
+    struct code_metric codes[16];
+    size_t n_codes;
+    struct pg_log_ratelimit rl;
+};
+
+static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
+{
+    const char *colon = strrchr(ep, ':');
+    const char *h = ep;
+    size_t hlen;
+    char *end;
+    long p;
+
+    if (colon == NULL) {
+        return PG_ERR_CONFIG;
+    }
+    hlen = (size_t)(colon - ep);
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+        h++;
+        hlen -= 2;
+    }
+    if (hlen >= host_size) {
+        return PG_ERR_CONFIG;
+    }
+    errno = 0;
+    p = strtol(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
+        return PG_ERR_CONFIG;
+    }
+    if (hlen == 0) {
+        snprintf(host, host_size, "0.0.0.0");
+    } else {
+        memcpy(host, h, hlen);
+        host[hlen] = '\0';
+    }
+    *port = (unsigned)p;
+    return PG_ERR_OK;
+}
+
+static void apply_limits(struct rx *rx)
+{
+    const struct rx_limits_cfg *l = &rx->cfg.limits;
+    struct pg_pprof_limits *o = &rx->topts.limits;
+
+    o->max_inflated_bytes =
+        l->max_inflated_bytes ? l->max_inflated_bytes : rx->cfg.server.max_request_body_size;
+#define OVR(f)                                                                                     \
+    if (l->f > 0) {                                                                                \
+        o->f = (size_t)l->f;                                                                       \
+    }
+    OVR(max_gzip_layers)
+    OVR(max_samples)
+    OVR(max_locations)
+    OVR(max_functions)
+    OVR(max_mappings)
+    OVR(max_strings)
+    OVR(max_string_bytes)
+    OVR(max_stack_depth)
+    OVR(max_labels_per_sample)
+    OVR(max_sample_types)
+#undef OVR
+}
+
+/* The smallest non-zero timeout: evhttp 2.1 has a single per-connection
+ * inactivity timeout (see docs/receiver.md). */
+static void pick_timeout(struct rx *rx)
+{
+    const int64_t t[] = {rx->cfg.server.read_header_timeout, rx->cfg.server.read_timeout,
+                         rx->cfg.server.write_timeout, rx->cfg.server.idle_timeout};
+    int64_t best = 0;
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (t[i] > 0 && (best == 0 || t[i] < best)) {
+            best = t[i];
+        }
+    }
+    if (best == 0) {
+        best = 60LL * 1000000000LL;
+    }
+    rx->timeout.tv_sec = (time_t)(best / 1000000000LL);
+    rx->timeout.tv_usec = (suseconds_t)((best % 1000000000LL) / 1000);
+}
+
+static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
+{
+    struct rx *rx = calloc(1, sizeof(*rx));
+    char path[256];
+    size_t problems;
+
+    *state = NULL;
+    if (rx == NULL) {
+        pg_diag_add(ctx->diag, ctx->config, ctx->id, "out of memory");
+        return PG_ERR_CONFIG;
+    }
+    snprintf(path, sizeof(path), "receivers::%s", ctx->id);
+    problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, rx_fields, &rx->cfg, path);
+    if (!rx->cfg.has_server && !rx->cfg.has_self) {
+        /* The collector refuses an empty receiver; an operator writing
+         * `pprof:` means the push endpoint, so give them that. */
+        rx->cfg.has_server = true;
+    }
+    if (rx->cfg.has_server) {
+        const struct rx_server_cfg *s = &rx->cfg.server;
+
+        if (s->endpoint == NULL ||
+            parse_endpoint(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
+                           &rx->listen_port) != PG_ERR_OK) {
+            pg_diag_add(ctx->diag, ctx->config, path,
+                        "server::endpoint \"%s\" is not host:port (e.g. localhost:4040, :4040, "
+                        "[::1]:4040)",
+                        s->endpoint ? s->endpoint : "");
+            problems++;
+        }
+        for (size_t i = 0; i < s->compression_algorithms.n; i++) {
+            unsigned bit = pg_http_coding_bit_from_name(s->compression_algorithms.v[i]);
+
+            if (bit == 0) {
+                pg_diag_add(ctx->diag, ctx->config, path,
+                            "server::compression_algorithms: \"%s\" is not supported by pprofgate; "
+                            "supported: \"\", identity, gzip, x-gzip, deflate, zlib",
+                            s->compression_algorithms.v[i]);
+                problems++;
+            }
+            rx->allowed |= bit;
+        }
+        if (s->compression_algorithms.n == 0) {
+            rx->allowed = PG_HTTP_ALLOW_ALL;
+        }
+        for (size_t i = 0; i < s->response_headers.n; i++) {
+            if (!pg_http_header_ok(s->response_headers.keys[i], s->response_headers.values[i])) {
+                pg_diag_add(ctx->diag, ctx->config, path,
+                            "server::response_headers: \"%s\" is not a valid header",
+                            s->response_headers.keys[i]);
+                problems++;
+            }
+        }
+    }
+    if (problems > 0) {
+        free(rx);
+        return PG_ERR_CONFIG;
+    }
+    rx->host = ctx->host;
+    rx->id = ctx->id;
+    rx->log_name = ctx->log_name;
+    rx->next = ctx->next;
+    pg_translate_opts_default(&rx->topts);
+    rx->topts.trace_id_label = rx->cfg.trace_id_label;
+    rx->topts.span_id_label = rx->cfg.span_id_label;
+    rx->topts.include_original_payload = rx->cfg.include_original_payload;
+    if (ctx->host != NULL && ctx->host->version != NULL) {
+        rx->topts.scope_version = ctx->host->version;
+    }
+    apply_limits(rx);
+    pick_timeout(rx);
+    rx->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 10.0);
+    *state = rx;
+    return PG_ERR_OK;
+}
+
+/* ---- metrics ---------------------------------------------------------- */
+
+static void metrics_init(struct rx *rx)
+{
+    static const double lat_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                         0.05,   0.1,   0.25,   0.5,   1.0,  2.5};
+    char labels[200];
+
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",transport=\"http\"", rx->id);
+    rx->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
+                                       "Profile sample records pushed into the pipeline.", labels);
+    rx->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
+                                      "Profile sample records the pipeline refused.", labels);
+    rx->m_bytes = pg_metric_counter("pprofgate_receiver_received_bytes_total",
+                                    "Request body bytes as received.", labels);
+    rx->m_inflated = pg_metric_counter("pprofgate_receiver_inflated_bytes_total",
+                                       "Bytes produced by Content-Encoding and gzip layers.",
+                                       labels);
+    rx->m_links = pg_metric_counter("pprofgate_receiver_links_total",
+                                    "Links created from trace/span id labels.", labels);
+    rx->m_latency = pg_metric_histogram("pprofgate_receiver_translate_seconds",
+                                        "Time to decode and translate one request.", labels,
+                                        lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
+}
+
+static void count_code(struct rx *rx, int code)
+{
+    char labels[240];
+
+    for (size_t i = 0; i < rx->n_codes; i++) {
+        if (rx->codes[i].code == code) {
+            pg_metric_add(rx->codes[i].m, 1);
+            return;
+        }
+    }
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",code=\"%d\"", rx->id, code);
+    if (rx->n_codes < sizeof(rx->codes) / sizeof(rx->codes[0])) {
+        rx->codes[rx->n_codes].code = code;
+        rx->codes[rx->n_codes].m = pg_metric_counter("pprofgate_receiver_http_requests_total",
+                                                     "HTTP requests by status code.", labels);
+        pg_metric_add(rx->codes[rx->n_codes++].m, 1);
+        return;
+    }
+    pg_metric_add(pg_metric_counter("pprofgate_receiver_http_requests_total",
+                                    "HTTP requests by status code.", labels),
+                  1);
+}
+
+/* ---- HTTP ------------------------------------------------------------- */
+
+static const char *method_name(enum evhttp_cmd_type c)
+{
+    switch (c) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_TRACE: return "TRACE";
+    case EVHTTP_REQ_CONNECT: return "CONNECT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    }
+    return "UNKNOWN";
+}
+
+/* Sends the answer: 204 empty, else a one-line text/plain reason. */
+static void reply(struct rx *rx, struct evhttp_request *req, int code, const char *text)
+{
+    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
+    const struct rx_server_cfg *s = &rx->cfg.server;
+    struct evbuffer *body = NULL;
+
+    for (size_t i = 0; i < s->response_headers.n; i++) {
+        evhttp_add_header(oh, s->response_headers.keys[i], s->response_headers.values[i]);
+    }
+    if (!s->keep_alives_enabled || rx->draining) {
+        evhttp_add_header(oh, "Connection", "close");
+    }
+    if (code != 204) {
+        body = evbuffer_new();
+        if (body != NULL) {
+            evbuffer_add_printf(body, "%s\n", text ? text : "");
+        }
+        evhttp_add_header(oh, "Content-Type", "text/plain; charset=utf-8");
+        evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
+    }
+    evhttp_send_reply(req, code, NULL, body);
+    if (body != NULL) {
+        evbuffer_free(body);
+    }
+    count_code(rx, code);
+}
+
+static uint64_t now_unix_nano(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void log_failure(struct rx *rx, struct evhttp_request *req, int code, const char *msg)
+{
+    unsigned long suppressed = 0;
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+    if (code < 500 && pg_log_min_level > PG_LOG_DEBUG) {
+        return;
+    }
+    if (!pg_log_ratelimit_ok(&rx->rl, &suppressed)) {
+        return;
+    }
+    if (evcon != NULL) {
+        evhttp_connection_get_peer(evcon, &addr, &port);
+    }
+    if (code >= 500) {
+        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s:%u, %lu similar lines suppressed)",
+                    code, msg, addr ? addr : "?", (unsigned)port, suppressed);
+    } else {
+        pg_log_debug(rx->log_name, "answered %d: %s (peer=%s:%u)", code, msg, addr ? addr : "?",
+                     (unsigned)port);
+    }
+}
+
+static void fail(struct rx *rx, struct evhttp_request *req, enum pg_err err,
+                 const struct pg_status *st)
+{
+    int code = pg_err_http_status(err);
+    const char *msg = pg_status_text(st);
+
+    if (code < 400) {
+        code = 500; /* an error must never look like success */
+    }
+    if (code == 503) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    }
+    log_failure(rx, req, code, msg);
+    reply(rx, req, code, msg);
+}
+
+/* Content-Encoding over every header line that carries it. */
+static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct pg_http_codings *c,
+                                   struct pg_status *st)
+{
+    const struct evkeyval *kv;
+
+    memset(c, 0, sizeof(*c));
+    TAILQ_FOREACH(kv, in, next)
+    {
+        if (strcasecmp(kv->key, "Content-Encoding") == 0) {
+            enum pg_err err = pg_http_parse_content_encoding(kv->value, rx->allowed, c, st);
+
+            if (err != PG_ERR_OK) {
+                return err;
+            }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static void handle_pprof(struct rx *rx, struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct evbuffer *buf = evhttp_request_get_input_buffer(req);
+    const size_t max = (size_t)rx->cfg.server.max_request_body_size;
+    size_t len = evbuffer_get_length(buf);
+    struct pg_http_codings codings;
+    struct pg_status st;
+    struct pg_arena *scratch = NULL, *arena = NULL;
+    struct pg_translate_stats stats;
+    struct pg_otlp_request *otlp = NULL;
+    struct pg_batch *batch;
+    const uint8_t *body;
+    size_t body_len = 0, inflated = 0;
+    uint8_t *raw;
+    enum pg_err err;
+    double t0 = mono_seconds();
+
+    pg_status_clear(&st);
+    memset(&stats, 0, sizeof(stats));
+    err = request_codings(rx, in, &codings, &st);
+    if (err != PG_ERR_OK) {
+        fail(rx, req, err, &st);
+        return;
+    }
+    if (len > max) { /* evhttp enforces this too; keep the check local */
+        pg_status_set(&st, PG_ERR_LIMIT, "request body of %zu bytes exceeds max_request_body_size "
+                      "(%zu bytes)", len, max);
+        fail(rx, req, PG_ERR_LIMIT, &st);
+        return;
+    }
+    pg_metric_add(rx->m_bytes, len);
+    /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
+    scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
+    arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
+    raw = scratch ? pg_arena_alloc(scratch, len ? len : 1) : NULL;
+    if (arena == NULL || raw == NULL) {
+        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
+        goto out_fail;
+    }
+    if (evbuffer_remove(buf, raw, len) != (int)len) {
+        pg_status_set(&st, PG_ERR_INTERNAL, "could not read the request body");
+        goto out_fail;
+    }
+    err = pg_http_decode_body(scratch, raw, len, &codings, max, &body, &body_len, &inflated, &st);
+    if (err != PG_ERR_OK) {
+        goto out_fail;
+    }
+    err = pg_pprof_translate(arena, body, body_len, &rx->topts, &otlp, &stats, &st);
+    pg_arena_destroy(scratch);
+    scratch = NULL;
+    pg_metric_add(rx->m_inflated, inflated + stats.inflated_bytes);
+    pg_metric_observe(rx->m_latency, mono_seconds() - t0);
+    if (err != PG_ERR_OK) {
+        goto out_fail;
+    }
+    pg_metric_add(rx->m_links, stats.links);
+
+    batch = pg_batch_new(arena, otlp); /* takes the arena, also on failure */
+    arena = NULL;
+    if (batch == NULL) {
+        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a batch");
+        err = PG_ERR_NOMEM;
+        goto out_fail;
+    }
+    batch->raw_bytes = len;
+    batch->received_unix_nano = now_unix_nano();
+    batch->receiver_id = rx->id;
+    batch->default_service_name = rx->cfg.server.default_service_name;
+    {
+        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+        char *addr = NULL;
+        ev_uint16_t port = 0;
+
+        if (evcon != NULL) {
+            evhttp_connection_get_peer(evcon, &addr, &port);
+            batch->metadata.peer_addr = pg_http_format_peer(batch->arena, addr, port);
+        }
+    }
+    if (rx->cfg.server.include_metadata) {
+        err = pg_http_metadata_from_headers(batch->arena, in, evhttp_request_get_host(req),
+                                            &batch->metadata, &st);
+        if (err != PG_ERR_OK) {
+            pg_batch_unref(batch);
+            goto out_fail;
+        }
+    }
+    err = pg_consumer_consume(rx->next, batch, &st);
+    pg_batch_unref(batch);
+    if (err != PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, stats.sample_records);
+        fail(rx, req, err, &st);
+        return;
+    }
+    pg_metric_add(rx->m_accepted, stats.sample_records);
+    reply(rx, req, 204, NULL);
+    return;
+
+out_fail:
+    pg_arena_destroy(scratch);
+    pg_arena_destroy(arena);
+    if (err == PG_ERR_OK) {
+        err = st.code != PG_ERR_OK ? st.code : PG_ERR_INTERNAL;
+    }
+    fail(rx, req, err, &st);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct rx *rx = arg;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    char msg[96];
+
+    if (path == NULL || strcmp(path, PPROF_PATH) != 0) {
+        reply(rx, req, 404, "404 page not found");
+        return;
+    }
+    if (cmd != EVHTTP_REQ_POST) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+        snprintf(msg, sizeof(msg), "method %s not allowed, supported: [POST]", method_name(cmd));
+        reply(rx, req, 405, msg);
+        return;
+    }
+    handle_pprof(rx, req);
+}
+
+static enum pg_err rx_start(void *state, struct pg_status *st)
+{
+    struct rx *rx = state;
+    const struct rx_server_cfg *s = &rx->cfg.server;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char addr[INET6_ADDRSTRLEN] = "?";
+    unsigned port = rx->listen_port;
+    uint64_t max_body = s->max_request_body_size;
+
+    metrics_init(rx);
+    if (rx->cfg.has_self) {
+        pg_log_warn(rx->log_name, "self: is configured but the self-profiling source is not built "
+                                  "into this receiver yet; ignoring it");
+    }
+    if (!rx->cfg.has_server) {
+        return PG_ERR_OK;
+    }
+    rx->http = evhttp_new(rx->host->base);
+    if (rx->http == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server", rx->log_name);
+    }
+    evhttp_set_max_body_size(rx->http, (ev_ssize_t)max_body);
+    evhttp_set_max_headers_size(rx->http, MAX_HEADER_BYTES);
+    evhttp_set_timeout_tv(rx->http, &rx->timeout);
+    /* Every method reaches the callback, so the answer is our 405, not evhttp's 501. */
+    evhttp_set_allowed_methods(rx->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    /* Read and drop an oversized body before answering 413, so the client
+     * sees the answer instead of a reset. */
+    evhttp_set_flags(rx->http, EVHTTP_SERVER_LINGERING_CLOSE);
+    evhttp_set_default_content_type(rx->http, "text/plain; charset=utf-8");
+    evhttp_set_gencb(rx->http, on_request, rx);
+    rx->sock = evhttp_bind_socket_with_handle(rx->http, rx->listen_host, (ev_uint16_t)port);
+    if (rx->sock == NULL) {
+        int e = errno;
+
+        evhttp_free(rx->http);
+        rx->http = NULL;
+        return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s: %s", rx->log_name,
+                             s->endpoint, e ? strerror(e) : "bind failed");
+    }
+    if (getsockname(evhttp_bound_socket_get_fd(rx->sock), (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+
+            inet_ntop(AF_INET, &in4->sin_addr, addr, sizeof(addr));
+            port = ntohs(in4->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+            inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+            port = ntohs(in6->sin6_port);
+        }
+    }
+    /* Integration tests read the bound port from this line (endpoint :0). */
+    pg_log_info(rx->log_name, "listening on %s:%u (POST %s, max body %llu bytes)", addr, port,
+                PPROF_PATH, (unsigned long long)max_body);
+    return PG_ERR_OK;
+}
+
+static void rx_shutdown(void *state)
+{
+    struct rx *rx = state;
+
+    if (rx == NULL || rx->draining) {
+        return;
+    }
+    rx->draining = true;
+    if (rx->http != NULL && rx->sock != NULL) {
+        /* Stop accepting; open connections finish their request and get
+         * Connection: close. Requests are handled synchronously, so nothing
+         * is in flight once the callback returned. */
+        evhttp_del_accept_socket(rx->http, rx->sock);
+        rx->sock = NULL;
+    }
+}
+
+static bool rx_idle(void *state)
+{
+    (void)state;
+    return true;
+}
+
+static void rx_destroy(void *state)
+{
+    struct rx *rx = state;
+
+    if (rx == NULL) {
+        return;
+    }
+    if (rx->http != NULL) {
+        evhttp_free(rx->http);
+    }
+    free(rx);
+}
+
+const struct pg_component_ops pg_receiver_pprof = {
+    .type = "pprof",
+    .alias = NULL,
+    .kind = PG_KIND_RECEIVER,
+    .fields = rx_fields,
+    .doc = "POST /v1/pprof push endpoint (collector pprofreceiver server mode)",
+    .create = rx_create,
+    .start = rx_start,
+    .process = NULL,
+    .consume = NULL,
+    .shutdown = rx_shutdown,
+    .idle = rx_idle,
+    .destroy = rx_destroy,
+};

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The service graph: component ids, pipeline references, unused components,
+ * fan-out of one receiver to several pipelines, exporters shared between
+ * pipelines, processor errors, and the lifecycle order. Uses fake components
+ * in a local registry so only core code is under test. */
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/service.h"
+#include "pg_test.h"
+
+static char trace[1024]; /* lifecycle events, in order */
+static int exported[4];  /* batches seen by each fake exporter instance */
+static struct pg_consumer *recv_next;
+
+static void note(const char *what, const char *id)
+{
+    strncat(trace, what, sizeof(trace) - strlen(trace) - 1);
+    strncat(trace, ":", sizeof(trace) - strlen(trace) - 1);
+    strncat(trace, id, sizeof(trace) - strlen(trace) - 1);
+    strncat(trace, " ", sizeof(trace) - strlen(trace) - 1);
+}
+
+struct fake {
+    const char *id;
+    int slot;
+    int64_t knob;
+    bool fail;
+};
+
+static const struct pg_field fake_fields[] = {
+    {"knob", PG_FT_INT, offsetof(struct fake, knob), "1", 0, 100, NULL, NULL, 0, NULL},
+    {"fail", PG_FT_BOOL, offsetof(struct fake, fail), "false", 0, 0, NULL, NULL, 0, NULL},
+    PG_FIELD_END,
+};
+
+static int n_exporters;
+
+static enum pg_err fake_create(const struct pg_component_ctx *ctx, void **state)
+{
+    struct fake *f = calloc(1, sizeof(*f));
+
+    if (pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, fake_fields, f, ctx->path) != 0) {
+        free(f);
+        return PG_ERR_CONFIG;
+    }
+    f->id = ctx->log_name;
+    if (ctx->next != NULL) {
+        recv_next = ctx->next;
+    }
+    if (strncmp(ctx->log_name, "exporter/", 9) == 0) {
+        f->slot = n_exporters++;
+    }
+    *state = f;
+    return PG_ERR_OK;
+}
+
+static enum pg_err fake_start(void *state, struct pg_status *st)
+{
+    (void)st;
+    note("start", ((struct fake *)state)->id);
+    return PG_ERR_OK;
+}
+
+static enum pg_err fake_process(void *state, struct pg_batch **b, struct pg_status *st)
+{
+    struct fake *f = state;
+
+    (void)b;
+    if (f->fail) {
+        return pg_status_set(st, PG_ERR_PROCESSING, "statement failed");
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err fake_consume(void *state, struct pg_batch *b, struct pg_status *st)
+{
+    struct fake *f = state;
+
+    (void)b;
+    (void)st;
+    exported[f->slot]++;
+    return f->knob == 99 ? pg_status_set(st, PG_ERR_BUSY, "queue full") : PG_ERR_OK;
+}
+
+static void fake_shutdown(void *state)
+{
+    note("stop", ((struct fake *)state)->id);
+}
+
+static void fake_destroy(void *state)
+{
+    free(state);
+}
+
+static const struct pg_component_ops fake_recv = {"pprof", NULL, PG_KIND_RECEIVER, fake_fields, NULL,
+                                                  fake_create, fake_start, NULL, NULL, fake_shutdown,
+                                                  NULL, fake_destroy};
+static const struct pg_component_ops fake_proc = {"transform", NULL, PG_KIND_PROCESSOR, fake_fields, NULL,
+                                                  fake_create, fake_start, fake_process, NULL,
+                                                  fake_shutdown, NULL, fake_destroy};
+static const struct pg_component_ops fake_exp = {"otlp", "otlp_grpc", PG_KIND_EXPORTER, fake_fields, NULL,
+                                                 fake_create, fake_start, NULL, fake_consume,
+                                                 fake_shutdown, NULL, fake_destroy};
+static const struct pg_component_ops fake_ext = {"health_check", NULL, PG_KIND_EXTENSION, fake_fields, NULL,
+                                                 fake_create, fake_start, NULL, NULL, fake_shutdown,
+                                                 NULL, fake_destroy};
+static const struct pg_component_ops *const registry[] = {&fake_recv, &fake_proc, &fake_exp, &fake_ext};
+
+static bool diag_has(const struct pg_diag *d, const char *needle)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (strstr(d->msgs[i], needle) != NULL) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < d->n; i++) {
+        fprintf(stderr, "    diag[%zu]: %s\n", i, d->msgs[i]);
+    }
+    return false;
+}
+
+PG_TEST(test_bad_graphs)
+{
+    static const struct {
+        const char *yaml;
+        const char *want;
+    } cases[] = {
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n", "a service: section"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nservice: {pipelines: {}}\n",
+         "at least one pipeline"},
+        {"receivers: {pprfo: {}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprfo], exporters: [otlp]}}}\n",
+         "t.yaml:1:13: receivers: unknown receiver type \"pprfo\"; valid types: pprof"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [debug]}}}\n",
+         "exporter \"debug\" is not defined under exporters:; defined: otlp"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}, otlp/2: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "exporter \"otlp/2\" is defined but not used"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {traces: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "profiles pipelines only"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof]}}}\n",
+         "at least one exporter is required"},
+        {"receivers: {pprof: {knob: 500}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "receivers::pprof::knob: 500 is outside [0, 100]"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nextensions: {health_check: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "list it in service::extensions"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nsevrice: {}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "unknown key \"sevrice\""},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {level: loud}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "\"loud\" is not one of"},
+    };
+    struct event_base *base = event_base_new();
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_config *cfg = pg_config_load_string("t.yaml", cases[i].yaml, strlen(cases[i].yaml));
+        struct pg_service *svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+        CHECK(svc == NULL);
+        CHECK(diag_has(&cfg->diag, cases[i].want));
+        pg_service_free(svc);
+        pg_config_free(cfg);
+    }
+    event_base_free(base);
+}
+
+static struct pg_batch *empty_batch(void)
+{
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req = pg_arena_alloc(a, sizeof(*req));
+
+    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(req);
+    return pg_batch_new(a, req);
+}
+
+PG_TEST(test_fanout_and_lifecycle)
+{
+    static const char yaml[] = "receivers: {pprof: {}}\n"
+                               "processors: {transform: {}, transform/bad: {fail: true}}\n"
+                               "exporters: {otlp: {}, otlp_grpc/b: {}, otlp/busy: {knob: 99}}\n"
+                               "extensions: {health_check: {}}\n"
+                               "service:\n"
+                               "  extensions: [health_check]\n"
+                               "  pipelines:\n"
+                               "    profiles: {receivers: [pprof], processors: [transform], exporters: [otlp, otlp_grpc/b]}\n"
+                               "    profiles/2: {receivers: [pprof], exporters: [otlp]}\n"
+                               "    profiles/3: {receivers: [pprof], processors: [transform/bad], exporters: [otlp/busy]}\n";
+    struct event_base *base = event_base_new();
+    struct pg_config *cfg = pg_config_load_string("t.yaml", yaml, sizeof(yaml) - 1);
+    struct pg_service *svc;
+    struct pg_status st;
+    struct pg_batch *b;
+    enum pg_err err;
+
+    trace[0] = '\0';
+    n_exporters = 0;
+    memset(exported, 0, sizeof(exported));
+    svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+    CHECK(svc != NULL);
+    if (svc == NULL) {
+        diag_has(&cfg->diag, "");
+        pg_config_free(cfg);
+        event_base_free(base);
+        return;
+    }
+    CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+    CHECK(strncmp(trace, "start:extension/health_check start:exporter/", 44) == 0);
+    CHECK(strstr(trace, "start:receiver/pprof") != NULL);
+    CHECK(strstr(trace, "start:receiver/pprof") > strstr(trace, "start:processor/transform"));
+
+    b = empty_batch();
+    pg_status_clear(&st);
+    err = pg_consumer_consume(recv_next, b, &st);
+    /* profiles/3's processor fails: the request fails, the others still ran. */
+    CHECK_INT(err, PG_ERR_PROCESSING);
+    CHECK(strstr(st.msg, "statement failed") != NULL);
+    CHECK_INT(exported[0], 2); /* otlp serves profiles and profiles/2 */
+    CHECK_INT(exported[1], 1); /* otlp_grpc/b (alias type) */
+    CHECK_INT(exported[2], 0); /* behind the failing processor */
+    CHECK_INT(b->refcnt, 1);   /* every pipeline dropped its reference */
+    pg_batch_unref(b);
+
+    trace[0] = '\0';
+    pg_service_shutdown(svc, 1000000000LL);
+    event_base_dispatch(base);
+    CHECK(strncmp(trace, "stop:receiver/pprof", 19) == 0);
+    CHECK(strstr(trace, "stop:extension/health_check") != NULL);
+    CHECK(strstr(trace, "stop:extension/health_check") > strstr(trace, "stop:exporter/otlp"));
+    pg_service_free(svc);
+    pg_config_free(cfg);
+    event_base_free(base);
+}
+
+PG_TEST(test_busy_exporter_maps_to_busy)
+{
+    static const char yaml[] = "receivers: {pprof: {}}\n"
+                               "exporters: {otlp/busy: {knob: 99}}\n"
+                               "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp/busy]}}}\n";
+    struct event_base *base = event_base_new();
+    struct pg_config *cfg = pg_config_load_string("t.yaml", yaml, sizeof(yaml) - 1);
+    struct pg_service *svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+    struct pg_status st;
+    struct pg_batch *b = empty_batch();
+
+    n_exporters = 0;
+    CHECK(svc != NULL);
+    /* Before start the fan-out refuses: nothing is running yet. */
+    CHECK_INT(pg_consumer_consume(recv_next, b, &st), PG_ERR_UNAVAILABLE);
+    CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+    CHECK_INT(pg_consumer_consume(recv_next, b, &st), PG_ERR_BUSY);
+    CHECK(strstr(st.msg, "exporter/otlp/busy: queue full") != NULL);
+    pg_batch_unref(b);
+    pg_service_free(svc);
+    pg_config_free(cfg);
+    event_base_free(base);
+}
+
+PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_fanout_and_lifecycle),
+             PG_CASE(test_busy_exporter_maps_to_busy))
