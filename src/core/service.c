@@ -217,7 +217,7 @@ static char *types_of(struct pg_arena *a, const struct pg_component_ops *const *
             s = pg_arena_sprintf(a, "%s%s%s", s, s[0] ? ", " : "", reg[i]->type);
         }
     }
-    return s ? s : (char *)"";
+    return (s && s[0]) ? s : (char *)"(none in this build)";
 }
 
 static struct def *find_def(struct pg_service *svc, enum pg_kind kind, const char *id)
