@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every benchmark in bench/ against the build in $1 (default build/).
+# Each prints its own figures and ratios; nothing here asserts a time.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+export PG_BUILD_DIR=$BUILD PPROFGATE_BIN=$BUILD/pprofgate
+for b in bench/translate.sh bench/http_load.sh bench/ottl_bench.sh bench/otlp_export.sh bench/selfprof_cost.sh; do
+    if [ -f "$b" ]; then
+        echo "=== $b"
+        bash "$b" || echo "$b exited $?"
+    fi
+done

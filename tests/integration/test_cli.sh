@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The command line as an operator meets it: --version, components, validate
+# (valid, broken with positions, missing file), unknown arguments, and a clean
+# start + SIGTERM exit 0 with the default config.
+set -uo pipefail
+BIN=${PPROFGATE_BIN:-build/pprofgate}
+SRC=${PG_SOURCE_DIR:-.}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"; [ -n "${pid:-}" ] && kill -9 $pid 2>/dev/null' EXIT
+pass=0 fail=0
+ok() { pass=$((pass+1)); echo "ok   $1"; }
+bad() { fail=$((fail+1)); echo "FAIL $1"; [ -n "${2:-}" ] && echo "$2" | sed 's/^/     /'; }
+
+out=$("$BIN" --version); [[ $out == *"pprofgate "*"OTLP profiles v1.11.0"* ]] && ok version || bad version "$out"
+
+out=$("$BIN" components)
+for c in "receivers:" "  pprof" "processors:" "exporters:" "extensions:"; do
+    grep -q "^$c" <<<"$out" && ok "components lists '$c'" || bad "components lists '$c'" "$out"
+done
+
+"$BIN" validate --config "$SRC/config/pprofgate.yaml" >"$tmp/o" 2>&1 && ok "default config valid" || bad "default config valid" "$(cat "$tmp/o")"
+
+cat >"$tmp/broken.yaml" <<'YAML'
+receivers:
+  pprof:
+    server:
+      endpont: localhost:4040
+      max_request_body_size: lots
+  pprfo: {}
+exporters:
+  debug:
+    verbosity: chatty
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug, otlp]
+YAML
+"$BIN" validate --config "$tmp/broken.yaml" >"$tmp/o" 2>&1; rc=$?
+[ $rc -eq 1 ] && ok "broken config exits 1" || bad "broken config exits 1 (got $rc)"
+for want in "broken.yaml:4:7: receivers::pprof::server: unknown key \"endpont\"; valid keys: endpoint" \
+            "broken.yaml:5:30: receivers::pprof::server::max_request_body_size: expected a size" \
+            "broken.yaml:6:3: receivers: unknown receiver type \"pprfo\"" \
+            "broken.yaml:9:16: exporters::debug::verbosity: \"chatty\" is not one of: basic, normal, detailed" \
+            "broken.yaml:14:26: service::pipelines::profiles::exporters: exporter \"otlp\" is not defined"; do
+    grep -qF "$want" "$tmp/o" && ok "reports: ${want:0:60}" || bad "reports: $want" "$(cat "$tmp/o")"
+done
+
+"$BIN" validate --config "$tmp/nope.yaml" >"$tmp/o" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "cannot open config" "$tmp/o" && ok "missing file" || bad "missing file" "$(cat "$tmp/o")"
+
+"$BIN" --frobnicate >"$tmp/o" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q usage "$tmp/o" && ok "unknown argument" || bad "unknown argument"
+
+# Start with the default config on a free port, then SIGTERM: exit 0.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PPROFGATE_ENDPOINT=127.0.0.1:$port "$BIN" --config "$SRC/config/pprofgate.yaml" >"$tmp/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
+if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then ok "listens on \$PPROFGATE_ENDPOINT"; else bad "listens" "$(cat "$tmp/run.log")"; fi
+kill -TERM $pid; wait $pid; rc=$?; pid=
+[ $rc -eq 0 ] && ok "SIGTERM exits 0" || bad "SIGTERM exits 0 (rc=$rc)" "$(cat "$tmp/run.log")"
+grep -q 'level=info comp=main msg="exited cleanly"' "$tmp/run.log" && ok "logs are key=value lines" || bad "log format" "$(cat "$tmp/run.log")"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
