@@ -593,6 +593,11 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         }
     }
     if (diag->n > before) {
+        /* Still bind every component once so `validate` lists their
+         * config problems together with the graph's. */
+        for (size_t i = 0; i < svc->n_defs; i++) {
+            (void)instantiate(svc, &svc->defs[i], NULL);
+        }
         goto fail;
     }
 

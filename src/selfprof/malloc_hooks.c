@@ -114,7 +114,10 @@ static inline void forget(void *p)
 PG_HOOK void *malloc(size_t n)
 {
     void *p = __libc_malloc(n);
-    count(p, n);
+    /* Failed requests are not counted: their sizes may not fit an int64. */
+    if (__builtin_expect(p != NULL, 1)) {
+        count(p, n);
+    }
     return p;
 }
 

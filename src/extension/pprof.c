@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Extension `pprof`: serves the embedded heap sampler's profiles the way Go's
+ * net/http/pprof does, so `go tool pprof http://localhost:1777/debug/pprof/heap`
+ * works on pprofgate: /debug/pprof/heap (in-use), /allocs, ?seconds=N deltas
+ * (answered later from a timer, never blocking the loop), the symbolz
+ * protocol at /debug/pprof/symbol, and an index. Also sets the sample rate. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "core/component.h"
+#include "core/log.h"
+#include "extension/admin_http.h"
+#include "selfprof/selfprof.h"
+
+#define PROFILE_ARENA_CAP ((size_t)256 << 20)
+#define SYMBOL_BODY_MAX ((size_t)1 << 20)
+#define MAX_DELTA_SECONDS 3600
+
+struct pprof_cfg {
+    char *endpoint;
+    uint64_t heap_sample_rate;
+};
+
+static const struct pg_field pprof_fields[] = {
+    {"endpoint", PG_FT_STR, offsetof(struct pprof_cfg, endpoint), "localhost:1777", 0, 0, NULL,
+     NULL, PG_NO_PRESENT, "host:port of /debug/pprof/ (loopback by default)"},
+    {"heap_sample_rate", PG_FT_BYTES, offsetof(struct pprof_cfg, heap_sample_rate), "524288", 0,
+     1099511627776.0, NULL, NULL, PG_NO_PRESENT,
+     "mean bytes between heap samples (Go's MemProfileRate); 0 = off, 1 = every allocation"},
+    PG_FIELD_END,
+};
+
+struct pending;
+
+struct pprof_ext {
+    struct pg_host *host;
+    const char *log_name;
+    struct pprof_cfg cfg;
+    struct pg_admin_http http;
+    struct pending *pending; /* ?seconds=N requests waiting for their timer */
+    bool started;
+};
+
+/* A delta profile request: owned by the list in pprof_ext until replied to,
+ * cancelled (connection closed) or flushed at shutdown. */
+struct pending {
+    struct pending *next;
+    struct pprof_ext *x;
+    struct evhttp_request *req;         /* borrowed from evhttp until we reply */
+    struct evhttp_connection *evcon;
+    struct event *timer;                /* owned */
+    struct pg_selfprof_snapshot *base;  /* owned */
+    enum pg_selfprof_view view;
+    const char *name;
+};
+
+static void pending_unlink_free(struct pending *p)
+{
+    for (struct pending **pp = &p->x->pending; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    if (p->timer != NULL) {
+        event_free(p->timer);
+    }
+    pg_selfprof_snapshot_free(p->base);
+    free(p);
+}
+
+static void send_profile(struct pprof_ext *x, struct evhttp_request *req, enum pg_selfprof_view view,
+                         const char *name, const struct pg_selfprof_snapshot *base)
+{
+    if (!pg_selfprof_enabled()) {
+        pg_admin_reply_text(&x->http, req, 503, pg_selfprof_why_off());
+        return;
+    }
+    struct pg_arena *a = pg_arena_create(PROFILE_ARENA_CAP);
+    if (a == NULL) {
+        pg_admin_reply_text(&x->http, req, 500, "out of memory");
+        return;
+    }
+    uint8_t *gz = NULL;
+    size_t len = 0;
+    struct pg_status st = {0};
+    enum pg_err rc = base != NULL ? pg_selfprof_write_delta(a, view, base, &gz, &len, &st)
+                                  : pg_selfprof_write(a, view, &gz, &len, &st);
+    if (rc != PG_ERR_OK) {
+        pg_log_warn(x->log_name, "%s", pg_status_text(&st));
+        pg_admin_reply_text(&x->http, req, pg_err_http_status(rc), pg_status_text(&st));
+    } else {
+        char disp[64];
+        snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Disposition", disp);
+        pg_admin_reply(&x->http, req, 200, "application/octet-stream", gz, len);
+    }
+    pg_arena_destroy(a);
+}
+
+static void on_delta_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct pending *p = arg;
+    evhttp_connection_set_closecb(p->evcon, NULL, NULL);
+    send_profile(p->x, p->req, p->view, p->name, p->base);
+    pending_unlink_free(p);
+}
+
+static void on_delta_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct pending *p = arg;
+    pg_log_debug(p->x->log_name, "client left before its %s delta was ready", p->name);
+    pending_unlink_free(p); /* evhttp frees the request itself */
+}
+
+/* Parses the query; returns false after replying 400. */
+static bool parse_profile_query(struct pprof_ext *x, struct evhttp_request *req, long *seconds)
+{
+    *seconds = 0;
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *q = u ? evhttp_uri_get_query(u) : NULL;
+    if (q == NULL || q[0] == '\0') {
+        return true;
+    }
+    struct evkeyvalq params;
+    TAILQ_INIT(&params);
+    if (evhttp_parse_query_str(q, &params) != 0) {
+        pg_admin_reply_text(&x->http, req, 400, "malformed query string");
+        return false;
+    }
+    bool ok = true;
+    const char *s = evhttp_find_header(&params, "seconds");
+    const char *debug = evhttp_find_header(&params, "debug");
+    if (s != NULL) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || *end != '\0' || v < 0 || v > MAX_DELTA_SECONDS) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "seconds must be an integer from 0 to %d", MAX_DELTA_SECONDS);
+            pg_admin_reply_text(&x->http, req, 400, msg);
+            ok = false;
+        }
+        *seconds = v;
+    }
+    if (ok && debug != NULL && strcmp(debug, "0") != 0) {
+        pg_admin_reply_text(&x->http, req, 400,
+                            "debug=N text output is not served: omit it and read the protobuf "
+                            "with go tool pprof");
+        ok = false;
+    }
+    /* gc=1 is accepted and ignored: C frees explicitly, in-use is always current. */
+    evhttp_clear_headers(&params);
+    return ok;
+}
+
+static void handle_profile(struct pprof_ext *x, struct evhttp_request *req,
+                           enum pg_selfprof_view view, const char *name)
+{
+    long seconds;
+    if (!parse_profile_query(x, req, &seconds)) {
+        return;
+    }
+    if (seconds == 0 || !pg_selfprof_enabled()) {
+        send_profile(x, req, view, name, NULL);
+        return;
+    }
+    struct pending *p = calloc(1, sizeof(*p));
+    if (p == NULL || (p->base = pg_selfprof_snapshot_take()) == NULL) {
+        free(p);
+        pg_admin_reply_text(&x->http, req, 500, "out of memory for the delta snapshot");
+        return;
+    }
+    p->x = x;
+    p->req = req;
+    p->evcon = evhttp_request_get_connection(req);
+    p->view = view;
+    p->name = name;
+    p->timer = evtimer_new(x->host->base, on_delta_timer, p);
+    struct timeval tv = {seconds, 0};
+    if (p->timer == NULL || evtimer_add(p->timer, &tv) != 0) {
+        if (p->timer != NULL) {
+            event_free(p->timer);
+        }
+        pg_selfprof_snapshot_free(p->base);
+        free(p);
+        pg_admin_reply_text(&x->http, req, 500, "cannot arm the delta timer");
+        return;
+    }
+    p->next = x->pending;
+    x->pending = p;
+    evhttp_connection_set_closecb(p->evcon, on_delta_close, p);
+}
+
+static void handle_symbol(struct pprof_ext *x, struct evhttp_request *req)
+{
+    const char *body = NULL;
+    size_t len = 0;
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        len = evbuffer_get_length(in);
+        if (len > SYMBOL_BODY_MAX) {
+            pg_admin_reply_text(&x->http, req, 413, "symbol request body over 1 MiB");
+            return;
+        }
+        body = len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
+    } else {
+        const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+        body = u ? evhttp_uri_get_query(u) : NULL;
+        len = body ? strlen(body) : 0;
+    }
+    struct pg_arena *a = pg_arena_create(64u << 20);
+    char *out = NULL;
+    size_t out_len = 0;
+    struct pg_status st = {0};
+    enum pg_err rc = a ? pg_selfprof_symbolz(a, body, len, &out, &out_len, &st)
+                       : pg_status_set(&st, PG_ERR_NOMEM, "out of memory");
+    if (rc != PG_ERR_OK) {
+        pg_admin_reply_text(&x->http, req, pg_err_http_status(rc), pg_status_text(&st));
+    } else {
+        pg_admin_reply(&x->http, req, 200, "text/plain; charset=utf-8", out, out_len);
+    }
+    pg_arena_destroy(a);
+}
+
+static void handle_index(struct pprof_ext *x, struct evhttp_request *req)
+{
+    char text[1536];
+    snprintf(text, sizeof(text),
+             "pprofgate profiles (heap sampler: %s, rate %llu bytes)\n\n"
+             "/debug/pprof/heap     in-use heap (inuse_space default); ?seconds=N for a delta\n"
+             "/debug/pprof/allocs   the same samples, alloc_space default; ?seconds=N for a delta\n"
+             "/debug/pprof/symbol   symbolz: POST 0xADDR+0xADDR... -> \"0xADDR name\" lines\n"
+             "/api/v1/debug/pprof/heap  alias of /debug/pprof/heap\n\n"
+             "View: go tool pprof http://<this endpoint>/debug/pprof/heap\n",
+             pg_selfprof_enabled() ? "on" : pg_selfprof_why_off(),
+             (unsigned long long)pg_selfprof_rate());
+    pg_admin_reply(&x->http, req, 200, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct pprof_ext *x = arg;
+    char path[512];
+    if (!pg_admin_request_path(req, path, sizeof(path))) {
+        pg_admin_reply_text(&x->http, req, 414, "request path too long");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (strcmp(path, "/debug/pprof/symbol") == 0) {
+        handle_symbol(x, req);
+        return;
+    }
+    enum pg_selfprof_view view;
+    const char *name = NULL;
+    bool index = false;
+    if (strcmp(path, "/debug/pprof/heap") == 0 || strcmp(path, "/api/v1/debug/pprof/heap") == 0) {
+        view = PG_SELFPROF_HEAP;
+        name = "heap";
+    } else if (strcmp(path, "/debug/pprof/allocs") == 0 ||
+               strcmp(path, "/api/v1/debug/pprof/allocs") == 0) {
+        view = PG_SELFPROF_ALLOCS;
+        name = "allocs";
+    } else if (strcmp(path, "/debug/pprof/") == 0 || strcmp(path, "/debug/pprof") == 0) {
+        index = true;
+    } else {
+        pg_admin_reply_text(&x->http, req, 404,
+                            "not found: see /debug/pprof/ for heap, allocs and symbol");
+        return;
+    }
+    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        pg_admin_reply_text(&x->http, req, 405, "method not allowed: use GET");
+        return;
+    }
+    if (index) {
+        handle_index(x, req);
+    } else {
+        handle_profile(x, req, view, name);
+    }
+}
+
+static enum pg_err pprof_create(const struct pg_component_ctx *ctx, void **state)
+{
+    struct pprof_ext *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return PG_ERR_NOMEM;
+    }
+    x->host = ctx->host;
+    x->log_name = ctx->log_name;
+    x->http.log_name = ctx->log_name;
+    x->http.what = "/debug/pprof/";
+    x->http.metric_label = "pprof";
+    char path[256];
+    snprintf(path, sizeof(path), "extensions::%s", ctx->id);
+    size_t problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pprof_fields, &x->cfg,
+                                  path);
+    char host[256];
+    unsigned port;
+    if (problems == 0 && !pg_admin_split_endpoint(x->cfg.endpoint, host, sizeof(host), &port)) {
+        pg_diag_add(ctx->diag, ctx->config ? pg_cfg_get(ctx->config, "endpoint") : NULL, path,
+                    "endpoint \"%s\" is not host:port (e.g. localhost:1777)",
+                    x->cfg.endpoint ? x->cfg.endpoint : "");
+        problems++;
+    }
+    if (problems > 0) {
+        free(x);
+        return PG_ERR_CONFIG;
+    }
+    *state = x;
+    return PG_ERR_OK;
+}
+
+static enum pg_err pprof_start(void *state, struct pg_status *st)
+{
+    struct pprof_ext *x = state;
+    pg_selfprof_set_rate(x->cfg.heap_sample_rate);
+    if (!pg_selfprof_enabled()) {
+        pg_log_warn(x->log_name, "%s", pg_selfprof_why_off());
+    } else {
+        pg_log_info(x->log_name, "heap sampler on: one sample per %llu bytes on average",
+                    (unsigned long long)x->cfg.heap_sample_rate);
+    }
+    enum pg_err rc = pg_admin_http_listen(&x->http, x->host->base, x->cfg.endpoint,
+                                          MAX_DELTA_SECONDS + 60, SYMBOL_BODY_MAX, on_request, x,
+                                          st);
+    x->started = rc == PG_ERR_OK;
+    return rc;
+}
+
+static void pprof_shutdown(void *state)
+{
+    struct pprof_ext *x = state;
+    while (x->pending != NULL) {
+        struct pending *p = x->pending;
+        evhttp_connection_set_closecb(p->evcon, NULL, NULL);
+        pg_admin_reply_text(&x->http, p->req, 503, "pprofgate is shutting down");
+        pending_unlink_free(p);
+    }
+    pg_admin_http_close(&x->http);
+}
+
+static void pprof_destroy(void *state)
+{
+    struct pprof_ext *x = state;
+    if (x == NULL) {
+        return;
+    }
+    pprof_shutdown(x);
+    free(x);
+}
+
+const struct pg_component_ops pg_extension_pprof = {
+    .type = "pprof",
+    .alias = NULL,
+    .kind = PG_KIND_EXTENSION,
+    .fields = pprof_fields,
+    .doc = "Go-style /debug/pprof/heap, /allocs and /symbol from the embedded heap sampler",
+    .create = pprof_create,
+    .start = pprof_start,
+    .process = NULL,
+    .consume = NULL,
+    .shutdown = pprof_shutdown,
+    .idle = NULL,
+    .destroy = pprof_destroy,
+};

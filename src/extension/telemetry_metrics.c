@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Extension `telemetry_metrics`: the collector's own-metrics endpoint
+ * (service.telemetry.metrics.address). GET /metrics renders the process-wide
+ * registry in Prometheus text; this file also registers the process gauges
+ * (RSS, uptime) and the heap sampler's counters and table sizes. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/http.h>
+
+#include "core/component.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "extension/admin_http.h"
+#include "selfprof/selfprof.h"
+
+struct metrics_cfg {
+    char *endpoint;
+};
+
+static const struct pg_field metrics_fields[] = {
+    {"endpoint", PG_FT_STR, offsetof(struct metrics_cfg, endpoint), "localhost:8888", 0, 0, NULL,
+     NULL, PG_NO_PRESENT, "host:port of /metrics (loopback by default)"},
+    PG_FIELD_END,
+};
+
+struct metrics_ext {
+    struct pg_host *host;
+    const char *log_name;
+    struct metrics_cfg cfg;
+    struct pg_admin_http http;
+};
+
+static struct timespec g_start_mono;
+
+static int64_t rss_bytes(void *arg)
+{
+    (void)arg;
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    unsigned long size = 0, resident = 0;
+    if (sscanf(buf, "%lu %lu", &size, &resident) != 2) {
+        return 0;
+    }
+    return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+static int64_t uptime_seconds(void *arg)
+{
+    (void)arg;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(now.tv_sec - g_start_mono.tv_sec);
+}
+
+/* Which heap sampler figure a gauge shows (the arg of sampler_stat). */
+enum sampler_field { SF_SAMPLES, SF_DROPPED, SF_STACKS, SF_LIVE, SF_LIVE_CAP, SF_BYTES, SF_RATE };
+
+static int64_t sampler_stat(void *arg)
+{
+    struct pg_selfprof_stats s;
+    pg_selfprof_get_stats(&s);
+    switch ((enum sampler_field)(intptr_t)arg) {
+    case SF_SAMPLES:
+        return (int64_t)s.samples;
+    case SF_DROPPED:
+        return (int64_t)s.dropped;
+    case SF_STACKS:
+        return (int64_t)s.buckets;
+    case SF_LIVE:
+        return (int64_t)s.live;
+    case SF_LIVE_CAP:
+        return (int64_t)s.live_capacity;
+    case SF_BYTES:
+        return (int64_t)s.table_bytes;
+    case SF_RATE:
+        return pg_selfprof_enabled() ? (int64_t)pg_selfprof_rate() : 0;
+    }
+    return 0;
+}
+
+/* Registered once per process (a config reload or a second instance must not
+ * duplicate series). Runs on the loop thread. */
+static void register_process_metrics(void)
+{
+    static bool done;
+    if (done) {
+        return;
+    }
+    done = true;
+    clock_gettime(CLOCK_MONOTONIC, &g_start_mono);
+    pg_metric_gauge_fn("otelcol_process_memory_rss", "Total physical memory (resident set size) in bytes.",
+                       NULL, rss_bytes, NULL);
+    pg_metric_gauge_fn("otelcol_process_uptime", "Uptime of the process in seconds.", NULL,
+                       uptime_seconds, NULL);
+    static const struct {
+        const char *name, *help;
+        enum sampler_field f;
+    } g[] = {
+        {"pprofgate_heap_sampler_samples", "Heap samples recorded since start.", SF_SAMPLES},
+        {"pprofgate_heap_sampler_dropped_samples",
+         "Heap samples that lost their stack or in-use tracking because a table was full.",
+         SF_DROPPED},
+        {"pprofgate_heap_sampler_stacks", "Distinct allocation stacks in the sampler's table.",
+         SF_STACKS},
+        {"pprofgate_heap_sampler_live_samples", "Sampled allocations not yet freed.", SF_LIVE},
+        {"pprofgate_heap_sampler_live_capacity", "Slots in the sampler's live-allocation table.",
+         SF_LIVE_CAP},
+        {"pprofgate_heap_sampler_table_bytes", "Memory held by the heap sampler's tables.",
+         SF_BYTES},
+        {"pprofgate_heap_sampler_rate_bytes", "Mean bytes between heap samples (0 = off).", SF_RATE},
+    };
+    for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+        pg_metric_gauge_fn(g[i].name, g[i].help, NULL, sampler_stat, (void *)(intptr_t)g[i].f);
+    }
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct metrics_ext *x = arg;
+    char path[512];
+    if (!pg_admin_request_path(req, path, sizeof(path)) || strcmp(path, "/metrics") != 0) {
+        pg_admin_reply_text(&x->http, req, 404, "not found: metrics are at /metrics");
+        return;
+    }
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        pg_admin_reply_text(&x->http, req, 405, "method not allowed: use GET");
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL) {
+        pg_admin_reply_text(&x->http, req, 500, "out of memory rendering metrics");
+        return;
+    }
+    pg_metrics_render(f);
+    fclose(f);
+    pg_admin_reply(&x->http, req, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+    free(text);
+}
+
+static enum pg_err metrics_create(const struct pg_component_ctx *ctx, void **state)
+{
+    struct metrics_ext *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return PG_ERR_NOMEM;
+    }
+    x->host = ctx->host;
+    x->log_name = ctx->log_name;
+    x->http.log_name = ctx->log_name;
+    x->http.what = "/metrics";
+    x->http.metric_label = "telemetry_metrics";
+    char path[256];
+    snprintf(path, sizeof(path), "service::telemetry::metrics");
+    size_t problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, metrics_fields,
+                                  &x->cfg, path);
+    char host[256];
+    unsigned port;
+    if (problems == 0 && !pg_admin_split_endpoint(x->cfg.endpoint, host, sizeof(host), &port)) {
+        pg_diag_add(ctx->diag, ctx->config ? pg_cfg_get(ctx->config, "endpoint") : NULL, path,
+                    "address \"%s\" is not host:port (e.g. localhost:8888)",
+                    x->cfg.endpoint ? x->cfg.endpoint : "");
+        problems++;
+    }
+    if (problems > 0) {
+        free(x);
+        return PG_ERR_CONFIG;
+    }
+    *state = x;
+    return PG_ERR_OK;
+}
+
+static enum pg_err metrics_start(void *state, struct pg_status *st)
+{
+    struct metrics_ext *x = state;
+    register_process_metrics();
+    return pg_admin_http_listen(&x->http, x->host->base, x->cfg.endpoint, 30, 4096, on_request, x,
+                                st);
+}
+
+static void metrics_shutdown(void *state)
+{
+    struct metrics_ext *x = state;
+    pg_admin_http_close(&x->http);
+}
+
+static void metrics_destroy(void *state)
+{
+    struct metrics_ext *x = state;
+    if (x != NULL) {
+        pg_admin_http_close(&x->http);
+        free(x);
+    }
+}
+
+const struct pg_component_ops pg_extension_telemetry_metrics = {
+    .type = "telemetry_metrics",
+    .alias = NULL,
+    .kind = PG_KIND_EXTENSION,
+    .fields = metrics_fields,
+    .doc = "GET /metrics: the gateway's own metrics in Prometheus text",
+    .create = metrics_create,
+    .start = metrics_start,
+    .process = NULL,
+    .consume = NULL,
+    .shutdown = metrics_shutdown,
+    .idle = NULL,
+    .destroy = metrics_destroy,
+};
