@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/err.h"
 #include "core/otlp.h"
 
 /* Return values of the interning calls besides a valid index (>= 0). */
@@ -56,6 +57,10 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
  * get the same pointer. NULL for n == 0 or on OOM (check pg_arena_hit_cap / n). */
 const int32_t *pg_dict_index_list(struct pg_dict_builder *b, const int32_t *idx, size_t n);
 
+/* A NUL-terminated, UTF-8-clean copy of @s (same repair as pg_dict_string) in a scratch
+ * buffer that stays valid until the next call; for building AnyValue strings. */
+const char *pg_dict_tmp_cstr(struct pg_dict_builder *b, const char *s, size_t len);
+
 /* Number of entries so far in each table (index 0 included). */
 struct pg_dict_counts {
     size_t strings, functions, mappings, locations, stacks, attrs, links;
@@ -83,6 +88,14 @@ int32_t pg_dict_import_link(struct pg_dict_builder *b, struct pg_dict_remap *rm,
  * written to *@out (NULL when n == 0). Returns 0, PG_DICT_NOMEM or PG_DICT_RANGE. */
 int pg_dict_import_attr_list(struct pg_dict_builder *b, struct pg_dict_remap *rm,
                              const int32_t *idx, size_t n, int32_t **out);
+
+/* Checks a request's dictionary and references: index 0 of every table is the zero value,
+ * every *_index / *_strindex of profiles, samples, stacks, locations, mappings, functions and
+ * attributes is in range, and attribute key lists of one sample/profile/location/mapping are
+ * unique. With @no_duplicates also checks that no string, function, mapping, location, stack,
+ * attribute or link appears twice (O(n) with hashing; uses @scratch). MALFORMED + reason. */
+enum pg_err pg_dict_validate(struct pg_arena *scratch, const struct pg_otlp_request *req,
+                             bool no_duplicates, struct pg_status *st);
 
 /* Helpers shared with the tests/fuzzers: value equality/hash of AnyValues. */
 bool pg_dict_anyvalue_equal(const struct pg_otlp_anyvalue *a, const struct pg_otlp_anyvalue *b);

@@ -1,16 +1,845 @@
 /* SPDX-License-Identifier: Apache-2.0
- * pprof -> OTLP Profiles translation (work in progress: API in place). */
+ * pprof -> OTLP Profiles. Gzip layers are peeled into a scratch arena, the
+ * pprof is indexed by pprof_decode.c, and one streaming pass over the samples
+ * interns stacks, attributes and links into a pg_dict_builder whose output
+ * lives in the request arena. Indexes follow first use: mappings (pprof
+ * order), profile 0's sample/period types, the samples, the profile
+ * attributes, then the other profiles' sample types. */
 #include "pprof/translate.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include "pprof/dict.h"
+#include "pprof/inflate.h"
+#include "pprof/otlp_build.h"
+#include "pprof/pprof_decode.h"
+
+#define KEY_BUILD_ID "process.executable.build_id.gnu"
+#define KEY_IS_FOLDED "pprof.location.is_folded"
+#define KEY_DROP_FRAMES "pprof.profile.drop_frames"
+#define KEY_KEEP_FRAMES "pprof.profile.keep_frames"
+#define KEY_COMMENT "pprof.profile.comment"
+#define KEY_DOC_URL "pprof.profile.doc_url"
+#define KEY_TYPE_ORDER "pprof.scope.sample_type_order"
+#define KEY_DEFAULT_TYPE "pprof.scope.default_sample_type"
+
+/* Fixed attribute keys interned on top of the pprof strings (bound for the key arrays). */
+#define FIXED_KEYS 16
 
 void pg_translate_opts_default(struct pg_translate_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->trace_id_label = "trace_id";
     o->span_id_label = "span_id";
+    o->include_original_payload = false;
     o->scope_name = "pprofgate";
     o->scope_version = PG_VERSION;
+    o->limits.max_inflated_bytes = (size_t)20 << 20;
+    o->limits.max_gzip_layers = 4;
+    o->limits.max_samples = (size_t)2 << 20;
+    o->limits.max_locations = (size_t)1 << 20;
+    o->limits.max_functions = (size_t)1 << 20;
+    o->limits.max_mappings = (size_t)64 << 10;
+    o->limits.max_strings = (size_t)4 << 20;
+    o->limits.max_string_bytes = (size_t)64 << 20;
+    o->limits.max_stack_depth = 4096;
+    o->limits.max_labels_per_sample = 256;
+    o->limits.max_sample_types = 64;
+}
+
+enum key_kind { KK_UNKNOWN = 0, KK_OTHER, KK_TRACE, KK_SPAN };
+
+/* Cache in front of pg_dict_attr for single-valued labels, keyed on pprof
+ * indexes so a repeated label costs one integer hash probe. */
+struct acache_ent {
+    int64_t key, val, unit;
+    int32_t is_num, attr;
+};
+
+struct acache {
+    struct acache_ent *ents;
+    size_t n, cap;
+    uint32_t *slots; /* entry + 1, 0 = empty */
+    size_t mask;
+};
+
+struct label_group {
+    int32_t key;   /* OTLP strindex */
+    uint32_t first, last, count;
+};
+
+struct xlate {
+    struct pg_arena *out, *scratch;
+    const struct pg_translate_opts *opts;
+    struct pg_status *st;
+    struct pg_pprof p;
+    struct pg_dict_builder *b;
+    int32_t *str_otlp; /* pprof string -> OTLP strindex, -1 = not yet */
+    uint8_t *keykind;  /* pprof string -> enum key_kind */
+    int32_t *map_otlp, *loc_otlp, *fn_otlp;
+    struct acache ac;
+    uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
+    size_t seen_n;
+    uint32_t stamp;
+    uint32_t *label_next;
+    struct label_group *groups;
+    int32_t *stackbuf, *attrbuf;
+    struct pg_dict_line *linebuf;
+    size_t linebuf_cap;
+    int32_t attr_folded;
+    size_t trace_len, span_len;
+};
+
+static enum pg_err nomem(struct xlate *x, const char *what)
+{
+    bool cap = pg_arena_hit_cap(x->out) || pg_arena_hit_cap(x->scratch);
+    return pg_status_set(x->st, cap ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                         "pprof translation: %s while building %s",
+                         cap ? "request memory limit reached" : "out of memory", what);
+}
+
+static inline int32_t pstr(struct xlate *x, int64_t idx)
+{
+    int32_t v = x->str_otlp[idx];
+
+    if (v < 0) {
+        v = pg_dict_string(x->b, x->p.strings[idx].p, x->p.strings[idx].len);
+        if (v >= 0) {
+            x->str_otlp[idx] = v;
+        }
+    }
+    return v;
+}
+
+static int32_t cstr(struct xlate *x, const char *s)
+{
+    return pg_dict_string(x->b, s, strlen(s));
+}
+
+static int32_t attr_str(struct xlate *x, const char *key, int64_t pprof_val)
+{
+    struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    int32_t k = cstr(x, key);
+
+    if (k < 0) {
+        return k;
+    }
+    v.value_case = PG_OTLP_ANYVALUE_STR;
+    v.string_value = (char *)pg_dict_tmp_cstr(x->b, x->p.strings[pprof_val].p,
+                                              x->p.strings[pprof_val].len);
+    if (v.string_value == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    return pg_dict_attr(x->b, k, &v, 0);
+}
+
+static int32_t attr_true(struct xlate *x, const char *key)
+{
+    struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    int32_t k = cstr(x, key);
+
+    if (k < 0) {
+        return k;
+    }
+    v.value_case = PG_OTLP_ANYVALUE_BOOL;
+    v.bool_value = 1;
+    return pg_dict_attr(x->b, k, &v, 0);
+}
+
+/* ---- dictionary entries from pprof entities ------------------------------ */
+
+static enum pg_err add_mappings(struct xlate *x)
+{
+    static const char *const flag_keys[4] = {
+        "pprof.mapping.has_functions", "pprof.mapping.has_filenames",
+        "pprof.mapping.has_line_numbers", "pprof.mapping.has_inline_frames"};
+
+    for (size_t i = 0; i < x->p.n_mappings; i++) {
+        const struct pg_pprof_mapping *m = &x->p.mappings[i];
+        int32_t attrs[5], fn;
+        size_t na = 0;
+
+        if ((fn = pstr(x, m->filename)) < 0) {
+            return nomem(x, "mappings");
+        }
+        if (x->p.strings[m->build_id].len > 0) {
+            if ((attrs[na++] = attr_str(x, KEY_BUILD_ID, m->build_id)) < 0) {
+                return nomem(x, "mappings");
+            }
+        }
+        for (unsigned f = 0; f < 4; f++) {
+            if ((m->flags & (1u << f)) && (attrs[na++] = attr_true(x, flag_keys[f])) < 0) {
+                return nomem(x, "mappings");
+            }
+        }
+        x->map_otlp[i] = pg_dict_mapping(x->b, m->memory_start, m->memory_limit, m->file_offset,
+                                         fn, attrs, na);
+        if (x->map_otlp[i] < 0) {
+            return nomem(x, "mappings");
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static int32_t function_index(struct xlate *x, uint32_t pos)
+{
+    const struct pg_pprof_function *f = &x->p.functions[pos];
+    int32_t name, sys, file;
+
+    if (x->fn_otlp[pos] >= 0) {
+        return x->fn_otlp[pos];
+    }
+    if ((name = pstr(x, f->name)) < 0 || (sys = pstr(x, f->system_name)) < 0 ||
+        (file = pstr(x, f->filename)) < 0) {
+        return PG_DICT_NOMEM;
+    }
+    x->fn_otlp[pos] = pg_dict_function(x->b, name, sys, file, f->start_line);
+    return x->fn_otlp[pos];
+}
+
+static int32_t location_index(struct xlate *x, uint32_t pos)
+{
+    const struct pg_pprof_location *l = &x->p.locations[pos];
+    int32_t mi = 0, attrs[1];
+    size_t na = 0;
+
+    if (l->mapping_pos != PG_PPROF_NONE) {
+        mi = x->map_otlp[l->mapping_pos];
+    }
+    if (l->n_lines > x->linebuf_cap) {
+        x->linebuf = pg_arena_alloc(x->scratch, l->n_lines * sizeof(*x->linebuf));
+        if (x->linebuf == NULL) {
+            x->linebuf_cap = 0;
+            return PG_DICT_NOMEM;
+        }
+        x->linebuf_cap = l->n_lines;
+    }
+    /* pprof order is kept: callee first, caller last (upstream sorts; see reference §2.7). */
+    for (uint32_t i = 0; i < l->n_lines; i++) {
+        int32_t fi = function_index(x, l->lines[i].function_pos);
+        if (fi < 0) {
+            return fi;
+        }
+        x->linebuf[i].function_index = fi;
+        x->linebuf[i].line = l->lines[i].line;
+        x->linebuf[i].column = l->lines[i].column;
+    }
+    if (l->is_folded) {
+        if (x->attr_folded < 0 && (x->attr_folded = attr_true(x, KEY_IS_FOLDED)) < 0) {
+            return PG_DICT_NOMEM;
+        }
+        attrs[na++] = x->attr_folded;
+    }
+    x->loc_otlp[pos] = pg_dict_location(x->b, mi, l->address, x->linebuf, l->n_lines, attrs, na);
+    return x->loc_otlp[pos];
+}
+
+/* ---- labels -------------------------------------------------------------- */
+
+static enum key_kind key_kind(struct xlate *x, int64_t key)
+{
+    uint8_t k = x->keykind[key];
+
+    if (k == KK_UNKNOWN) {
+        const struct pg_pprof_str *s = &x->p.strings[key];
+        k = KK_OTHER;
+        if (s->len == x->trace_len && memcmp(s->p, x->opts->trace_id_label, s->len) == 0) {
+            k = KK_TRACE;
+        } else if (s->len == x->span_len && memcmp(s->p, x->opts->span_id_label, s->len) == 0) {
+            k = KK_SPAN;
+        }
+        x->keykind[key] = k;
+    }
+    return (enum key_kind)k;
+}
+
+/* Hex digit values, 0xff for anything else: a table lookup instead of
+ * branches, which random ids mispredict half of the time. */
+static const uint8_t k_hex[256] = {
+    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,
+    ['7'] = 7,  ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13,
+    ['e'] = 14, ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14,
+    ['F'] = 15};
+static const uint8_t k_is_hex[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1};
+
+/* @n raw bytes from exactly 2n hex digits, any case; false if malformed or all zero. */
+static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)s->p;
+    unsigned ok = 1, any = 0;
+
+    if (s->len != 2 * n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint8_t hi = p[2 * i], lo = p[2 * i + 1];
+        ok &= (unsigned)(k_is_hex[hi] & k_is_hex[lo]);
+        out[i] = (uint8_t)(k_hex[hi] << 4 | k_hex[lo]);
+        any |= out[i];
+    }
+    return ok && any != 0;
+}
+
+static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32_t is_num)
+{
+    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)val + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    h *= 0xc2b2ae3d27d4eb4full;
+    h ^= (uint64_t)unit * 0x165667b19e3779f9ull + (uint64_t)is_num;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+static bool acache_grow(struct xlate *x)
+{
+    struct acache *c = &x->ac;
+    size_t nslots = c->slots ? (c->mask + 1) * 2 : 1024;
+    uint32_t *ns = pg_arena_calloc(x->scratch, nslots, sizeof(uint32_t));
+    struct acache_ent *ne;
+
+    if (ns == NULL || nslots / 2 > UINT32_MAX) {
+        return false;
+    }
+    ne = pg_arena_realloc(x->scratch, c->ents, c->cap * sizeof(*ne), nslots / 2 * sizeof(*ne));
+    if (ne == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        size_t pos = acache_hash(ne[i].key, ne[i].val, ne[i].unit, ne[i].is_num) & (nslots - 1);
+        while (ns[pos] != 0) {
+            pos = (pos + 1) & (nslots - 1);
+        }
+        ns[pos] = (uint32_t)i + 1;
+    }
+    c->slots = ns;
+    c->mask = nslots - 1;
+    c->ents = ne;
+    c->cap = nslots / 2;
+    return true;
+}
+
+/* Attribute for one single-valued label. */
+static int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+{
+    struct acache *c = &x->ac;
+    int32_t is_num = l->str == 0;
+    int64_t val = is_num ? l->num : l->str;
+    int64_t unit = is_num ? l->num_unit : 0; /* string labels carry no unit */
+    uint64_t h = acache_hash(l->key, val, unit, is_num);
+    struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    int32_t u = 0, a;
+    size_t pos;
+
+    if (c->n == c->cap && !acache_grow(x)) {
+        return PG_DICT_NOMEM;
+    }
+    for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
+        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
+        if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
+            return e->attr;
+        }
+    }
+    if (is_num) {
+        v.value_case = PG_OTLP_ANYVALUE_INT;
+        v.int_value = l->num;
+        if (unit != 0 && (u = pstr(x, unit)) < 0) {
+            return u;
+        }
+    } else {
+        v.value_case = PG_OTLP_ANYVALUE_STR;
+        v.string_value =
+            (char *)pg_dict_tmp_cstr(x->b, x->p.strings[val].p, x->p.strings[val].len);
+        if (v.string_value == NULL) {
+            return PG_DICT_NOMEM;
+        }
+    }
+    if ((a = pg_dict_attr(x->b, key, &v, u)) < 0) {
+        return a;
+    }
+    c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a};
+    c->slots[pos] = (uint32_t)++c->n;
+    return a;
+}
+
+/* One array attribute for a key that appears several times in a sample (pprof allows it;
+ * the collector rejects the whole profile). Values keep label order; the unit is kept when
+ * every numeric value has the same one. */
+static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
+                          const struct label_group *g)
+{
+    struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    struct pg_otlp_array arr = OPENTELEMETRY__PROTO__COMMON__V1__ARRAY_VALUE__INIT;
+    struct pg_otlp_anyvalue *vals = pg_arena_alloc(x->scratch, g->count * sizeof(*vals));
+    struct pg_otlp_anyvalue **ptrs = pg_arena_alloc(x->scratch, g->count * sizeof(*ptrs));
+    int64_t unit = -1;
+    bool unit_mixed = false;
+    int32_t u = 0;
+    uint32_t j = g->first;
+
+    if (vals == NULL || ptrs == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    for (uint32_t n = 0; n < g->count; n++, j = x->label_next[j]) {
+        const struct pg_pprof_label *l = &labels[j];
+        opentelemetry__proto__common__v1__any_value__init(&vals[n]);
+        if (l->str != 0) {
+            const char *s = pg_dict_tmp_cstr(x->b, x->p.strings[l->str].p,
+                                             x->p.strings[l->str].len);
+            vals[n].value_case = PG_OTLP_ANYVALUE_STR;
+            vals[n].string_value = s != NULL ? pg_arena_strdup(x->scratch, s) : NULL;
+            if (vals[n].string_value == NULL) {
+                return PG_DICT_NOMEM;
+            }
+        } else {
+            vals[n].value_case = PG_OTLP_ANYVALUE_INT;
+            vals[n].int_value = l->num;
+            if (unit < 0) {
+                unit = l->num_unit;
+            } else if (unit != l->num_unit) {
+                /* compare contents (duplicate pprof strings) without interning: a unit that
+                 * ends up unused must not leave an orphan string behind */
+                const struct pg_pprof_str *u1 = &x->p.strings[unit];
+                const struct pg_pprof_str *u2 = &x->p.strings[l->num_unit];
+                unit_mixed |= u1->len != u2->len || memcmp(u1->p, u2->p, u1->len) != 0;
+            }
+        }
+        ptrs[n] = &vals[n];
+    }
+    if (unit > 0 && !unit_mixed && (u = pstr(x, unit)) < 0) {
+        return u;
+    }
+    arr.n_values = g->count;
+    arr.values = ptrs;
+    v.value_case = PG_OTLP_ANYVALUE_ARRAY;
+    v.array_value = &arr;
+    return pg_dict_attr(x->b, g->key, &v, unit_mixed ? 0 : u);
+}
+
+/* Turns a sample's labels into a link index and an attribute list. */
+static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *s, size_t si,
+                                 int32_t *link, const int32_t **attrs, size_t *n_attrs)
+{
+    const struct pg_pprof_label *lab = s->labels;
+    size_t ntr = 0, nsp = 0, tr = 0, sp = 0, ng = 0;
+    bool have_link = false;
+
+    (void)si;
+    *link = 0;
+    *attrs = NULL;
+    *n_attrs = 0;
+    if (s->n_labels == 0) {
+        return PG_ERR_OK;
+    }
+    for (size_t j = 0; j < s->n_labels; j++) {
+        enum key_kind k;
+        if (lab[j].str == 0 && lab[j].num == 0 && lab[j].num_unit == 0) {
+            continue; /* google/pprof drops such labels when decoding */
+        }
+        k = key_kind(x, lab[j].key);
+        if (k == KK_TRACE) {
+            ntr++;
+            tr = j;
+        } else if (k == KK_SPAN) {
+            nsp++;
+            sp = j;
+        }
+    }
+    if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
+        uint8_t ids[24];
+        if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
+            parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8)) {
+            if ((*link = pg_dict_link(x->b, ids, ids + 16)) < 0) {
+                return nomem(x, "links");
+            }
+            have_link = true;
+        }
+    }
+    if (++x->stamp == 0) {
+        memset(x->seen_stamp, 0, x->seen_n * sizeof(uint32_t));
+        x->stamp = 1;
+    }
+    for (size_t j = 0; j < s->n_labels; j++) {
+        int32_t key;
+        if ((lab[j].str == 0 && lab[j].num == 0 && lab[j].num_unit == 0) ||
+            (have_link && (j == tr || j == sp))) {
+            continue;
+        }
+        if ((key = pstr(x, lab[j].key)) < 0) {
+            return nomem(x, "attributes");
+        }
+        if ((size_t)key >= x->seen_n) {
+            return pg_status_set(x->st, PG_ERR_INTERNAL, "pprof translation: key index %d "
+                                 "beyond the expected string count", key);
+        }
+        if (x->seen_stamp[key] == x->stamp) {
+            struct label_group *g = &x->groups[x->seen_group[key]];
+            x->label_next[g->last] = (uint32_t)j;
+            g->last = (uint32_t)j;
+            g->count++;
+        } else {
+            x->seen_stamp[key] = x->stamp;
+            x->seen_group[key] = (uint32_t)ng;
+            x->groups[ng++] = (struct label_group){key, (uint32_t)j, (uint32_t)j, 1};
+        }
+    }
+    for (size_t g = 0; g < ng; g++) {
+        const struct label_group *lg = &x->groups[g];
+        int32_t a = lg->count == 1 ? label_attr(x, &lab[lg->first], lg->key)
+                                   : multi_attr(x, lab, lg);
+        if (a < 0) {
+            return nomem(x, "attributes");
+        }
+        x->attrbuf[g] = a;
+    }
+    if (ng > 0) {
+        *attrs = pg_dict_index_list(x->b, x->attrbuf, ng);
+        if (*attrs == NULL) {
+            return nomem(x, "attributes");
+        }
+        *n_attrs = ng;
+    }
+    return PG_ERR_OK;
+}
+
+/* ---- building the request ------------------------------------------------ */
+
+static struct pg_otlp_valuetype *value_type(struct xlate *x, const struct pg_pprof_vt *vt)
+{
+    struct pg_otlp_valuetype *v = pg_arena_alloc(x->out, sizeof(*v));
+
+    if (v == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__profiles__v1development__value_type__init(v);
+    if ((v->type_strindex = pstr(x, vt->type)) < 0 || (v->unit_strindex = pstr(x, vt->unit)) < 0) {
+        return NULL;
+    }
+    return v;
+}
+
+static enum pg_err profile_attrs(struct xlate *x, const int32_t **out, size_t *n_out)
+{
+    int32_t attrs[4];
+    size_t n = 0;
+
+    /* Emitted even when empty, like the collector (visible as `key=` in debug output). */
+    if ((attrs[n++] = attr_str(x, KEY_DROP_FRAMES, x->p.drop_frames)) < 0 ||
+        (attrs[n++] = attr_str(x, KEY_KEEP_FRAMES, x->p.keep_frames)) < 0) {
+        return nomem(x, "profile attributes");
+    }
+    if (x->p.n_comments > 0) {
+        struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+        struct pg_otlp_array arr = OPENTELEMETRY__PROTO__COMMON__V1__ARRAY_VALUE__INIT;
+        struct pg_otlp_anyvalue *vals =
+            pg_arena_calloc(x->scratch, x->p.n_comments, sizeof(*vals));
+        struct pg_otlp_anyvalue **ptrs =
+            pg_arena_calloc(x->scratch, x->p.n_comments, sizeof(*ptrs));
+        int32_t k = cstr(x, KEY_COMMENT);
+        if (vals == NULL || ptrs == NULL || k < 0) {
+            return nomem(x, "profile attributes");
+        }
+        for (size_t i = 0; i < x->p.n_comments; i++) {
+            const struct pg_pprof_str *s = &x->p.strings[x->p.comments[i]];
+            const char *c = pg_dict_tmp_cstr(x->b, s->p, s->len);
+            opentelemetry__proto__common__v1__any_value__init(&vals[i]);
+            vals[i].value_case = PG_OTLP_ANYVALUE_STR;
+            vals[i].string_value = c != NULL ? pg_arena_strdup(x->scratch, c) : NULL;
+            if (vals[i].string_value == NULL) {
+                return nomem(x, "profile attributes");
+            }
+            ptrs[i] = &vals[i];
+        }
+        arr.n_values = x->p.n_comments;
+        arr.values = ptrs;
+        v.value_case = PG_OTLP_ANYVALUE_ARRAY;
+        v.array_value = &arr;
+        if ((attrs[n++] = pg_dict_attr(x->b, k, &v, 0)) < 0) {
+            return nomem(x, "profile attributes");
+        }
+    }
+    if ((attrs[n++] = attr_str(x, KEY_DOC_URL, x->p.doc_url)) < 0) {
+        return nomem(x, "profile attributes");
+    }
+    *out = pg_dict_index_list(x->b, attrs, n);
+    *n_out = n;
+    return *out != NULL ? PG_ERR_OK : nomem(x, "profile attributes");
+}
+
+static struct pg_otlp_kv *scope_order_attr(struct xlate *x, const uint32_t *order, size_t n)
+{
+    struct pg_otlp_kv *kv = pg_otlp_kv_str(x->out, KEY_TYPE_ORDER, "");
+    struct pg_otlp_array *arr = pg_arena_alloc(x->out, sizeof(*arr));
+    struct pg_otlp_anyvalue *vals = pg_arena_alloc(x->out, n * sizeof(*vals));
+    struct pg_otlp_anyvalue **ptrs = pg_arena_alloc(x->out, n * sizeof(*ptrs));
+
+    if (kv == NULL || arr == NULL || vals == NULL || ptrs == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__array_value__init(arr);
+    for (size_t i = 0; i < n; i++) {
+        opentelemetry__proto__common__v1__any_value__init(&vals[i]);
+        vals[i].value_case = PG_OTLP_ANYVALUE_INT;
+        vals[i].int_value = order[i];
+        ptrs[i] = &vals[i];
+    }
+    arr->n_values = n;
+    arr->values = ptrs;
+    kv->value->value_case = PG_OTLP_ANYVALUE_ARRAY;
+    kv->value->array_value = arr;
+    return kv;
+}
+
+static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t pprof_len,
+                         struct pg_otlp_request **out, struct pg_translate_stats *stats)
+{
+    struct pg_pprof *p = &x->p;
+    const size_t nt = p->n_sample_types, ns = p->n_samples;
+    struct pg_otlp_profile **profiles = NULL, *prof = NULL;
+    struct pg_otlp_sample **samples = NULL;
+    struct pg_otlp_valuetype *period_type;
+    struct pg_pprof_sample_iter it;
+    const int32_t *pattrs = NULL;
+    size_t n_pattrs = 0;
+    uint32_t *order = NULL;
+    int64_t *values = NULL;
+    uint8_t *ids = NULL;
+    enum pg_err err;
+
+    x->b = pg_dict_builder_new(x->out, x->scratch);
+    x->str_otlp = pg_arena_alloc(x->scratch, p->n_strings * sizeof(int32_t));
+    x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
+    x->seen_n = p->n_strings + FIXED_KEYS;
+    x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
+    x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
+    x->map_otlp = pg_arena_alloc(x->scratch, (p->n_mappings + 1) * sizeof(int32_t));
+    x->loc_otlp = pg_arena_alloc(x->scratch, (p->n_locations + 1) * sizeof(int32_t));
+    x->fn_otlp = pg_arena_alloc(x->scratch, (p->n_functions + 1) * sizeof(int32_t));
+    if (x->b == NULL || x->str_otlp == NULL || x->keykind == NULL || x->seen_stamp == NULL ||
+        x->seen_group == NULL || x->map_otlp == NULL || x->loc_otlp == NULL ||
+        x->fn_otlp == NULL) {
+        return nomem(x, "the dictionary");
+    }
+    memset(x->str_otlp, 0xff, p->n_strings * sizeof(int32_t));
+    memset(x->loc_otlp, 0xff, p->n_locations * sizeof(int32_t));
+    memset(x->fn_otlp, 0xff, p->n_functions * sizeof(int32_t));
+    x->attr_folded = -1;
+    x->trace_len = strlen(x->opts->trace_id_label);
+    x->span_len = strlen(x->opts->span_id_label);
+
+    if ((err = pg_pprof_sample_iter_init(x->scratch, p, &it, x->st)) != PG_ERR_OK) {
+        return err;
+    }
+    x->stackbuf = pg_arena_alloc(x->scratch, (it.cap_locations + 1) * sizeof(int32_t));
+    x->attrbuf = pg_arena_alloc(x->scratch, (it.cap_labels + 1) * sizeof(int32_t));
+    x->label_next = pg_arena_alloc(x->scratch, (it.cap_labels + 1) * sizeof(uint32_t));
+    x->groups = pg_arena_alloc(x->scratch, (it.cap_labels + 1) * sizeof(*x->groups));
+    if (x->stackbuf == NULL || x->attrbuf == NULL || x->label_next == NULL || x->groups == NULL) {
+        return nomem(x, "the sample decoder");
+    }
+
+    if ((err = add_mappings(x)) != PG_ERR_OK) {
+        return err;
+    }
+
+    /* pprof's default type is its last; OTLP viewers show profiles[0]: swap first and last. */
+    if (nt > 0) {
+        order = pg_arena_alloc(x->scratch, nt * sizeof(*order));
+        profiles = pg_arena_alloc(x->out, nt * sizeof(*profiles));
+        prof = pg_arena_alloc(x->out, nt * sizeof(*prof));
+        values = pg_arena_alloc(x->out, (ns ? ns : 1) * nt * sizeof(int64_t));
+        if (order == NULL || profiles == NULL || prof == NULL || values == NULL) {
+            return nomem(x, "profiles");
+        }
+        for (size_t k = 0; k < nt; k++) {
+            order[k] = (uint32_t)k;
+        }
+        order[0] = (uint32_t)(nt - 1);
+        order[nt - 1] = 0;
+        for (size_t k = 0; k < nt; k++) {
+            opentelemetry__proto__profiles__v1development__profile__init(&prof[k]);
+            profiles[k] = &prof[k];
+        }
+        if ((prof[0].sample_type = value_type(x, &p->sample_types[order[0]])) == NULL) {
+            return nomem(x, "profiles");
+        }
+    }
+    if ((period_type = value_type(x, &p->period_type)) == NULL) {
+        return nomem(x, "profiles");
+    }
+    if (nt > 0 && ns > 0) {
+        struct pg_otlp_sample *recs = pg_arena_alloc(x->out, ns * nt * sizeof(*recs));
+        samples = pg_arena_alloc(x->out, ns * nt * sizeof(*samples));
+        if (recs == NULL || samples == NULL) {
+            return nomem(x, "samples");
+        }
+        for (size_t k = 0; k < nt; k++) {
+            prof[k].samples = samples + k * ns;
+            prof[k].n_samples = ns;
+            for (size_t i = 0; i < ns; i++) {
+                prof[k].samples[i] = &recs[k * ns + i];
+            }
+        }
+    }
+
+    for (size_t i = 0; i < ns; i++) {
+        static const struct pg_otlp_sample tmpl =
+            OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;
+        int64_t *row = values + i * nt;
+        const struct pg_pprof_sample *s = &it.s;
+        const int32_t *attrs;
+        size_t n_attrs;
+        int32_t stack, link;
+        bool done;
+
+        if ((err = pg_pprof_next_sample(p, &it, row, &done, x->st)) != PG_ERR_OK) {
+            return err;
+        }
+        if (done) {
+            return pg_status_set(x->st, PG_ERR_INTERNAL, "pprof: sample count changed");
+        }
+        for (size_t j = 0; j < s->n_locations; j++) {
+            uint32_t pos = pg_pprof_location_pos(p, s->location_ids[j]);
+            int32_t li;
+            if (pos == PG_PPROF_NONE) {
+                return pg_status_set(x->st, PG_ERR_MALFORMED,
+                                     "pprof: sample #%zu references missing location id %llu", i,
+                                     (unsigned long long)s->location_ids[j]);
+            }
+            li = x->loc_otlp[pos];
+            if (li < 0 && (li = location_index(x, pos)) < 0) {
+                return nomem(x, "locations");
+            }
+            x->stackbuf[j] = li;
+        }
+        if ((stack = pg_dict_stack(x->b, x->stackbuf, s->n_locations)) < 0) {
+            return nomem(x, "stacks");
+        }
+        if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
+            return err;
+        }
+        for (size_t k = 0; k < nt; k++) {
+            struct pg_otlp_sample *o = prof[k].samples[i];
+            *o = tmpl;
+            o->stack_index = stack;
+            o->attribute_indices = (int32_t *)attrs;
+            o->n_attribute_indices = n_attrs;
+            o->link_index = link;
+            o->values = row + order[k];
+            o->n_values = 1;
+        }
+    }
+
+    if (nt > 0) {
+        if ((err = profile_attrs(x, &pattrs, &n_pattrs)) != PG_ERR_OK) {
+            return err;
+        }
+        ids = pg_arena_alloc(x->out, 16 * nt);
+        if (ids == NULL) {
+            return nomem(x, "profiles");
+        }
+        /* Random ids: a failing getrandom leaves the id unset (allowed: "optional"). */
+        if (getrandom(ids, 16 * nt, 0) != (ssize_t)(16 * nt)) {
+            ids = NULL;
+        }
+    }
+    for (size_t k = 0; k < nt; k++) {
+        struct pg_otlp_profile *pr = &prof[k];
+        if (k > 0 && (pr->sample_type = value_type(x, &p->sample_types[order[k]])) == NULL) {
+            return nomem(x, "profiles");
+        }
+        pr->time_unix_nano = (uint64_t)p->time_nanos;
+        pr->duration_nano = (uint64_t)p->duration_nanos;
+        pr->period_type = period_type;
+        pr->period = p->period;
+        pr->attribute_indices = (int32_t *)pattrs;
+        pr->n_attribute_indices = n_pattrs;
+        if (ids != NULL) {
+            ids[16 * k] |= 1; /* never the invalid all-zero id */
+            pr->profile_id.data = ids + 16 * k;
+            pr->profile_id.len = 16;
+        }
+    }
+    if (nt > 0 && x->opts->include_original_payload) {
+        /* Once, on profiles[0]: the uncompressed pprof (not N copies). */
+        uint8_t *copy = pg_arena_memdup(x->out, pprof_bytes, pprof_len ? pprof_len : 1);
+        char *fmt = pg_arena_strdup(x->out, "pprof");
+        if (copy == NULL || fmt == NULL) {
+            return nomem(x, "the original payload");
+        }
+        prof[0].original_payload_format = fmt;
+        prof[0].original_payload.data = copy;
+        prof[0].original_payload.len = pprof_len;
+    }
+
+    {
+        struct pg_otlp_request *req = pg_arena_alloc(x->out, sizeof(*req));
+        struct pg_otlp_resprof *rp = pg_arena_alloc(x->out, sizeof(*rp));
+        struct pg_otlp_resprof **rps = pg_arena_alloc(x->out, sizeof(*rps));
+        struct pg_otlp_resource *res = pg_arena_alloc(x->out, sizeof(*res));
+        struct pg_otlp_scopeprof *sp = pg_arena_alloc(x->out, sizeof(*sp));
+        struct pg_otlp_scopeprof **sps = pg_arena_alloc(x->out, sizeof(*sps));
+        struct pg_otlp_scope *scope = pg_arena_alloc(x->out, sizeof(*scope));
+        struct pg_otlp_kv **sattrs = pg_arena_alloc(x->out, 2 * sizeof(*sattrs));
+        char *schema = pg_arena_strdup(x->out, PG_SEMCONV_SCHEMA_URL);
+
+        if (req == NULL || rp == NULL || rps == NULL || res == NULL || sp == NULL ||
+            sps == NULL || scope == NULL || sattrs == NULL || schema == NULL) {
+            return nomem(x, "the request");
+        }
+        opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__init(req);
+        opentelemetry__proto__profiles__v1development__resource_profiles__init(rp);
+        opentelemetry__proto__resource__v1__resource__init(res);
+        opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
+        opentelemetry__proto__common__v1__instrumentation_scope__init(scope);
+        scope->name = pg_arena_strdup(x->out, x->opts->scope_name ? x->opts->scope_name : "");
+        scope->version =
+            pg_arena_strdup(x->out, x->opts->scope_version ? x->opts->scope_version : "");
+        if (scope->name == NULL || scope->version == NULL) {
+            return nomem(x, "the request");
+        }
+        if (nt > 0) {
+            const struct pg_pprof_str *def =
+                &p->strings[p->default_sample_type != 0 ? p->default_sample_type
+                                                        : p->sample_types[nt - 1].type];
+            const char *defc = pg_dict_tmp_cstr(x->b, def->p, def->len);
+            sattrs[0] = scope_order_attr(x, order, nt);
+            sattrs[1] = defc != NULL ? pg_otlp_kv_str(x->out, KEY_DEFAULT_TYPE, defc) : NULL;
+            if (sattrs[0] == NULL || sattrs[1] == NULL) {
+                return nomem(x, "scope attributes");
+            }
+            scope->attributes = sattrs;
+            scope->n_attributes = 2;
+        }
+        sp->scope = scope;
+        sp->profiles = profiles;
+        sp->n_profiles = nt;
+        sp->schema_url = schema;
+        sps[0] = sp;
+        rp->resource = res;
+        rp->scope_profiles = sps;
+        rp->n_scope_profiles = 1;
+        rp->schema_url = schema;
+        rps[0] = rp;
+        req->resource_profiles = rps;
+        req->n_resource_profiles = 1;
+        if ((req->dictionary = pg_dict_finish(x->b)) == NULL) {
+            return nomem(x, "the dictionary");
+        }
+        *out = req;
+        if (stats != NULL) {
+            stats->samples = ns;
+            stats->sample_records = ns * nt;
+            stats->profiles = nt;
+            stats->links = req->dictionary->n_link_table - 1;
+        }
+    }
+    return PG_ERR_OK;
 }
 
 enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size_t len,
@@ -18,7 +847,66 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
                                struct pg_otlp_request **out, struct pg_translate_stats *stats,
                                struct pg_status *st)
 {
-    (void)arena; (void)body; (void)len; (void)opts; (void)stats;
+    struct pg_translate_opts defaults;
+    struct xlate x;
+    const uint8_t *data = body;
+    size_t dlen = len, layers = 0, inflated = 0;
+    enum pg_err err;
+
     *out = NULL;
-    return pg_status_set(st, PG_ERR_INTERNAL, "pprof translation not implemented yet");
+    if (stats != NULL) {
+        memset(stats, 0, sizeof(*stats));
+    }
+    if (opts == NULL) {
+        pg_translate_opts_default(&defaults);
+        opts = &defaults;
+    }
+    memset(&x, 0, sizeof(x));
+    x.out = arena;
+    x.opts = opts;
+    x.st = st;
+    /* Temporaries die with this call; the request arena keeps only the result. */
+    x.scratch = pg_arena_create(pg_arena_cap(arena));
+    if (x.scratch == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "pprof translation: out of memory");
+    }
+    if (opts->trace_id_label == NULL || opts->span_id_label == NULL) {
+        err = pg_status_set(st, PG_ERR_CONFIG, "pprof translation: trace/span label keys unset");
+        goto done;
+    }
+    while (pg_is_gzip(data, dlen)) {
+        uint8_t *inner;
+        size_t inner_len;
+        if (layers >= opts->limits.max_gzip_layers) {
+            err = pg_status_set(st, PG_ERR_LIMIT,
+                                "pprof: more than %zu nested gzip layers (limit "
+                                "max_gzip_layers)",
+                                opts->limits.max_gzip_layers);
+            goto done;
+        }
+        err = pg_inflate(x.scratch, data, dlen, PG_INFLATE_GZIP, opts->limits.max_inflated_bytes,
+                         &inner, &inner_len, st);
+        if (err != PG_ERR_OK) {
+            goto done;
+        }
+        data = inner;
+        dlen = inner_len;
+        inflated += inner_len;
+        layers++;
+    }
+    err = pg_pprof_decode(x.scratch, data, dlen, &opts->limits, &x.p, st);
+    if (err == PG_ERR_OK) {
+        err = build(&x, data, dlen, out, stats);
+    }
+    if (err != PG_ERR_OK) {
+        *out = NULL;
+    }
+done:
+    if (stats != NULL) {
+        stats->inflated_bytes = inflated;
+        stats->raw_pprof_bytes = dlen;
+        stats->scratch_bytes = pg_arena_footprint(x.scratch);
+    }
+    pg_arena_destroy(x.scratch);
+    return err;
 }

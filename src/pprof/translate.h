@@ -14,11 +14,16 @@
 #include "core/err.h"
 #include "core/otlp.h"
 
+/* Schema URL written on the ResourceProfiles and ScopeProfiles (upstream parity). */
+#define PG_SEMCONV_SCHEMA_URL "https://opentelemetry.io/schemas/1.39.0"
+
 /* Caps that keep a hostile profile from exhausting memory. Exceeding one is
  * PG_ERR_LIMIT (413) and the message names the limit. Defaults (see
- * pg_translate_opts_default): 20 MiB per inflated layer, 4 gzip layers,
- * 2 M samples, 1 M locations/functions, 64 Ki mappings, 4 M strings,
- * 64 MiB of string bytes, stack depth 4096, 256 labels per sample, 64 sample types. */
+ * pg_translate_opts_default): max_inflated_bytes 20 MiB per gzip layer, 4 gzip layers,
+ * max_samples 2 Mi OTLP sample records (pprof samples x sample types), 1 Mi locations,
+ * 1 Mi functions, 64 Ki mappings, 4 Mi strings, 64 MiB of string bytes, stack depth
+ * 4096 (locations per sample and lines per location), 256 labels per sample, 64 sample
+ * types. The request arena's own cap bounds the total on top of these. */
 struct pg_pprof_limits {
     size_t max_inflated_bytes; /* per gzip layer */
     size_t max_gzip_layers;
@@ -41,12 +46,16 @@ struct pg_translate_stats {
     size_t samples;        /* pprof samples */
     size_t sample_records; /* OTLP samples over all profiles */
     size_t profiles, links, inflated_bytes, raw_pprof_bytes;
+    size_t scratch_bytes; /* footprint of the temporary arena (inflated pprof, indexes), freed
+                           * before pg_pprof_translate returns */
 };
 
 /* @body is the HTTP body after Content-Encoding was removed; gzip magic layers inside are
  * inflated here (gzip in gzip too, each layer capped). Builds a complete
  * ExportProfilesServiceRequest in @arena (1 ResourceProfiles, no resource attributes — the
  * pipeline adds them — 1 ScopeProfiles, N profiles, one dictionary). *@out is owned by @arena.
+ * Sharing: Sample.attribute_indices arrays are interned and shared between samples and profiles,
+ * and all profiles share one period_type: treat them as immutable (replace the pointer to edit).
  * @stats may be NULL. Errors: MALFORMED (400) with a precise one-line reason, LIMIT (413)
  * naming the limit, NOMEM. */
 enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size_t len,

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * bench/translate FILE...: per pprof file, in one process, times zlib
+ * inflate alone (the baseline) and the full path (inflate + decode +
+ * validate + translate + encode), prints both, their ratio, the split of the
+ * full path, the OTLP size and the request's peak memory against the raw
+ * pprof size. Plain pprof inputs are gzip'd in memory first so both paths
+ * start from the same compressed body. Figures only, no assertions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "core/arena.h"
+#include "pprof/inflate.h"
+#include "pprof/translate.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a busy machine */
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf;
+    long n;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) {
+        if (f) {
+            fclose(f);
+        }
+        return NULL;
+    }
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static unsigned char *gzip_mem(const unsigned char *in, size_t len, size_t *out_len)
+{
+    z_stream z;
+    size_t cap = compressBound(len) + 64;
+    unsigned char *out = malloc(cap);
+
+    memset(&z, 0, sizeof(z));
+    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    z.next_in = (Bytef *)in;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    deflate(&z, Z_FINISH);
+    *out_len = z.total_out;
+    deflateEnd(&z);
+    return out;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define MAX_RUNS 64
+
+int main(int argc, char **argv)
+{
+    int runs = 15;
+    int first = 1;
+
+    if (argc > 2 && strcmp(argv[1], "-n") == 0) {
+        runs = atoi(argv[2]);
+        runs = runs < 1 ? 1 : runs > MAX_RUNS ? MAX_RUNS : runs;
+        first = 3;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "usage: translate [-n RUNS] FILE...\n");
+        return 2;
+    }
+    printf("%-34s %9s %9s %9s %6s %9s %9s %10s %10s %6s\n", "file", "gz_bytes", "inflate", "full",
+           "ratio", "xlate", "encode", "otlp_bytes", "peak_mem", "x_raw");
+    for (int fi = first; fi < argc; fi++) {
+        size_t len, gz_len, raw_len = 0, otlp_len = 0, peak = 0, peak_out = 0;
+        unsigned char *data = slurp(argv[fi], &len), *gz;
+        double t_inf[MAX_RUNS], t_full[MAX_RUNS], t_x[MAX_RUNS], t_enc[MAX_RUNS];
+        const char *name = strrchr(argv[fi], '/') ? strrchr(argv[fi], '/') + 1 : argv[fi];
+        int ok = 1;
+
+        if (data == NULL) {
+            fprintf(stderr, "cannot read %s\n", argv[fi]);
+            return 1;
+        }
+        if (pg_is_gzip(data, len)) {
+            gz = data;
+            gz_len = len;
+        } else {
+            gz = gzip_mem(data, len, &gz_len);
+        }
+        for (int r = 0; r < runs && ok; r++) {
+            struct pg_arena *a = pg_arena_create(0);
+            struct pg_status st;
+            uint8_t *out;
+            size_t out_len;
+            double t0 = now_ms();
+            if (pg_inflate(a, gz, gz_len, PG_INFLATE_GZIP, (size_t)1 << 30, &out, &out_len, &st) !=
+                PG_ERR_OK) {
+                fprintf(stderr, "%s: %s\n", name, st.msg);
+                ok = 0;
+            }
+            t_inf[r] = now_ms() - t0;
+            pg_arena_destroy(a);
+        }
+        for (int r = 0; r < runs && ok; r++) {
+            struct pg_arena *a = pg_arena_create(0);
+            struct pg_translate_opts o;
+            struct pg_translate_stats stats;
+            struct pg_otlp_request *req;
+            struct pg_status st;
+            uint8_t *buf;
+            size_t n;
+            double t0 = now_ms(), t1;
+
+            pg_translate_opts_default(&o);
+            o.limits.max_inflated_bytes = (size_t)1 << 30;
+            if (pg_pprof_translate(a, gz, gz_len, &o, &req, &stats, &st) != PG_ERR_OK) {
+                fprintf(stderr, "%s: %s\n", name, st.msg);
+                ok = 0;
+                pg_arena_destroy(a);
+                break;
+            }
+            t1 = now_ms();
+            /* Peak for one request: the request arena (the result) plus the translator's
+             * scratch arena, which is alive until translation ends. The encoded bytes are
+             * the exporter's buffer and are not counted. */
+            peak = pg_arena_footprint(a) + stats.scratch_bytes;
+            peak_out = pg_arena_footprint(a);
+            n = protobuf_c_message_get_packed_size(&req->base);
+            buf = pg_arena_alloc(a, n ? n : 1);
+            protobuf_c_message_pack(&req->base, buf);
+            t_full[r] = now_ms() - t0;
+            t_x[r] = t1 - t0;
+            t_enc[r] = t_full[r] - t_x[r];
+            otlp_len = n;
+            raw_len = stats.raw_pprof_bytes;
+            pg_arena_destroy(a);
+        }
+        if (ok) {
+            qsort(t_inf, (size_t)runs, sizeof(double), cmp_double);
+            qsort(t_full, (size_t)runs, sizeof(double), cmp_double);
+            qsort(t_x, (size_t)runs, sizeof(double), cmp_double);
+            qsort(t_enc, (size_t)runs, sizeof(double), cmp_double);
+            printf("%-34s %9zu %7.2fms %7.2fms %5.2fx %7.2fms %7.2fms %10zu %9.1fM %5.2fx\n", name,
+                   gz_len, t_inf[runs / 2], t_full[runs / 2], t_full[runs / 2] / t_inf[runs / 2],
+                   t_x[runs / 2], t_enc[runs / 2], otlp_len, peak / 1048576.0,
+                   raw_len ? (double)peak / (double)raw_len : 0.0);
+            if (getenv("PG_BENCH_VERBOSE") != NULL) {
+                printf("  request arena %.1fM, scratch %.1fM, raw pprof %.1fM\n",
+                       peak_out / 1048576.0, (peak - peak_out) / 1048576.0, raw_len / 1048576.0);
+            }
+        }
+        if (gz != data) {
+            free(gz);
+        }
+        free(data);
+    }
+    printf("(medians of %d runs; full = inflate+decode+validate+translate+encode; "
+           "x_raw = peak memory / uncompressed pprof bytes)\n", runs);
+    return 0;
+}

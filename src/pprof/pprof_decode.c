@@ -1,0 +1,886 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * pprof decoder: a counting pass sizes every array exactly (limits are
+ * checked before anything is allocated), a filling pass decodes the small
+ * tables, then ids are indexed and every cross-reference and string index is
+ * validated. Samples stay encoded and are streamed by pg_pprof_next_sample(). */
+#include "pprof/pprof_decode.h"
+
+#include <string.h>
+
+static const char *const k_profile_fields[16] = {
+    NULL,          "sample_type", "sample",         "mapping",     "location", "function",
+    "string_table", "drop_frames", "keep_frames",   "time_nanos",  "duration_nanos",
+    "period_type", "period",      "comment",        "default_sample_type", "doc_url"};
+
+static enum pg_err bad(struct pg_status *st, const char *what, const struct pg_pprof *p,
+                       const uint8_t *at)
+{
+    return pg_status_set(st, PG_ERR_MALFORMED, "pprof: malformed %s at byte %zu", what,
+                         (size_t)(at - p->buf));
+}
+
+static enum pg_err wrong_wt(struct pg_status *st, const char *msg, const char *field, uint32_t wt)
+{
+    return pg_status_set(st, PG_ERR_MALFORMED,
+                         "pprof: field %s.%s has wire type %u, which does not match its type", msg,
+                         field, wt);
+}
+
+static enum pg_err over(struct pg_status *st, const char *what, size_t have, const char *limit,
+                        size_t max)
+{
+    return pg_status_set(st, PG_ERR_LIMIT, "pprof: %zu %s exceed the limit %s (%zu)", have, what,
+                         limit, max);
+}
+
+static inline bool str_ok(const struct pg_pprof *p, int64_t idx)
+{
+    return idx >= 0 && (uint64_t)idx < p->n_strings;
+}
+
+static enum pg_err bad_str(struct pg_status *st, const struct pg_pprof *p, const char *where,
+                           int64_t idx)
+{
+    return pg_status_set(st, PG_ERR_MALFORMED,
+                         "pprof: %s: string index %lld out of range (string_table has %zu "
+                         "entries)",
+                         where, (long long)idx, p->n_strings);
+}
+
+/* ---- small messages ------------------------------------------------------ */
+
+static enum pg_err decode_value_type(const struct pg_pprof *p, struct pg_pb r, const char *field,
+                                     struct pg_pprof_vt *vt, struct pg_status *st)
+{
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, field, p, at);
+        }
+        if (f == 1 || f == 2) {
+            if (wt != PG_PB_VARINT) {
+                return wrong_wt(st, "ValueType", f == 1 ? "type" : "unit", wt);
+            }
+            if (!pg_pb_varint(&r, &v)) {
+                return bad(st, field, p, at);
+            }
+            if (f == 1) {
+                vt->type = (int64_t)v;
+            } else {
+                vt->unit = (int64_t)v;
+            }
+        } else if (!pg_pb_skip(&r, wt)) {
+            return bad(st, field, p, at);
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err decode_mapping(const struct pg_pprof *p, struct pg_pb r,
+                                  struct pg_pprof_mapping *m, struct pg_status *st)
+{
+    static const char *const names[11] = {NULL,        "id",          "memory_start",
+                                          "memory_limit", "file_offset", "filename",
+                                          "build_id",  "has_functions", "has_filenames",
+                                          "has_line_numbers", "has_inline_frames"};
+    memset(m, 0, sizeof(*m));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "mapping", p, at);
+        }
+        if (f < 1 || f > 10) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, "mapping", p, at);
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, "Mapping", names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v)) {
+            return bad(st, "mapping", p, at);
+        }
+        switch (f) {
+        case 1: m->id = v; break;
+        case 2: m->memory_start = v; break;
+        case 3: m->memory_limit = v; break;
+        case 4: m->file_offset = v; break;
+        case 5: m->filename = (int64_t)v; break;
+        case 6: m->build_id = (int64_t)v; break;
+        default: {
+            uint32_t bit = 1u << (f - 7);
+            m->flags = v ? (m->flags | bit) : (m->flags & ~bit);
+            break;
+        }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err decode_function(const struct pg_pprof *p, struct pg_pb r,
+                                   struct pg_pprof_function *fn, struct pg_status *st)
+{
+    static const char *const names[6] = {NULL, "id", "name", "system_name", "filename",
+                                         "start_line"};
+    memset(fn, 0, sizeof(*fn));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "function", p, at);
+        }
+        if (f < 1 || f > 5) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, "function", p, at);
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, "Function", names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v)) {
+            return bad(st, "function", p, at);
+        }
+        switch (f) {
+        case 1: fn->id = v; break;
+        case 2: fn->name = (int64_t)v; break;
+        case 3: fn->system_name = (int64_t)v; break;
+        case 4: fn->filename = (int64_t)v; break;
+        default: fn->start_line = (int64_t)v; break;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err decode_line(const struct pg_pprof *p, struct pg_pb r, struct pg_pprof_line *ln,
+                               struct pg_status *st)
+{
+    static const char *const names[4] = {NULL, "function_id", "line", "column"};
+    memset(ln, 0, sizeof(*ln));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "line", p, at);
+        }
+        if (f < 1 || f > 3) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, "line", p, at);
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, "Line", names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v)) {
+            return bad(st, "line", p, at);
+        }
+        if (f == 1) {
+            ln->function_id = v;
+        } else if (f == 2) {
+            ln->line = (int64_t)v;
+        } else {
+            ln->column = (int64_t)v;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p, struct pg_pb r,
+                                   struct pg_pprof_location *l, struct pg_status *st)
+{
+    static const char *const names[6] = {NULL, "id", "mapping_id", "address", "line",
+                                         "is_folded"};
+    struct pg_pb scan = r;
+    size_t n_lines = 0, li = 0;
+    enum pg_err err;
+
+    memset(l, 0, sizeof(*l));
+    l->mapping_pos = PG_PPROF_NONE;
+    /* Count lines first so they get one exact allocation. */
+    while (scan.p < scan.end) {
+        uint32_t f, wt;
+        const uint8_t *at = scan.p;
+        if (!pg_pb_tag(&scan, &f, &wt) || !pg_pb_skip(&scan, wt)) {
+            return bad(st, "location", p, at);
+        }
+        if (f == 4) {
+            if (wt != PG_PB_LEN) {
+                return wrong_wt(st, "Location", "line", wt);
+            }
+            n_lines++;
+        }
+    }
+    if (n_lines > p->limits->max_stack_depth) {
+        return over(st, "lines in one location", n_lines, "max_stack_depth",
+                    p->limits->max_stack_depth);
+    }
+    if (n_lines > 0) {
+        l->lines = pg_arena_calloc(a, n_lines, sizeof(*l->lines));
+        if (l->lines == NULL) {
+            return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                 "pprof: no memory for location lines");
+        }
+    }
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        struct pg_pb sub;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "location", p, at);
+        }
+        if (f < 1 || f > 5) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, "location", p, at);
+            }
+            continue;
+        }
+        if (f == 4) {
+            if (!pg_pb_len(&r, &sub)) {
+                return bad(st, "location", p, at);
+            }
+            if ((err = decode_line(p, sub, &l->lines[li++], st)) != PG_ERR_OK) {
+                return err;
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, "Location", names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v)) {
+            return bad(st, "location", p, at);
+        }
+        switch (f) {
+        case 1: l->id = v; break;
+        case 2: l->mapping_id = v; break;
+        case 3: l->address = v; break;
+        default: l->is_folded = v != 0; break;
+        }
+    }
+    l->n_lines = (uint32_t)n_lines;
+    return PG_ERR_OK;
+}
+
+/* ---- id maps -------------------------------------------------------------- */
+
+static inline uint64_t mix_id(uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return id;
+}
+
+static enum pg_err idmap_build(struct pg_arena *a, struct pg_pprof_idmap *m, const void *base,
+                               size_t stride, size_t n, const char *what, struct pg_status *st)
+{
+    uint64_t max_id = 0;
+
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id;
+        memcpy(&id, (const uint8_t *)base + i * stride, sizeof(id));
+        if (id == 0) {
+            return pg_status_set(st, PG_ERR_MALFORMED, "pprof: %s #%zu has the reserved id 0",
+                                 what, i);
+        }
+        max_id = id > max_id ? id : max_id;
+    }
+    if (n == 0) {
+        return PG_ERR_OK;
+    }
+    if (max_id <= 2 * (uint64_t)n + 1024) {
+        m->direct_n = (size_t)max_id + 1;
+        m->direct = pg_arena_calloc(a, m->direct_n, sizeof(uint32_t));
+        if (m->direct == NULL) {
+            goto nomem;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id;
+            memcpy(&id, (const uint8_t *)base + i * stride, sizeof(id));
+            if (m->direct[id] != 0) {
+                return pg_status_set(st, PG_ERR_MALFORMED, "pprof: duplicate %s id %llu", what,
+                                     (unsigned long long)id);
+            }
+            m->direct[id] = (uint32_t)i + 1;
+        }
+        return PG_ERR_OK;
+    }
+    {
+        size_t slots = 16;
+        while (slots < 2 * n) {
+            slots *= 2;
+        }
+        m->keys = pg_arena_alloc(a, slots * sizeof(uint64_t));
+        m->vals = pg_arena_calloc(a, slots, sizeof(uint32_t));
+        if (m->keys == NULL || m->vals == NULL) {
+            goto nomem;
+        }
+        m->mask = slots - 1;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id;
+            size_t pos;
+            memcpy(&id, (const uint8_t *)base + i * stride, sizeof(id));
+            pos = (size_t)mix_id(id) & m->mask;
+            while (m->vals[pos] != 0) {
+                if (m->keys[pos] == id) {
+                    return pg_status_set(st, PG_ERR_MALFORMED, "pprof: duplicate %s id %llu",
+                                         what, (unsigned long long)id);
+                }
+                pos = (pos + 1) & m->mask;
+            }
+            m->keys[pos] = id;
+            m->vals[pos] = (uint32_t)i + 1;
+        }
+    }
+    return PG_ERR_OK;
+nomem:
+    return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                         "pprof: no memory to index %zu %s ids", n, what);
+}
+
+static inline uint32_t idmap_get(const struct pg_pprof_idmap *m, uint64_t id)
+{
+    if (m->direct != NULL) {
+        return id < m->direct_n ? m->direct[id] - 1 : PG_PPROF_NONE;
+    }
+    if (m->vals == NULL) {
+        return PG_PPROF_NONE;
+    }
+    for (size_t pos = (size_t)mix_id(id) & m->mask; m->vals[pos] != 0;
+         pos = (pos + 1) & m->mask) {
+        if (m->keys[pos] == id) {
+            return m->vals[pos] - 1;
+        }
+    }
+    return PG_PPROF_NONE;
+}
+
+uint32_t pg_pprof_location_pos(const struct pg_pprof *p, uint64_t id)
+{
+    return idmap_get(&p->location_ids, id);
+}
+
+/* ---- the profile -------------------------------------------------------- */
+
+struct counts {
+    size_t sample_types, samples, mappings, locations, functions, strings, comments;
+    size_t string_bytes;
+};
+
+/* Pass 1: frame every top-level field, check wire types, count. */
+static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_status *st)
+{
+    struct pg_pb r = {p->buf, p->buf + p->len};
+
+    memset(c, 0, sizeof(*c));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        const uint8_t *at = r.p;
+        struct pg_pb sub = {r.p, r.p};
+
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "field tag", p, at);
+        }
+        if (f >= 1 && f <= 15) {
+            bool len_field = (f >= 1 && f <= 6) || f == 11;
+            if (f == 13) {
+                if (wt != PG_PB_VARINT && wt != PG_PB_LEN) {
+                    return wrong_wt(st, "Profile", k_profile_fields[f], wt);
+                }
+            } else if (len_field ? wt != PG_PB_LEN : wt != PG_PB_VARINT) {
+                return wrong_wt(st, "Profile", k_profile_fields[f], wt);
+            }
+        }
+        if (wt == PG_PB_LEN) {
+            if (!pg_pb_len(&r, &sub)) {
+                return bad(st, f <= 15 && f >= 1 ? k_profile_fields[f] : "field", p, at);
+            }
+        } else if (!pg_pb_skip(&r, wt)) {
+            return bad(st, f <= 15 && f >= 1 ? k_profile_fields[f] : "field", p, at);
+        }
+        switch (f) {
+        case 1: c->sample_types++; break;
+        case 2: c->samples++; break;
+        case 3: c->mappings++; break;
+        case 4: c->locations++; break;
+        case 5: c->functions++; break;
+        case 6:
+            c->strings++;
+            c->string_bytes += (size_t)(sub.end - sub.p);
+            break;
+        case 13:
+            if (wt == PG_PB_LEN) {
+                if (sub.p < sub.end && sub.end[-1] >= 0x80) {
+                    return bad(st, "packed comment", p, at);
+                }
+                c->comments += pg_pb_count_varints(sub.p, sub.end);
+            } else {
+                c->comments++;
+            }
+            break;
+        default: break;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct counts *c,
+                                struct pg_status *st)
+{
+    if (c->sample_types > l->max_sample_types) {
+        return over(st, "sample types", c->sample_types, "max_sample_types", l->max_sample_types);
+    }
+    if (c->samples > l->max_samples) {
+        return over(st, "samples", c->samples, "max_samples", l->max_samples);
+    }
+    if (c->sample_types > 0 && c->samples > l->max_samples / c->sample_types) {
+        return pg_status_set(st, PG_ERR_LIMIT,
+                             "pprof: %zu samples x %zu sample types exceed the limit max_samples "
+                             "(%zu sample records)",
+                             c->samples, c->sample_types, l->max_samples);
+    }
+    if (c->mappings > l->max_mappings) {
+        return over(st, "mappings", c->mappings, "max_mappings", l->max_mappings);
+    }
+    if (c->locations > l->max_locations) {
+        return over(st, "locations", c->locations, "max_locations", l->max_locations);
+    }
+    if (c->functions > l->max_functions) {
+        return over(st, "functions", c->functions, "max_functions", l->max_functions);
+    }
+    if (c->strings > l->max_strings) {
+        return over(st, "strings", c->strings, "max_strings", l->max_strings);
+    }
+    if (c->string_bytes > l->max_string_bytes) {
+        return over(st, "string bytes", c->string_bytes, "max_string_bytes", l->max_string_bytes);
+    }
+    if (c->strings >= UINT32_MAX || c->locations >= UINT32_MAX || c->functions >= UINT32_MAX ||
+        c->mappings >= UINT32_MAX) {
+        return pg_status_set(st, PG_ERR_LIMIT, "pprof: table larger than 2^32 entries");
+    }
+    return PG_ERR_OK;
+}
+
+#define ALLOC_ARRAY(ptr, n)                                                                        \
+    do {                                                                                           \
+        if ((n) > 0) {                                                                             \
+            (ptr) = pg_arena_calloc(a, (n), sizeof(*(ptr)));                                       \
+            if ((ptr) == NULL) {                                                                   \
+                return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,        \
+                                     "pprof: no memory for %zu table entries", (size_t)(n));       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Pass 2: decode everything but samples. Framing was checked by pass 1. */
+static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
+{
+    struct pg_pb r = {p->buf, p->buf + p->len};
+    size_t it = 0, im = 0, il = 0, ifn = 0, is = 0, ic = 0;
+    enum pg_err err = PG_ERR_OK;
+
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v = 0;
+        struct pg_pb sub = {NULL, NULL};
+        const uint8_t *at = r.p;
+
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "field tag", p, at);
+        }
+        if (wt == PG_PB_LEN) {
+            if (!pg_pb_len(&r, &sub)) {
+                return bad(st, "field", p, at);
+            }
+        } else if (wt == PG_PB_VARINT) {
+            if (!pg_pb_varint(&r, &v)) {
+                return bad(st, "field", p, at);
+            }
+        } else if (!pg_pb_skip(&r, wt)) {
+            return bad(st, "field", p, at);
+        }
+        switch (f) {
+        case 1:
+            err = decode_value_type(p, sub, "sample_type", &p->sample_types[it++], st);
+            break;
+        case 3: err = decode_mapping(p, sub, &p->mappings[im++], st); break;
+        case 4: err = decode_location(a, p, sub, &p->locations[il++], st); break;
+        case 5: err = decode_function(p, sub, &p->functions[ifn++], st); break;
+        case 6:
+            p->strings[is].p = (const char *)sub.p;
+            p->strings[is].len = (uint32_t)(sub.end - sub.p);
+            is++;
+            break;
+        case 7: p->drop_frames = (int64_t)v; break;
+        case 8: p->keep_frames = (int64_t)v; break;
+        case 9: p->time_nanos = (int64_t)v; break;
+        case 10: p->duration_nanos = (int64_t)v; break;
+        case 11: err = decode_value_type(p, sub, "period_type", &p->period_type, st); break;
+        case 12: p->period = (int64_t)v; break;
+        case 13:
+            if (wt == PG_PB_VARINT) {
+                p->comments[ic++] = (int64_t)v;
+            } else {
+                while (sub.p < sub.end) {
+                    if (!pg_pb_varint(&sub, &v)) {
+                        return bad(st, "packed comment", p, sub.p);
+                    }
+                    p->comments[ic++] = (int64_t)v;
+                }
+            }
+            break;
+        case 14: p->default_sample_type = (int64_t)v; break;
+        case 15: p->doc_url = (int64_t)v; break;
+        default: break;
+        }
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err validate(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
+{
+    struct pg_pprof_idmap map_ids, fn_ids;
+    enum pg_err err;
+
+    if (p->n_strings == 0 || p->strings[0].len != 0) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "pprof: string_table[0] must be \"\"");
+    }
+    if (p->n_samples > 0 && p->n_sample_types == 0) {
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "pprof: profile has %zu samples but no sample types", p->n_samples);
+    }
+    for (size_t i = 0; i < p->n_sample_types; i++) {
+        if (!str_ok(p, p->sample_types[i].type)) {
+            return bad_str(st, p, "sample_type.type", p->sample_types[i].type);
+        }
+        if (!str_ok(p, p->sample_types[i].unit)) {
+            return bad_str(st, p, "sample_type.unit", p->sample_types[i].unit);
+        }
+    }
+    if (!str_ok(p, p->period_type.type)) {
+        return bad_str(st, p, "period_type.type", p->period_type.type);
+    }
+    if (!str_ok(p, p->period_type.unit)) {
+        return bad_str(st, p, "period_type.unit", p->period_type.unit);
+    }
+    if (!str_ok(p, p->drop_frames)) {
+        return bad_str(st, p, "drop_frames", p->drop_frames);
+    }
+    if (!str_ok(p, p->keep_frames)) {
+        return bad_str(st, p, "keep_frames", p->keep_frames);
+    }
+    if (!str_ok(p, p->doc_url)) {
+        return bad_str(st, p, "doc_url", p->doc_url);
+    }
+    if (!str_ok(p, p->default_sample_type)) {
+        return bad_str(st, p, "default_sample_type", p->default_sample_type);
+    }
+    for (size_t i = 0; i < p->n_comments; i++) {
+        if (!str_ok(p, p->comments[i])) {
+            return bad_str(st, p, "comment", p->comments[i]);
+        }
+    }
+    for (size_t i = 0; i < p->n_mappings; i++) {
+        if (!str_ok(p, p->mappings[i].filename)) {
+            return bad_str(st, p, "mapping.filename", p->mappings[i].filename);
+        }
+        if (!str_ok(p, p->mappings[i].build_id)) {
+            return bad_str(st, p, "mapping.build_id", p->mappings[i].build_id);
+        }
+    }
+    for (size_t i = 0; i < p->n_functions; i++) {
+        const struct pg_pprof_function *f = &p->functions[i];
+        if (!str_ok(p, f->name)) {
+            return bad_str(st, p, "function.name", f->name);
+        }
+        if (!str_ok(p, f->system_name)) {
+            return bad_str(st, p, "function.system_name", f->system_name);
+        }
+        if (!str_ok(p, f->filename)) {
+            return bad_str(st, p, "function.filename", f->filename);
+        }
+    }
+    if ((err = idmap_build(a, &map_ids, p->mappings, sizeof(*p->mappings), p->n_mappings,
+                           "mapping", st)) != PG_ERR_OK ||
+        (err = idmap_build(a, &fn_ids, p->functions, sizeof(*p->functions), p->n_functions,
+                           "function", st)) != PG_ERR_OK ||
+        (err = idmap_build(a, &p->location_ids, p->locations, sizeof(*p->locations),
+                           p->n_locations, "location", st)) != PG_ERR_OK) {
+        return err;
+    }
+    for (size_t i = 0; i < p->n_locations; i++) {
+        struct pg_pprof_location *l = &p->locations[i];
+        if (l->mapping_id != 0) {
+            l->mapping_pos = idmap_get(&map_ids, l->mapping_id);
+            if (l->mapping_pos == PG_PPROF_NONE) {
+                return pg_status_set(st, PG_ERR_MALFORMED,
+                                     "pprof: location id %llu references missing mapping id %llu",
+                                     (unsigned long long)l->id,
+                                     (unsigned long long)l->mapping_id);
+            }
+        }
+        for (uint32_t j = 0; j < l->n_lines; j++) {
+            struct pg_pprof_line *ln = &l->lines[j];
+            ln->function_pos = ln->function_id != 0 ? idmap_get(&fn_ids, ln->function_id)
+                                                    : PG_PPROF_NONE;
+            if (ln->function_pos == PG_PPROF_NONE) {
+                return pg_status_set(st, PG_ERR_MALFORMED,
+                                     "pprof: location id %llu has a line with missing function "
+                                     "id %llu",
+                                     (unsigned long long)l->id,
+                                     (unsigned long long)ln->function_id);
+            }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
+                            const struct pg_pprof_limits *limits, struct pg_pprof *p,
+                            struct pg_status *st)
+{
+    struct counts c;
+    enum pg_err err;
+
+    memset(p, 0, sizeof(*p));
+    p->buf = buf;
+    p->len = len;
+    p->limits = limits;
+    if (len == 0) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "pprof: empty profile (0 bytes)");
+    }
+    if ((err = count_fields(p, &c, st)) != PG_ERR_OK ||
+        (err = check_limits(limits, &c, st)) != PG_ERR_OK) {
+        return err;
+    }
+    ALLOC_ARRAY(p->sample_types, c.sample_types);
+    ALLOC_ARRAY(p->mappings, c.mappings);
+    ALLOC_ARRAY(p->locations, c.locations);
+    ALLOC_ARRAY(p->functions, c.functions);
+    ALLOC_ARRAY(p->strings, c.strings);
+    ALLOC_ARRAY(p->comments, c.comments);
+    p->n_sample_types = c.sample_types;
+    p->n_samples = c.samples;
+    p->n_mappings = c.mappings;
+    p->n_locations = c.locations;
+    p->n_functions = c.functions;
+    p->n_strings = c.strings;
+    p->n_comments = c.comments;
+    if ((err = fill_fields(a, p, st)) != PG_ERR_OK) {
+        return err;
+    }
+    return validate(a, p, st);
+}
+
+/* ---- samples ------------------------------------------------------------ */
+
+enum pg_err pg_pprof_sample_iter_init(struct pg_arena *a, const struct pg_pprof *p,
+                                      struct pg_pprof_sample_iter *it, struct pg_status *st)
+{
+    size_t max_ids = p->limits->max_stack_depth, max_labels = p->limits->max_labels_per_sample;
+
+    memset(it, 0, sizeof(*it));
+    it->r.p = p->buf;
+    it->r.end = p->buf + p->len;
+    /* Every id takes at least one byte, every label at least two: never
+     * allocate more than the input could fill. One extra slot lets the
+     * decoder notice "over the limit" without a special case. */
+    if (max_ids > p->len) {
+        max_ids = p->len;
+    }
+    if (max_labels > p->len / 2) {
+        max_labels = p->len / 2;
+    }
+    it->cap_locations = max_ids;
+    it->cap_labels = max_labels;
+    it->s.location_ids = pg_arena_alloc(a, (max_ids + 1) * sizeof(uint64_t));
+    it->s.labels = pg_arena_alloc(a, (max_labels + 1) * sizeof(struct pg_pprof_label));
+    if (it->s.location_ids == NULL || it->s.labels == NULL) {
+        return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "pprof: no memory for the sample decoder");
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err decode_label(const struct pg_pprof *p, struct pg_pb r, size_t si,
+                                struct pg_pprof_label *l, struct pg_status *st)
+{
+    static const char *const names[5] = {NULL, "key", "str", "num", "num_unit"};
+    memset(l, 0, sizeof(*l));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "label", p, at);
+        }
+        if (f < 1 || f > 4) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, "label", p, at);
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, "Label", names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v)) {
+            return bad(st, "label", p, at);
+        }
+        switch (f) {
+        case 1: l->key = (int64_t)v; break;
+        case 2: l->str = (int64_t)v; break;
+        case 3: l->num = (int64_t)v; break;
+        default: l->num_unit = (int64_t)v; break;
+        }
+    }
+    if (!str_ok(p, l->key) || !str_ok(p, l->str) || !str_ok(p, l->num_unit)) {
+        int64_t idx = !str_ok(p, l->key) ? l->key : !str_ok(p, l->str) ? l->str : l->num_unit;
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "pprof: sample #%zu: label string index %lld out of range "
+                             "(string_table has %zu entries)",
+                             si, (long long)idx, p->n_strings);
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err too_deep(const struct pg_pprof *p, size_t si, struct pg_status *st)
+{
+    return pg_status_set(st, PG_ERR_LIMIT,
+                         "pprof: sample #%zu has more than %zu locations (limit max_stack_depth)",
+                         si, p->limits->max_stack_depth);
+}
+
+enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                 int64_t *values, bool *done, struct pg_status *st)
+{
+    struct pg_pprof_sample *s = &it->s;
+    const size_t nt = p->n_sample_types;
+    struct pg_pb r;
+    size_t nv = 0, si = it->index;
+    enum pg_err err;
+
+    *done = false;
+    /* Find the next sample field (framing was validated by the count pass). */
+    for (;;) {
+        uint32_t f, wt;
+        const uint8_t *at = it->r.p;
+        if (it->r.p >= it->r.end) {
+            *done = true;
+            return PG_ERR_OK;
+        }
+        if (!pg_pb_tag(&it->r, &f, &wt)) {
+            return bad(st, "field tag", p, at);
+        }
+        if (f == 2 && wt == PG_PB_LEN) {
+            if (!pg_pb_len(&it->r, &r)) {
+                return bad(st, "sample", p, at);
+            }
+            break;
+        }
+        if (!pg_pb_skip(&it->r, wt)) {
+            return bad(st, "field", p, at);
+        }
+    }
+    s->n_locations = 0;
+    s->n_labels = 0;
+    s->values = values;
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        struct pg_pb sub;
+        const uint8_t *at = r.p;
+
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, "sample", p, at);
+        }
+        if (f == 1) {
+            if (wt == PG_PB_VARINT) {
+                if (!pg_pb_varint(&r, &v)) {
+                    return bad(st, "sample.location_id", p, at);
+                }
+                if (s->n_locations >= it->cap_locations) {
+                    return too_deep(p, si, st);
+                }
+                s->location_ids[s->n_locations++] = v;
+            } else if (wt == PG_PB_LEN) {
+                if (!pg_pb_len(&r, &sub)) {
+                    return bad(st, "sample.location_id", p, at);
+                }
+                while (sub.p < sub.end) {
+                    if (!pg_pb_varint(&sub, &v)) {
+                        return bad(st, "packed sample.location_id", p, sub.p);
+                    }
+                    if (s->n_locations >= it->cap_locations) {
+                        return too_deep(p, si, st);
+                    }
+                    s->location_ids[s->n_locations++] = v;
+                }
+            } else {
+                return wrong_wt(st, "Sample", "location_id", wt);
+            }
+        } else if (f == 2) {
+            if (wt == PG_PB_VARINT) {
+                if (!pg_pb_varint(&r, &v)) {
+                    return bad(st, "sample.value", p, at);
+                }
+                if (nv < nt) {
+                    values[nv] = (int64_t)v;
+                }
+                nv++;
+            } else if (wt == PG_PB_LEN) {
+                if (!pg_pb_len(&r, &sub)) {
+                    return bad(st, "sample.value", p, at);
+                }
+                while (sub.p < sub.end) {
+                    if (!pg_pb_varint(&sub, &v)) {
+                        return bad(st, "packed sample.value", p, sub.p);
+                    }
+                    if (nv < nt) {
+                        values[nv] = (int64_t)v;
+                    }
+                    nv++;
+                }
+            } else {
+                return wrong_wt(st, "Sample", "value", wt);
+            }
+        } else if (f == 3) {
+            if (wt != PG_PB_LEN) {
+                return wrong_wt(st, "Sample", "label", wt);
+            }
+            if (!pg_pb_len(&r, &sub)) {
+                return bad(st, "sample.label", p, at);
+            }
+            if (s->n_labels >= it->cap_labels) {
+                return pg_status_set(st, PG_ERR_LIMIT,
+                                     "pprof: sample #%zu has more than %zu labels (limit "
+                                     "max_labels_per_sample)",
+                                     si, p->limits->max_labels_per_sample);
+            }
+            if ((err = decode_label(p, sub, si, &s->labels[s->n_labels], st)) != PG_ERR_OK) {
+                return err;
+            }
+            s->n_labels++;
+        } else if (!pg_pb_skip(&r, wt)) {
+            return bad(st, "sample", p, at);
+        }
+    }
+    if (nv != nt) {
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "pprof: sample #%zu has %zu values, want %zu (one per sample type)",
+                             si, nv, nt);
+    }
+    it->index++;
+    return PG_ERR_OK;
+}
