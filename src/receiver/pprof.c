@@ -26,9 +26,13 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/memlimit.h" /* issue 6 */
 #include "core/metrics.h"
 #include "pprof/translate.h"
 #include "receiver/http_request.h"
+#include "receiver/pprof_self.h"
+#include "receiver/auth.h" /* issue 6 */
+#include "receiver/tls.h"  /* issue 6 */
 
 #define PPROF_PATH "/v1/pprof"
 #define MIB (1024.0 * 1024.0)
@@ -51,6 +55,12 @@ struct rx_server_cfg {
     bool keep_alives_enabled;
     struct pg_strmap response_headers;
     char *default_service_name;
+    /* issue 6: TLS, authentication, header-count cap. */
+    struct pg_tls_server_options tls;
+    bool has_tls;
+    struct pg_auth_options auth;
+    bool has_auth;
+    int64_t max_request_headers;
 };
 
 struct rx_self_cfg {
@@ -102,6 +112,14 @@ static const struct pg_field server_fields[] = {
       "headers added to every response"),
     F("default_service_name", PG_FT_STR, struct rx_server_cfg, default_service_name, NULL, 0, 0,
       "service.name used when none survives the processors (pprofgate extension)"),
+    /* issue 6 (docs/security.md) */
+    {"tls", PG_FT_SECTION, offsetof(struct rx_server_cfg, tls), NULL, 0, 0, pg_tls_server_fields,
+     NULL, offsetof(struct rx_server_cfg, has_tls), "serve HTTPS (confighttp tls keys; mTLS with "
+     "client_ca_file)"},
+    {"auth", PG_FT_SECTION, offsetof(struct rx_server_cfg, auth), NULL, 0, 0, pg_auth_fields, NULL,
+     offsetof(struct rx_server_cfg, has_auth), "require a bearer token or basic auth (401)"},
+    F("max_request_headers", PG_FT_INT, struct rx_server_cfg, max_request_headers, "100", 1, 10000,
+      "header lines per request at most (431 past it)"),
     PG_FIELD_END,
 };
 
@@ -167,6 +185,9 @@ struct rx {
     unsigned listen_port;
     struct timeval timeout;
 
+    struct pg_pprof_self *self;    /* owned; NULL without `self:` */
+    SSL_CTX *ssl_ctx;              /* issue 6: owned; NULL without server.tls */
+    struct pg_auth *auth;          /* issue 6: owned; NULL without server.auth */
     struct evhttp *http;           /* owned */
     struct evhttp_bound_socket *sock; /* owned by http */
     bool draining;
@@ -309,7 +330,28 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
             }
         }
     }
+    if (problems == 0 && rx->cfg.has_server && rx->cfg.server.has_tls) {
+        /* issue 6: load certificates now, so `validate` reports bad files. */
+        struct pg_status tst;
+
+        if (pg_tls_server_ctx_new(&rx->cfg.server.tls, &rx->ssl_ctx, &tst) != PG_ERR_OK) {
+            pg_diag_add(ctx->diag, ctx->config, path, "server::%s", pg_status_text(&tst));
+            problems++;
+        }
+    }
+    if (problems == 0 && rx->cfg.has_server && rx->cfg.server.has_auth) {
+        struct pg_status ast;
+
+        rx->cfg.server.auth.log_name = ctx->log_name;
+        if (pg_auth_new(&rx->cfg.server.auth, &rx->auth, &ast) != PG_ERR_OK) {
+            pg_diag_add(ctx->diag, ctx->config, path, "server::auth: %s", pg_status_text(&ast));
+            problems++;
+        }
+    }
     if (problems > 0) {
+        if (rx->ssl_ctx != NULL) {
+            SSL_CTX_free(rx->ssl_ctx);
+        }
         free(rx);
         return PG_ERR_CONFIG;
     }
@@ -327,6 +369,15 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     apply_limits(rx);
     pick_timeout(rx);
     rx->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 10.0);
+    if (rx->cfg.has_self) {
+        rx->self = pg_pprof_self_create(ctx->host, ctx->next, rx->cfg.self.collection_interval,
+                                        &rx->topts);
+        if (rx->self == NULL) {
+            pg_diag_add(ctx->diag, ctx->config, path, "self: out of memory");
+            free(rx);
+            return PG_ERR_CONFIG;
+        }
+    }
     *state = rx;
     return PG_ERR_OK;
 }
@@ -589,8 +640,9 @@ static void handle_pprof(struct rx *rx, struct evhttp_request *req)
             goto out_fail;
         }
     }
-    err = pg_consumer_consume(rx->next, batch, &st);
-    pg_batch_unref(batch);
+    /* issue 6: charged until the last exporter drops the batch. */
+    (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
+    err = pg_consumer_consume(rx->next, batch, &st); /* takes our reference */
     if (err != PG_ERR_OK) {
         pg_metric_add(rx->m_refused, stats.sample_records);
         fail(rx, req, err, &st);
@@ -621,13 +673,53 @@ static void on_request(struct evhttp_request *req, void *arg)
         reply(rx, req, 404, "404 page not found");
         return;
     }
+    {
+        /* issue 6: header-count cap, then authentication, before any work. */
+        const struct evkeyval *kv;
+        int64_t n_headers = 0;
+        struct pg_status ast;
+
+        TAILQ_FOREACH(kv, evhttp_request_get_input_headers(req), next)
+        {
+            n_headers++;
+        }
+        if (n_headers > rx->cfg.server.max_request_headers) {
+            snprintf(msg, sizeof(msg), "%lld header lines, more than max_request_headers (%lld)",
+                     (long long)n_headers, (long long)rx->cfg.server.max_request_headers);
+            reply(rx, req, 431, msg);
+            return;
+        }
+        if (rx->auth != NULL &&
+            !pg_auth_check(rx->auth,
+                           evhttp_find_header(evhttp_request_get_input_headers(req),
+                                              "Authorization"),
+                           &ast)) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                              pg_auth_challenge(rx->auth));
+            log_failure(rx, req, 401, pg_status_text(&ast));
+            reply(rx, req, 401, pg_status_text(&ast));
+            return;
+        }
+    }
     if (cmd != EVHTTP_REQ_POST) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
         snprintf(msg, sizeof(msg), "method %s not allowed, supported: [POST]", method_name(cmd));
         reply(rx, req, 405, msg);
         return;
     }
-    handle_pprof(rx, req);
+    {
+        /* issue 6: the body counts against the memory budget while it is
+         * decoded; the batch arena is charged until its last user is done. */
+        size_t body_len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+        struct pg_status mst;
+
+        if (!pg_memlimit_admit(body_len, &mst)) {
+            fail(rx, req, mst.code, &mst);
+            return;
+        }
+        handle_pprof(rx, req);
+        pg_memlimit_release(body_len);
+    }
 }
 
 static enum pg_err rx_start(void *state, struct pg_status *st)
@@ -641,9 +733,12 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     uint64_t max_body = s->max_request_body_size;
 
     metrics_init(rx);
-    if (rx->cfg.has_self) {
-        pg_log_warn(rx->log_name, "self: is configured but the self-profiling source is not built "
-                                  "into this receiver yet; ignoring it");
+    if (rx->self != NULL) {
+        enum pg_err err = pg_pprof_self_start(rx->self, st);
+
+        if (err != PG_ERR_OK) {
+            return err;
+        }
     }
     if (!rx->cfg.has_server) {
         return PG_ERR_OK;
@@ -665,6 +760,10 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     evhttp_set_flags(rx->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_default_content_type(rx->http, "text/plain; charset=utf-8");
     evhttp_set_gencb(rx->http, on_request, rx);
+    if (rx->ssl_ctx != NULL) {
+        /* issue 6: every connection is a server-side TLS bufferevent. */
+        evhttp_set_bevcb(rx->http, pg_tls_server_bevcb, rx->ssl_ctx);
+    }
     rx->sock = evhttp_bind_socket_with_handle(rx->http, rx->listen_host, (ev_uint16_t)port);
     if (rx->sock == NULL) {
         int e = errno;
@@ -701,6 +800,7 @@ static void rx_shutdown(void *state)
         return;
     }
     rx->draining = true;
+    pg_pprof_self_stop(rx->self);
     if (rx->http != NULL && rx->sock != NULL) {
         /* Stop accepting; open connections finish their request and get
          * Connection: close. Requests are handled synchronously, so nothing
@@ -723,9 +823,14 @@ static void rx_destroy(void *state)
     if (rx == NULL) {
         return;
     }
+    pg_pprof_self_destroy(rx->self);
     if (rx->http != NULL) {
         evhttp_free(rx->http);
     }
+    if (rx->ssl_ctx != NULL) { /* issue 6: after the connections using it */
+        SSL_CTX_free(rx->ssl_ctx);
+    }
+    pg_auth_free(rx->auth);
     free(rx);
 }
 

@@ -127,8 +127,7 @@ enum pg_err pg_pprof_self_collect(struct pg_pprof_self *s, struct pg_status *st)
     b->raw_bytes = len;
     b->receiver_id = "pprof/self";
     size_t records = pg_batch_sample_count(b);
-    rc = pg_consumer_consume(s->next, b, st);
-    pg_batch_unref(b);
+    rc = pg_consumer_consume(s->next, b, st); /* takes our reference */
     pg_metric_add(s->m_collections, 1);
     pg_metric_add(rc == PG_ERR_OK ? s->m_accepted : s->m_refused, records);
     return rc;

@@ -22,7 +22,9 @@ static enum pg_err capture_consume(struct pg_consumer *self, struct pg_batch *b,
     struct capture *cap = (struct capture *)self;
     cap->calls++;
     if (cap->got == NULL) {
-        cap->got = pg_batch_ref(b);
+        cap->got = b; /* consumers take the caller's reference */
+    } else {
+        pg_batch_unref(b);
     }
     return PG_ERR_OK;
 }

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# http load: wrk POSTs a real SDK push (gzip'd pprof + its headers) to
+#   1. bench/discard_server (libevent, reads and drops the body, 204): the baseline;
+#   2. pprofgate (receiver -> debug exporter at basic, output to /dev/null);
+# in the same run, and prints both req/s, their ratio (target >= 0.70) and
+# pprofgate's RSS sampled over its run (target: flat within +-10%).
+# Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
+#      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${PG_BUILD_DIR:-build}
+BIN=${PPROFGATE_BIN:-$BUILD/pprofgate}
+DISCARD=$BUILD/bench/discard_server
+DURATION=${DURATION:-60}
+CONNS=${CONNS:-16}
+THREADS=${THREADS:-2}
+BODY=${BODY:-}
+if [ -z "$BODY" ]; then
+    for c in tests/fixtures/sdk/push0.pprof.gz ../shared/fixtures/sdk/push0.pprof.gz; do
+        [ -f "$c" ] && { BODY=$c; break; }
+    done
+fi
+for f in "$BIN" "$DISCARD" "$BODY"; do
+    [ -e "$f" ] || { echo "http_load: missing $f (build the pprofgate and discard_server targets)"; exit 2; }
+done
+command -v wrk >/dev/null || { echo "http_load: wrk not installed"; exit 2; }
+
+TMP=$(mktemp -d /tmp/pg-httpload.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+# wrk script: method, body and the SDK's headers.
+cat > "$TMP/post.lua" <<LUA
+local f = assert(io.open("$(realpath "$BODY")", "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/octet-stream"
+wrk.headers["Content-Encoding"] = "gzip"
+wrk.headers["Otel-Resource-Attributes"] = "telemetry.sdk.language=javascript,service.name=bench,profiler.type=wall"
+LUA
+
+wait_port() { # file regex -> port
+    for _ in $(seq 1 100); do
+        p=$(grep -oE "$2" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -1 || true)
+        [ -n "$p" ] && { echo "$p"; return 0; }
+        sleep 0.05
+    done
+    echo "http_load: server did not start:" >&2; cat "$1" >&2; return 1
+}
+
+run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1
+    wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$TMP/post.lua" \
+        "http://127.0.0.1:$1/v1/pprof" > "$TMP/wrk.$1" 2>&1
+    grep -E '^Requests/sec' "$TMP/wrk.$1" | awk '{print $2}'
+}
+
+echo "http_load: body $BODY ($(stat -c %s "$BODY") bytes), ${DURATION}s, $CONNS connections, $THREADS wrk threads"
+
+# 1. baseline
+"$DISCARD" 0 > "$TMP/discard.log" 2>&1 &
+PIDS+=($!)
+DPORT=$(wait_port "$TMP/discard.log" 'listening on [0-9]+')
+DRPS=$(run_wrk "$DPORT")
+kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
+
+# 2. pprofgate
+cat > "$TMP/gw.yaml" <<YAML
+receivers:
+  pprof:
+    server:
+      endpoint: 127.0.0.1:0
+exporters:
+  debug:
+    verbosity: basic
+    output_paths: [/dev/null]
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug]
+  telemetry:
+    logs: {level: info}
+YAML
+"$BIN" --config "$TMP/gw.yaml" > "$TMP/gw.log" 2>&1 &
+GPID=$!
+PIDS+=($GPID)
+GPORT=$(wait_port "$TMP/gw.log" 'listening on [0-9.]+:[0-9]+')
+rss() { awk '/^VmRSS/{print $2}' /proc/"$GPID"/status; }
+RSS0=$(rss)
+STEP=$(( DURATION >= 12 ? DURATION / 12 : 1 ))
+( for _ in $(seq 1 $(( DURATION / STEP ))); do sleep "$STEP"; rss; done ) > "$TMP/rss" &
+SAMPLER=$!
+GRPS=$(run_wrk "$GPORT")
+wait "$SAMPLER" 2>/dev/null || true
+NON2XX=$(grep -E 'Non-2xx' "$TMP/wrk.$GPORT" | awk '{print $NF}' || true)
+kill "$GPID"; wait "$GPID" 2>/dev/null || true
+
+echo "discard_server: $DRPS req/s"
+grep -E 'Latency|99%' "$TMP/wrk.$DPORT" | sed 's/^/    /'
+echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}"
+grep -E 'Latency|99%' "$TMP/wrk.$GPORT" | sed 's/^/    /'
+awk -v g="$GRPS" -v d="$DRPS" 'BEGIN { printf "ratio pprofgate/discard: %.2f (target >= 0.70)\n", g / d }'
+echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
+sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '
+    { v[NR] = $1 } END {
+        if (NR == 0) exit;
+        printf "RSS over the run: min %d max %d KiB, spread %.1f%% of the first sample (target within +-10%%)\n",
+               v[1], v[NR], 100 * (v[NR] - v[1]) / first }'

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Debug exporter output on the real binary: the worked example (otlp-profiles.md
+§3.5) at basic, normal and detailed, the collector's raw framing
+(use_internal_logger: false), sampling, and every real fixture (SDK pushes, Go
+runtime/pprof profiles) arriving with its samples."""
+
+import glob
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from pg_harness import FIXTURES, Gateway, Results, fixture, gzip_bytes, post, read  # noqa: E402
+
+res = Results()
+PPROF = read(fixture("debug/worked_example.pprof"))
+
+CONFIG = """
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug/basic: {verbosity: basic, output_paths: ["{tmp}/basic.out"]}
+  debug/normal: {verbosity: normal, output_paths: ["{tmp}/normal.out"]}
+  debug/detailed: {verbosity: detailed, output_paths: ["{tmp}/detailed.out"]}
+  debug/raw: {verbosity: normal, use_internal_logger: false, output_paths: ["{tmp}/raw.out"]}
+  debug/sampled:
+    verbosity: basic
+    sampling_initial: 1
+    sampling_thereafter: 0
+    output_paths: ["{tmp}/sampled.out"]
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug/basic, debug/normal, debug/detailed, debug/raw, debug/sampled]
+"""
+
+
+def text(gw, name):
+    try:
+        with open(gw.path(name), errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+with Gateway(CONFIG) as gw:
+    s, _, b = post(gw.port, "/v1/pprof", gzip_bytes(PPROF), {"Content-Encoding": "gzip"})
+    res.check("worked example accepted", s == 204, (s, b))
+    for _ in range(2):  # two more, within the same second for the sampler
+        post(gw.port, "/v1/pprof", gzip_bytes(PPROF), {"Content-Encoding": "gzip"})
+
+    basic = text(gw, "basic.out")
+    summaries = re.findall(r'^ts=\S+ level=info comp=\S+ msg="Profiles" resource_profiles=1 '
+                           r'sample_records=4$', basic, re.M)
+    res.check("basic: one summary line per batch", len(summaries) == 3, basic[:400])
+    res.check("basic: nothing else", len(basic.splitlines()) == 3, basic[:400])
+
+    normal = text(gw, "normal.out")
+    res.check("normal: resource line", "ResourceProfiles #0" in normal, normal[:400])
+    res.check("normal: scope line with name@version",
+              re.search(r"^ScopeProfiles #0 \S+@\S+", normal, re.M) is not None, normal[:400])
+    prof_lines = re.findall(r"^[0-9a-f]* samples=2( \S+=\S*)*$", normal, re.M)
+    res.check("normal: two profile lines of 2 samples per batch", len(prof_lines) == 6,
+              normal[:600])
+
+    det = text(gw, "detailed.out")
+    for needle in [
+        "Mapping #1\n    Memory start: 4194304\n    Memory limit: 4849664\n",
+        "Location #1\n    Mapping index: 1\n    Address: 4198400\n",
+        "String table:\n    \n",
+        "    main.work\n",
+        "Attribute table:\n    Attribute #0\n",
+        "Link table:\n    Link #0\n",
+        "    Start time     : 2023-11-14 22:13:20 +0000 UTC\n    DurationNano   : 10000000000\n",
+        "        Values: [30000000]\n        Attributes:\n             -> handler: Str(/api)\n",
+        "        Link #1: trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7\n",
+        "        Stack #1:\n            main.work main.go:20\n            main.main main.go:10\n",
+        "        Values: [3]\n",
+        "        Values: [1]\n",
+    ]:
+        res.check(f"detailed: {needle.strip().splitlines()[0][:60]}", needle in det,
+                  det[:300])
+
+    raw = text(gw, "raw.out")
+    res.check("raw framing: collector summary line",
+              raw.startswith('Profiles\t{"resource profiles": 1, "sample records": 4}\nResourceProfiles #0'),
+              raw[:200])
+    res.check("raw framing: blank line after the text", "\n\nProfiles\t{" in raw, raw[:600])
+
+    sampled = text(gw, "sampled.out")
+    n = len(sampled.splitlines())
+    res.check("sampling_initial 1, thereafter 0: fewer lines than batches", 1 <= n < 3, n)
+
+    # Every real fixture: SDK captures (with their recorded headers) and any
+    # Go runtime/pprof profiles under tests/fixtures.
+    bodies = []
+    for i in range(16):
+        jp, bp = fixture(f"sdk/push{i}.json"), fixture(f"sdk/push{i}.pprof.gz")
+        if jp is None or bp is None:
+            break
+        hdrs = json.load(open(jp))["headers"]
+        hdrs = {k: v for k, v in hdrs.items() if k not in ("content-length", "host", "connection")}
+        bodies.append((f"sdk/push{i}", read(bp), hdrs))
+    for p in sorted(set(glob.glob(os.path.join(FIXTURES, "**", "*.pb.gz"), recursive=True) +
+                        glob.glob(os.path.join(FIXTURES, "**", "*.pprof"), recursive=True))):
+        if "/sdk/" in p or "/debug/" in p or "/bad" in p or "invalid" in p:
+            continue
+        bodies.append((os.path.relpath(p, FIXTURES), read(p), {}))
+    res.check("found real fixtures", len(bodies) >= 4, [b[0] for b in bodies])
+    with_samples = 0
+    for name, body, hdrs in bodies:
+        det_len = len(text(gw, "detailed.out"))
+        s, _, b = post(gw.port, "/v1/pprof", body, hdrs)
+        new = text(gw, "detailed.out")[det_len:]
+        samples = len(re.findall(r"^    Sample #\d+$", new, re.M))
+        m = re.search(r"sample_records=(\d+)", new)
+        records = int(m.group(1)) if m else -1
+        with_samples += samples > 0
+        # Some real profiles are empty (no contention, empty.pprof): the
+        # printed samples must match the summary either way.
+        res.check(f"{name}: 204, {samples} samples printed = sample_records",
+                  s == 204 and samples == records, (s, b, new[:200]))
+    res.check("most fixtures carry samples", with_samples * 2 > len(bodies), with_samples)
+    rc = gw.stop()
+    res.check("clean exit", rc == 0, rc)
+
+res.finish()

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The pprof receiver's socket-free helpers: Content-Encoding lists, the
+ * capped decoding chain (including a gzip bomb), headers -> metadata with
+ * repeated lines and the host fallback, peer formatting, header checks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <zlib.h>
+
+#include "core/arena.h"
+#include "core/batch.h"
+#include "pg_test.h"
+#include "receiver/http_request.h"
+
+PG_TEST(test_coding_names)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } cases[] = {
+        {"", PG_HTTP_ALLOW_IDENTITY}, {"identity", PG_HTTP_ALLOW_IDENTITY},
+        {"gzip", PG_HTTP_ALLOW_GZIP}, {"GZip", PG_HTTP_ALLOW_GZIP},
+        {"x-gzip", PG_HTTP_ALLOW_GZIP}, {"deflate", PG_HTTP_ALLOW_DEFLATE},
+        {"zlib", PG_HTTP_ALLOW_ZLIB}, {"zstd", 0}, {"snappy", 0}, {"lz4", 0}, {"br", 0},
+    };
+    char list[64];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        CHECK_INT(pg_http_coding_bit_from_name(cases[i].name), cases[i].bit);
+    }
+    pg_http_allowed_list(PG_HTTP_ALLOW_ALL, list, sizeof(list));
+    CHECK_STR(list, "identity, gzip, deflate, zlib");
+    pg_http_allowed_list(PG_HTTP_ALLOW_GZIP, list, sizeof(list));
+    CHECK_STR(list, "gzip");
+    pg_http_allowed_list(PG_HTTP_ALLOW_ALL, list, 10); /* truncation stays terminated */
+    CHECK(strlen(list) < 10);
+}
+
+PG_TEST(test_parse_content_encoding)
+{
+    static const struct {
+        const char *value;
+        unsigned allowed;
+        enum pg_err want;
+        size_t n;
+        enum pg_http_coding c0, c1;
+        const char *msg_part;
+    } cases[] = {
+        {NULL, PG_HTTP_ALLOW_ALL, PG_ERR_OK, 0, 0, 0, NULL},
+        {"", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 0, 0, 0, NULL},
+        {"identity", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 0, 0, 0, NULL},
+        {"gzip", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 1, PG_HTTP_CODING_GZIP, 0, NULL},
+        {"GZIP", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 1, PG_HTTP_CODING_GZIP, 0, NULL},
+        {" gzip ,\tdeflate ", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 2, PG_HTTP_CODING_GZIP,
+         PG_HTTP_CODING_ZLIB, NULL},
+        {"gzip, identity", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 1, PG_HTTP_CODING_GZIP, 0, NULL},
+        {"zlib", PG_HTTP_ALLOW_ALL, PG_ERR_OK, 1, PG_HTTP_CODING_ZLIB, 0, NULL},
+        {"br", PG_HTTP_ALLOW_ALL, PG_ERR_UNSUPPORTED, 0, 0, 0,
+         "unsupported Content-Encoding \"br\" (supported: identity, gzip, deflate, zlib)"},
+        {"gzip", PG_HTTP_ALLOW_IDENTITY, PG_ERR_UNSUPPORTED, 0, 0, 0, "(supported: identity)"},
+        {"", PG_HTTP_ALLOW_GZIP, PG_ERR_UNSUPPORTED, 0, 0, 0, "\"\" (supported: gzip)"},
+        {"gzip,gzip,gzip,gzip,gzip", PG_HTTP_ALLOW_ALL, PG_ERR_LIMIT, 0, 0, 0, "layers"},
+        {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", PG_HTTP_ALLOW_ALL,
+         PG_ERR_UNSUPPORTED, 0, 0, 0, "unsupported"},
+        {"\x01\x7f" "bad", PG_HTTP_ALLOW_ALL, PG_ERR_UNSUPPORTED, 0, 0, 0, "\"??bad\""},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_http_codings c;
+        struct pg_status st;
+        enum pg_err err;
+
+        memset(&c, 0, sizeof(c));
+        pg_status_clear(&st);
+        err = pg_http_parse_content_encoding(cases[i].value, cases[i].allowed, &c, &st);
+        CHECK_INT(err, cases[i].want);
+        if (err != cases[i].want) {
+            fprintf(stderr, "  case %zu (%s): %s\n", i, cases[i].value ? cases[i].value : "NULL",
+                    st.msg);
+        }
+        if (err == PG_ERR_OK) {
+            CHECK_INT(c.n, cases[i].n);
+            if (c.n > 0) {
+                CHECK_INT(c.v[0], cases[i].c0);
+            }
+            if (c.n > 1) {
+                CHECK_INT(c.v[1], cases[i].c1);
+            }
+        } else if (cases[i].msg_part != NULL) {
+            CHECK(strstr(st.msg, cases[i].msg_part) != NULL);
+            if (strstr(st.msg, cases[i].msg_part) == NULL) {
+                fprintf(stderr, "  case %zu message: %s\n", i, st.msg);
+            }
+        }
+    }
+}
+
+/* zlib-compresses @in as gzip (windowBits 31) or zlib (15); malloc'd. */
+static uint8_t *squeeze(const uint8_t *in, size_t len, int window_bits, size_t *out_len)
+{
+    z_stream zs;
+    size_t cap = deflateBound(NULL, (uLong)len) + 64;
+    uint8_t *out = malloc(cap);
+
+    memset(&zs, 0, sizeof(zs));
+    deflateInit2(&zs, 9, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY);
+    zs.next_in = (Bytef *)in;
+    zs.avail_in = (uInt)len;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    *out_len = zs.total_out;
+    deflateEnd(&zs);
+    return out;
+}
+
+PG_TEST(test_decode_chain)
+{
+    const char *text = "hello pprofgate, hello pprofgate, hello pprofgate";
+    size_t tl = strlen(text), g1_len, g2_len, z_len;
+    uint8_t *g1 = squeeze((const uint8_t *)text, tl, 31, &g1_len);
+    uint8_t *g2 = squeeze(g1, g1_len, 31, &g2_len);
+    uint8_t *z = squeeze((const uint8_t *)text, tl, 15, &z_len);
+    struct pg_arena *arena = pg_arena_create(1 << 20);
+    struct pg_http_codings c;
+    struct pg_status st;
+    const uint8_t *out;
+    size_t out_len, inflated = 0;
+
+    /* gzip, gzip: a gzip'd file sent with Content-Encoding: gzip, gzip */
+    memset(&c, 0, sizeof(c));
+    CHECK_INT(pg_http_parse_content_encoding("gzip, gzip", PG_HTTP_ALLOW_ALL, &c, &st), PG_ERR_OK);
+    CHECK_INT(pg_http_decode_body(arena, g2, g2_len, &c, 4096, &out, &out_len, &inflated, &st),
+              PG_ERR_OK);
+    CHECK_INT(out_len, tl);
+    CHECK(out != NULL && memcmp(out, text, tl) == 0);
+    CHECK_INT(inflated, g1_len + tl);
+
+    /* deflate = zlib framing */
+    memset(&c, 0, sizeof(c));
+    pg_http_parse_content_encoding("deflate", PG_HTTP_ALLOW_ALL, &c, &st);
+    CHECK_INT(pg_http_decode_body(arena, z, z_len, &c, 4096, &out, &out_len, NULL, &st), PG_ERR_OK);
+    CHECK(out_len == tl && memcmp(out, text, tl) == 0);
+
+    /* identity hands back the input itself */
+    memset(&c, 0, sizeof(c));
+    CHECK_INT(pg_http_decode_body(arena, z, z_len, &c, 4096, &out, &out_len, NULL, &st), PG_ERR_OK);
+    CHECK(out == z && out_len == z_len);
+
+    /* gzip header on a zlib body */
+    memset(&c, 0, sizeof(c));
+    pg_http_parse_content_encoding("gzip", PG_HTTP_ALLOW_ALL, &c, &st);
+    CHECK_INT(pg_http_decode_body(arena, z, z_len, &c, 4096, &out, &out_len, NULL, &st),
+              PG_ERR_MALFORMED);
+    CHECK(st.msg[0] != '\0');
+    /* truncated gzip */
+    CHECK_INT(pg_http_decode_body(arena, g1, g1_len / 2, &c, 4096, &out, &out_len, NULL, &st),
+              PG_ERR_MALFORMED);
+    /* layer over the cap */
+    CHECK_INT(pg_http_decode_body(arena, g1, g1_len, &c, 10, &out, &out_len, NULL, &st),
+              PG_ERR_LIMIT);
+    free(g1);
+    free(g2);
+    free(z);
+    pg_arena_destroy(arena);
+}
+
+/* 16 MiB of zeros gzip to ~16 KiB; with a 1 MiB cap the arena stays small. */
+PG_TEST(test_gzip_bomb)
+{
+    size_t big = 16u << 20, g_len;
+    uint8_t *zeros = calloc(1, big);
+    uint8_t *g = squeeze(zeros, big, 31, &g_len);
+    struct pg_arena *arena = pg_arena_create(64u << 20);
+    struct pg_http_codings c = {1, {PG_HTTP_CODING_GZIP}};
+    struct pg_status st;
+    const uint8_t *out;
+    size_t out_len;
+
+    CHECK(g_len < 64 * 1024);
+    CHECK_INT(pg_http_decode_body(arena, g, g_len, &c, 1u << 20, &out, &out_len, NULL, &st),
+              PG_ERR_LIMIT);
+    CHECK(strstr(st.msg, "max_request_body_size") != NULL);
+    CHECK(pg_arena_used(arena) < (4u << 20));
+    free(zeros);
+    free(g);
+    pg_arena_destroy(arena);
+}
+
+PG_TEST(test_metadata_from_headers)
+{
+    struct evkeyvalq h;
+    struct pg_arena *arena = pg_arena_create(0);
+    struct pg_metadata md = {0};
+    struct pg_status st;
+
+    TAILQ_INIT(&h);
+    evhttp_add_header(&h, "Content-Type", "application/octet-stream");
+    evhttp_add_header(&h, "X-Scope-OrgID", "t1");
+    evhttp_add_header(&h, "x-scope-orgid", "t2");
+    evhttp_add_header(&h, "Otel-Resource-Attributes", "service.name=checkout,a=b");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, "gw:4040", &md, &st), PG_ERR_OK);
+    CHECK_INT(md.n, 5);
+    CHECK_STR(md.entries[0].key, "content-type");
+    CHECK_STR(md.entries[1].key, "x-scope-orgid");
+    CHECK_STR(md.entries[2].key, "x-scope-orgid");
+    CHECK_INT(pg_metadata_count(&md, "X-Scope-OrgID"), 2);
+    CHECK_STR(pg_metadata_get(&md, "X-SCOPE-ORGID", 0), "t1");
+    CHECK_STR(pg_metadata_get(&md, "x-scope-orgid", 1), "t2");
+    CHECK(pg_metadata_get(&md, "x-scope-orgid", 2) == NULL);
+    CHECK_STR(pg_metadata_get(&md, "otel-resource-attributes", 0), "service.name=checkout,a=b");
+    CHECK_STR(pg_metadata_get(&md, "host", 0), "gw:4040");
+
+    /* A Host header wins over the fallback and is not duplicated. */
+    evhttp_add_header(&h, "Host", "real:1");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, "gw:4040", &md, &st), PG_ERR_OK);
+    CHECK_INT(pg_metadata_count(&md, "host"), 1);
+    CHECK_STR(pg_metadata_get(&md, "host", 0), "real:1");
+    evhttp_clear_headers(&h);
+
+    /* No headers and no host: empty metadata. */
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
+    CHECK_INT(md.n, 0);
+    pg_arena_destroy(arena);
+
+    /* An arena too small for the copy reports LIMIT, not a crash. */
+    arena = pg_arena_create(64);
+    TAILQ_INIT(&h);
+    evhttp_add_header(&h, "X-Long", "0123456789012345678901234567890123456789012345678901234567890123456789");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_LIMIT);
+    evhttp_clear_headers(&h);
+    pg_arena_destroy(arena);
+}
+
+PG_TEST(test_peer_and_header_checks)
+{
+    struct pg_arena *arena = pg_arena_create(0);
+
+    CHECK_STR(pg_http_format_peer(arena, "127.0.0.1", 5678), "127.0.0.1:5678");
+    CHECK_STR(pg_http_format_peer(arena, "::1", 80), "[::1]:80");
+    CHECK(pg_http_format_peer(arena, NULL, 80) == NULL);
+    CHECK(pg_http_header_ok("X-Gateway", "pprofgate"));
+    CHECK(pg_http_header_ok("Strict-Transport-Security", "max-age=1"));
+    CHECK(!pg_http_header_ok("Bad Header", "x"));
+    CHECK(!pg_http_header_ok("X-Inject", "a\r\nSet-Cookie: x"));
+    CHECK(!pg_http_header_ok("", "x"));
+    pg_arena_destroy(arena);
+}
+
+PG_TEST_MAIN(PG_CASE(test_coding_names), PG_CASE(test_parse_content_encoding),
+             PG_CASE(test_decode_chain), PG_CASE(test_gzip_bomb),
+             PG_CASE(test_metadata_from_headers), PG_CASE(test_peer_and_header_checks))

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The pprof receiver in-process on a real libevent loop with a fake next
+ * consumer: pipeline errors map to 503 + Retry-After (BUSY, UNAVAILABLE) and
+ * 500 (PROCESSING), success to 204 with the batch carrying metadata, peer,
+ * raw size, receiver id and default service name. Config errors are listed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <zlib.h>
+
+#include "core/component.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "pg_test.h"
+
+extern const struct pg_component_ops pg_receiver_pprof;
+
+struct fake_next {
+    struct pg_consumer base;
+    enum pg_err answer;
+    int calls;
+    size_t samples;
+    char otel_hdr[128];
+    size_t n_xmulti;
+    char peer[64];
+    size_t raw_bytes;
+    char receiver_id[32];
+    char default_service[32];
+};
+
+static enum pg_err fake_consume(struct pg_consumer *self, struct pg_batch *b, struct pg_status *st)
+{
+    struct fake_next *f = (struct fake_next *)self;
+    const char *h = pg_metadata_get(&b->metadata, "Otel-Resource-Attributes", 0);
+
+    f->calls++;
+    f->samples = pg_batch_sample_count(b);
+    snprintf(f->otel_hdr, sizeof(f->otel_hdr), "%s", h ? h : "");
+    f->n_xmulti = pg_metadata_count(&b->metadata, "x-multi");
+    snprintf(f->peer, sizeof(f->peer), "%s", b->metadata.peer_addr ? b->metadata.peer_addr : "");
+    f->raw_bytes = b->raw_bytes;
+    snprintf(f->receiver_id, sizeof(f->receiver_id), "%s", b->receiver_id ? b->receiver_id : "");
+    snprintf(f->default_service, sizeof(f->default_service), "%s",
+             b->default_service_name ? b->default_service_name : "");
+    pg_batch_unref(b); /* consumers take the caller's reference */
+    if (f->answer != PG_ERR_OK) {
+        return pg_status_set(st, f->answer, "fake pipeline says %s", pg_err_name(f->answer));
+    }
+    return PG_ERR_OK;
+}
+
+struct reply {
+    int code;
+    char retry_after[16];
+    char body[256];
+    struct event_base *base;
+};
+
+static void on_reply(struct evhttp_request *req, void *arg)
+{
+    struct reply *r = arg;
+
+    if (req != NULL) {
+        const char *ra = evhttp_find_header(evhttp_request_get_input_headers(req), "Retry-After");
+        struct evbuffer *b = evhttp_request_get_input_buffer(req);
+        size_t n = evbuffer_get_length(b);
+
+        r->code = evhttp_request_get_response_code(req);
+        snprintf(r->retry_after, sizeof(r->retry_after), "%s", ra ? ra : "");
+        if (n >= sizeof(r->body)) {
+            n = sizeof(r->body) - 1;
+        }
+        evbuffer_copyout(b, r->body, n);
+        r->body[n] = '\0';
+    }
+    event_base_loopbreak(r->base);
+}
+
+static uint8_t *worked_example_gz(size_t *len)
+{
+    const char *dir = getenv("PG_FIXTURES");
+    char path[1024];
+    size_t n;
+    unsigned char *raw;
+    uLongf cap;
+    uint8_t *out;
+    z_stream zs;
+
+    snprintf(path, sizeof(path), "%s/debug/worked_example.pprof", dir ? dir : "tests/fixtures");
+    raw = pg_test_read_file(path, &n);
+    if (raw == NULL) {
+        return NULL;
+    }
+    cap = compressBound((uLong)n) + 64;
+    out = malloc(cap);
+    memset(&zs, 0, sizeof(zs));
+    deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+    zs.next_in = raw;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    deflate(&zs, Z_FINISH);
+    *len = zs.total_out;
+    deflateEnd(&zs);
+    free(raw);
+    return out;
+}
+
+static int post(struct event_base *base, unsigned port, const uint8_t *body, size_t len,
+                struct reply *r)
+{
+    struct evhttp_connection *c = evhttp_connection_base_new(base, NULL, "127.0.0.1",
+                                                             (ev_uint16_t)port);
+    struct evhttp_request *req;
+    struct evkeyvalq *h;
+
+    memset(r, 0, sizeof(*r));
+    r->base = base;
+    req = evhttp_request_new(on_reply, r);
+    h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Host", "gw");
+    evhttp_add_header(h, "Content-Encoding", "gzip");
+    evhttp_add_header(h, "Otel-Resource-Attributes", "service.name=checkout");
+    evhttp_add_header(h, "X-Multi", "1");
+    evhttp_add_header(h, "X-Multi", "2");
+    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
+    evhttp_make_request(c, req, EVHTTP_REQ_POST, "/v1/pprof");
+    event_base_dispatch(base);
+    evhttp_connection_free(c);
+    return r->code;
+}
+
+/* The receiver logs "listening on IP:PORT"; read the port from the log. */
+static unsigned port_from_log(FILE *log)
+{
+    char line[512];
+    unsigned port = 0;
+
+    fflush(log);
+    rewind(log);
+    while (fgets(line, sizeof(line), log) != NULL) {
+        const char *p = strstr(line, "listening on ");
+        if (p != NULL) {
+            const char *colon = strchr(p + 13, ' ');
+            for (const char *q = p + 13; colon && q < colon; q++) {
+                if (*q == ':') {
+                    port = (unsigned)atoi(q + 1);
+                }
+            }
+        }
+    }
+    return port;
+}
+
+PG_TEST(test_status_by_pipeline_answer)
+{
+    static const char yaml[] = "server:\n  endpoint: 127.0.0.1:0\n  include_metadata: true\n"
+                               "  default_service_name: fallback-svc\n";
+    static const struct {
+        enum pg_err answer;
+        int code;
+        const char *retry_after;
+    } cases[] = {
+        {PG_ERR_OK, 204, ""},
+        {PG_ERR_BUSY, 503, "1"},
+        {PG_ERR_UNAVAILABLE, 503, "1"},
+        {PG_ERR_PROCESSING, 500, ""},
+        {PG_ERR_INTERNAL, 500, ""},
+    };
+    struct event_base *base = event_base_new();
+    struct pg_config *cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
+    struct pg_arena *carena = pg_arena_create(0);
+    struct pg_host host = {base, "0.1.0", NULL};
+    struct fake_next next = {{fake_consume}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", ""};
+    struct pg_diag diag;
+    struct pg_component_ctx ctx;
+    struct pg_status st;
+    FILE *log = tmpfile();
+    void *state = NULL;
+    size_t gz_len = 0;
+    uint8_t *gz = worked_example_gz(&gz_len);
+    unsigned port;
+
+    CHECK(gz != NULL && cfg != NULL && cfg->root != NULL);
+    if (gz == NULL || cfg == NULL || cfg->root == NULL) {
+        return;
+    }
+    pg_diag_init(&diag);
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.host = &host;
+    ctx.id = "pprof";
+    ctx.log_name = "receiver/pprof";
+    ctx.config = cfg->root;
+    ctx.config_arena = carena;
+    ctx.diag = &diag;
+    ctx.next = &next.base;
+    pg_log_set_stream(log);
+    CHECK_INT(pg_receiver_pprof.create(&ctx, &state), PG_ERR_OK);
+    CHECK_INT(pg_receiver_pprof.start(state, &st), PG_ERR_OK);
+    port = port_from_log(log);
+    pg_log_set_stream(NULL);
+    CHECK(port > 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && port > 0; i++) {
+        struct reply r;
+
+        next.answer = cases[i].answer;
+        CHECK_INT(post(base, port, gz, gz_len, &r), cases[i].code);
+        CHECK_STR(r.retry_after, cases[i].retry_after);
+        if (cases[i].code != 204) {
+            CHECK(strstr(r.body, "fake pipeline says") != NULL);
+        }
+    }
+    CHECK_INT(next.calls, 5);
+    CHECK_INT(next.samples, 4);
+    CHECK_STR(next.otel_hdr, "service.name=checkout");
+    CHECK_INT(next.n_xmulti, 2);
+    CHECK(strncmp(next.peer, "127.0.0.1:", 10) == 0);
+    CHECK_INT(next.raw_bytes, gz_len);
+    CHECK_STR(next.receiver_id, "pprof");
+    CHECK_STR(next.default_service, "fallback-svc");
+    pg_receiver_pprof.shutdown(state);
+    CHECK(pg_receiver_pprof.idle(state));
+    pg_receiver_pprof.destroy(state);
+    free(gz);
+    fclose(log);
+    pg_diag_free(&diag);
+    pg_config_free(cfg);
+    pg_arena_destroy(carena);
+    event_base_free(base);
+}
+
+PG_TEST(test_config_errors)
+{
+    static const struct {
+        const char *yaml;
+        const char *want;
+    } cases[] = {
+        {"server:\n  endpoint: nowhere\n", "is not host:port"},
+        {"server:\n  compression_algorithms: [gzip, zstd]\n", "\"zstd\" is not supported"},
+        {"server:\n  bogus: 1\n", "unknown key \"bogus\""},
+        {"server:\n  response_headers: {\"Bad Name\": x}\n", "is not a valid header"},
+        {"server:\n  max_request_body_size: 10\n", "max_request_body_size"},
+        {"remote:\n  endpoint: x\n", "unknown key \"remote\""},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_config *cfg = pg_config_load_string("t.yaml", cases[i].yaml, strlen(cases[i].yaml));
+        struct pg_arena *carena = pg_arena_create(0);
+        struct pg_diag diag;
+        struct pg_component_ctx ctx;
+        void *state = NULL;
+        bool found = false;
+
+        pg_diag_init(&diag);
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.id = "pprof";
+        ctx.log_name = "receiver/pprof";
+        ctx.config = cfg ? cfg->root : NULL;
+        ctx.config_arena = carena;
+        ctx.diag = &diag;
+        CHECK_INT(pg_receiver_pprof.create(&ctx, &state), PG_ERR_CONFIG);
+        CHECK(state == NULL);
+        for (size_t j = 0; j < diag.n; j++) {
+            found = found || strstr(diag.msgs[j], cases[i].want) != NULL;
+        }
+        CHECK(found);
+        if (!found) {
+            fprintf(stderr, "  case %zu: want \"%s\" in:\n", i, cases[i].want);
+            for (size_t j = 0; j < diag.n; j++) {
+                fprintf(stderr, "    %s\n", diag.msgs[j]);
+            }
+        }
+        pg_diag_free(&diag);
+        pg_config_free(cfg);
+        pg_arena_destroy(carena);
+    }
+}
+
+PG_TEST_MAIN(PG_CASE(test_status_by_pipeline_answer), PG_CASE(test_config_errors))
