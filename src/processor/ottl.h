@@ -134,8 +134,7 @@ enum pg_err pg_ottl_exec(const struct pg_ottl_stmt *s, struct pg_ottl_env *env,
 enum pg_err pg_ottl_eval_cond(const struct pg_ottl_cond *c, struct pg_ottl_env *env, bool *out,
                               struct pg_status *st);
 
-/* Converters reusable outside OTTL (the resource processor, tests). */
-/* Reads attribute @key of the resource (NULL when absent). */
+/* String @idx of the batch's dictionary string_table, or NULL when out of range. */
 const char *pg_ottl_dict_string(const struct pg_batch *b, int32_t idx);
 
 #endif

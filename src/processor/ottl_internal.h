@@ -4,6 +4,9 @@
 #ifndef PG_PROCESSOR_OTTL_INTERNAL_H
 #define PG_PROCESSOR_OTTL_INTERNAL_H
 
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
 #include <pcre2.h>
 
 #include "processor/ottl.h"
@@ -101,8 +104,6 @@ struct ottl_expr {
     } u;
 };
 
-struct ottl_env_ref; /* unused forward decl kept for readability */
-
 typedef enum pg_err (*ottl_impl_fn)(const struct ottl_expr *call, struct pg_ottl_env *env,
                                      struct pg_ottl_value *out, struct pg_status *st);
 
@@ -184,7 +185,7 @@ enum pg_err pg_ottl_attrs_set(const struct ottl_attrs *at, struct pg_ottl_env *e
 void pg_ottl_attrs_filter(const struct ottl_attrs *at, const bool *keep);
 /* Replaces all entries with @m. */
 enum pg_err pg_ottl_attrs_replace(const struct ottl_attrs *at, struct pg_ottl_env *env,
-                                  const struct pg_ottl_map *m, struct pg_status *st);
+                                  const struct pg_ottl_map *m, bool lit, struct pg_status *st);
 
 /* Regex search with the compiled limits: 1 match, 0 none, <0 error (st set). */
 int pg_ottl_regex_search(const struct ottl_regex *re, const char *s, size_t n,

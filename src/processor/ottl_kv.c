@@ -16,10 +16,22 @@ static enum pg_err oom(struct pg_arena *a, struct pg_status *st)
                          "no memory to parse key/value pairs");
 }
 
+static uint32_t key_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *s; s++) {
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    }
+    return h;
+}
+
 const char *pg_ottl_kv_get(const struct pg_ottl_kv_list *list, const char *key)
 {
+    uint32_t h = key_hash(key);
+
     for (size_t i = 0; i < list->n; i++) {
-        if (strcmp(list->v[i].key, key) == 0) {
+        if (list->v[i].hash == h && strcmp(list->v[i].key, key) == 0) {
             return list->v[i].value;
         }
     }
@@ -29,8 +41,10 @@ const char *pg_ottl_kv_get(const struct pg_ottl_kv_list *list, const char *key)
 enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, const char *key,
                            const char *value, struct pg_status *st)
 {
+    uint32_t h = key_hash(key);
+
     for (size_t i = 0; i < list->n; i++) {
-        if (strcmp(list->v[i].key, key) == 0) {
+        if (list->v[i].hash == h && strcmp(list->v[i].key, key) == 0) {
             list->v[i].value = value; /* last duplicate wins */
             return PG_ERR_OK;
         }
@@ -51,6 +65,7 @@ enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, con
     }
     list->v[list->n].key = key;
     list->v[list->n].value = value;
+    list->v[list->n].hash = h;
     list->n++;
     return PG_ERR_OK;
 }
@@ -108,9 +123,14 @@ static const char *trim_space(const char *s, size_t *len)
     return (const char *)p;
 }
 
-/* Appends Go's %q rendering of @s (ASCII subset) to @out at *@pos, bounded. */
+/* Appends Go's %q rendering of @s (ASCII subset) to @out at *@pos, bounded.
+ * Sources longer than QUOTE_MAX bytes are cut with "..." so that the reason
+ * after them still fits in a status message. */
+#define QUOTE_MAX 64
 static void go_quote(char *out, size_t cap, size_t *pos, const char *s)
 {
+    size_t seen = 0;
+
     static const char hex[] = "0123456789abcdef";
     size_t p = *pos;
 
@@ -122,6 +142,12 @@ static void go_quote(char *out, size_t cap, size_t *pos, const char *s)
     } while (0)
     PUT('"');
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (++seen > QUOTE_MAX) {
+            PUT('.');
+            PUT('.');
+            PUT('.');
+            break;
+        }
         if (*c == '"' || *c == '\\') {
             PUT('\\');
             PUT((char)*c);
@@ -147,6 +173,22 @@ static void go_quote(char *out, size_t cap, size_t *pos, const char *s)
 #undef PUT
     out[p < cap ? p : cap - 1] = '\0';
     *pos = p;
+}
+
+/* Appends @s at *@pos, truncating at @cap - 1; always NUL-terminates. */
+static void append(char *out, size_t cap, size_t *pos, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (*pos >= cap - 1) {
+        return;
+    }
+    if (n > cap - 1 - *pos) {
+        n = cap - 1 - *pos;
+    }
+    memcpy(out + *pos, s, n);
+    *pos += n;
+    out[*pos] = '\0';
 }
 
 struct tokens {
@@ -194,7 +236,7 @@ static const char *split_string(struct pg_arena *a, const char *in, const char *
     }
     cur = buf;
     for (size_t i = 0; i < len; i++) {
-        if (quote == 0 && i + dl <= len && memcmp(in + i, delim, dl) == 0) {
+        if (quote == 0 && in[i] == delim[0] && i + dl <= len && memcmp(in + i, delim, dl) == 0) {
             i += dl - 1;
             if (cl == 0) {
                 continue; /* leading, trailing or repeated delimiter */
@@ -270,7 +312,7 @@ enum pg_err pg_ottl_parse_key_value(struct pg_arena *a, const char *src, const c
     }
     if (serr != NULL) {
         size_t p = 0;
-        go_quote(msg, sizeof(msg) - 64, &p, src);
+        go_quote(msg, sizeof(msg), &p, src);
         return pg_status_set(st, PG_ERR_PROCESSING, "splitting source %s into pairs failed: %s",
                              msg, serr);
     }
@@ -286,24 +328,14 @@ enum pg_err pg_ottl_parse_key_value(struct pg_arena *a, const char *src, const c
         if (d == NULL) {
             /* Collect every bad token like multierr, then fail the call. */
             if (nbad == 0) {
-                const char *pre = "failed to split pairs into key-values: ";
-                memcpy(msg, pre, strlen(pre) + 1);
-                mpos = strlen(pre);
-            } else if (mpos + 3 < sizeof(msg)) {
-                memcpy(msg + mpos, "; ", 3);
-                mpos += 2;
+                mpos = 0;
+                append(msg, sizeof(msg), &mpos, "failed to split pairs into key-values: ");
+            } else {
+                append(msg, sizeof(msg), &mpos, "; ");
             }
-            if (mpos + 12 < sizeof(msg)) {
-                memcpy(msg + mpos, "cannot split ", 14);
-                mpos += 13;
-            }
-            if (mpos + 2 < sizeof(msg)) {
-                go_quote(msg, sizeof(msg), &mpos, tok);
-            }
-            if (mpos + 30 < sizeof(msg)) {
-                mpos += (size_t)snprintf(msg + mpos, sizeof(msg) - mpos,
-                                         " into 2 items, got 1 item(s)");
-            }
+            append(msg, sizeof(msg), &mpos, "cannot split ");
+            go_quote(msg, sizeof(msg), &mpos, tok);
+            append(msg, sizeof(msg), &mpos, " into 2 items, got 1 item(s)");
             nbad++;
             continue;
         }
@@ -388,6 +420,17 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 static bool pct_decode(const char *s, size_t n, char *dst)
 {
     size_t o = 0;
+    bool ascii = true;
+
+    if (memchr(s, '%', n) == NULL) {
+        /* Common case: nothing to decode; only non-ASCII needs the UTF-8 check. */
+        for (size_t i = 0; i < n; i++) {
+            ascii = ascii && (unsigned char)s[i] < 0x80;
+        }
+        memcpy(dst, s, n);
+        dst[n] = '\0';
+        return ascii || utf8_valid((const unsigned char *)dst, n);
+    }
 
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%') {

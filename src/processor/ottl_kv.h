@@ -8,6 +8,7 @@
 #define PG_PROCESSOR_OTTL_KV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/arena.h"
 #include "core/err.h"
@@ -15,6 +16,7 @@
 struct pg_ottl_kv_pair {
     const char *key;   /* in the arena, NUL-terminated */
     const char *value; /* in the arena, NUL-terminated */
+    uint32_t hash;     /* of key: makes the duplicate check cheap */
 };
 
 /* Pairs in first-seen key order; a repeated key overwrites the value in place. */
