@@ -31,9 +31,10 @@ struct pg_host {
 bool pg_host_ready(const struct pg_host *host);
 
 /* What a receiver hands its data to: the fan-out over its pipelines.
- * The batch reference stays the caller's (consume borrows it; whoever keeps
- * the batch takes its own reference). Returns OK when every pipeline
- * accepted it, else the first error (BUSY means "answer 503 Retry-After"). */
+ * Takes the caller's reference on @batch (also on error): a batch that only
+ * one pipeline sees is then never copied when a processor mutates it.
+ * Returns OK when every pipeline accepted it, else the first error (BUSY
+ * means "answer 503 Retry-After"). */
 struct pg_consumer {
     enum pg_err (*consume)(struct pg_consumer *self, struct pg_batch *batch, struct pg_status *st);
 };

@@ -123,10 +123,10 @@ bool pg_service_running(const struct pg_service *svc)
 
 /* ---- the data path ---------------------------------------------------- */
 
-static enum pg_err run_pipeline(struct pg_service *svc, struct pipeline *p, struct pg_batch *in,
+/* Takes the caller's reference on @b. */
+static enum pg_err run_pipeline(struct pg_service *svc, struct pipeline *p, struct pg_batch *b,
                                 struct pg_status *st)
 {
-    struct pg_batch *b = pg_batch_ref(in);
     enum pg_err first = PG_ERR_OK;
     struct pg_status est;
 
@@ -172,13 +172,21 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
     enum pg_err first = PG_ERR_OK;
 
     if (f->svc->state != SVC_RUNNING && f->svc->state != SVC_DRAINING) {
+        pg_batch_unref(batch);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "pprofgate is not running yet");
+    }
+    if (f->n == 0) {
+        pg_batch_unref(batch);
+        return PG_ERR_OK;
     }
     for (size_t i = 0; i < f->n; i++) {
         struct pg_status pst;
         enum pg_err err;
+        /* Every pipeline but the last gets its own reference; the last one
+         * gets the caller's, so a single pipeline mutates without copying. */
+        struct pg_batch *b = i + 1 < f->n ? pg_batch_ref(batch) : batch;
         pg_status_clear(&pst);
-        err = run_pipeline(f->svc, f->pipes[i], batch, &pst);
+        err = run_pipeline(f->svc, f->pipes[i], b, &pst);
         if (err != PG_ERR_OK && first == PG_ERR_OK) {
             first = err;
             if (st != NULL) {

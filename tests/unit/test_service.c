@@ -217,7 +217,7 @@ PG_TEST(test_fanout_and_lifecycle)
 
     b = empty_batch();
     pg_status_clear(&st);
-    err = pg_consumer_consume(recv_next, b, &st);
+    err = pg_consumer_consume(recv_next, pg_batch_ref(b), &st); /* consume takes a reference */
     /* profiles/3's processor fails: the request fails, the others still ran. */
     CHECK_INT(err, PG_ERR_PROCESSING);
     CHECK(strstr(st.msg, "statement failed") != NULL);
@@ -252,9 +252,10 @@ PG_TEST(test_busy_exporter_maps_to_busy)
     n_exporters = 0;
     CHECK(svc != NULL);
     /* Before start the fan-out refuses: nothing is running yet. */
-    CHECK_INT(pg_consumer_consume(recv_next, b, &st), PG_ERR_UNAVAILABLE);
+    CHECK_INT(pg_consumer_consume(recv_next, pg_batch_ref(b), &st), PG_ERR_UNAVAILABLE);
     CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
-    CHECK_INT(pg_consumer_consume(recv_next, b, &st), PG_ERR_BUSY);
+    CHECK_INT(pg_consumer_consume(recv_next, pg_batch_ref(b), &st), PG_ERR_BUSY);
+    CHECK_INT(b->refcnt, 1);
     CHECK(strstr(st.msg, "exporter/otlp/busy: queue full") != NULL);
     pg_batch_unref(b);
     pg_service_free(svc);
