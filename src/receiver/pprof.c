@@ -33,6 +33,7 @@
 #include "receiver/pprof_self.h"
 #include "receiver/auth.h" /* issue 6 */
 #include "receiver/tls.h"  /* issue 6 */
+#include "receiver/conn_limits.h" /* issue 6 */
 
 #define PPROF_PATH "/v1/pprof"
 #define MIB (1024.0 * 1024.0)
@@ -61,6 +62,8 @@ struct rx_server_cfg {
     struct pg_auth_options auth;
     bool has_auth;
     int64_t max_request_headers;
+    int64_t max_connections;
+    int64_t max_requests_per_connection;
 };
 
 struct rx_self_cfg {
@@ -120,6 +123,10 @@ static const struct pg_field server_fields[] = {
      offsetof(struct rx_server_cfg, has_auth), "require a bearer token or basic auth (401)"},
     F("max_request_headers", PG_FT_INT, struct rx_server_cfg, max_request_headers, "100", 1, 10000,
       "header lines per request at most (431 past it)"),
+    F("max_connections", PG_FT_INT, struct rx_server_cfg, max_connections, "0", 0, 1e7,
+      "open client connections at most; past it: 503 + Connection: close (0 = no limit)"),
+    F("max_requests_per_connection", PG_FT_INT, struct rx_server_cfg, max_requests_per_connection,
+      "0", 0, 1e9, "keep-alive requests before Connection: close (0 = no limit)"),
     PG_FIELD_END,
 };
 
@@ -188,6 +195,7 @@ struct rx {
     struct pg_pprof_self *self;    /* owned; NULL without `self:` */
     SSL_CTX *ssl_ctx;              /* issue 6: owned; NULL without server.tls */
     struct pg_auth *auth;          /* issue 6: owned; NULL without server.auth */
+    struct pg_conn_limits *conns;  /* issue 6: owned; freed after http */
     struct evhttp *http;           /* owned */
     struct evhttp_bound_socket *sock; /* owned by http */
     bool draining;
@@ -679,6 +687,21 @@ static void on_request(struct evhttp_request *req, void *arg)
         int64_t n_headers = 0;
         struct pg_status ast;
 
+        switch (pg_conn_limits_on_request(rx->conns, evhttp_request_get_connection(req))) {
+        case PG_CONN_REFUSE:
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+            snprintf(msg, sizeof(msg), "too many connections (max_connections %lld); retry later",
+                     (long long)rx->cfg.server.max_connections);
+            log_failure(rx, req, 503, msg);
+            reply(rx, req, 503, msg);
+            return;
+        case PG_CONN_LAST:
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+            break;
+        case PG_CONN_OK:
+            break;
+        }
         TAILQ_FOREACH(kv, evhttp_request_get_input_headers(req), next)
         {
             n_headers++;
@@ -760,6 +783,13 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     evhttp_set_flags(rx->http, EVHTTP_SERVER_LINGERING_CLOSE);
     evhttp_set_default_content_type(rx->http, "text/plain; charset=utf-8");
     evhttp_set_gencb(rx->http, on_request, rx);
+    rx->conns = pg_conn_limits_new((size_t)s->max_connections,
+                                   (size_t)s->max_requests_per_connection); /* issue 6 */
+    if (rx->conns == NULL) {
+        evhttp_free(rx->http);
+        rx->http = NULL;
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
     if (rx->ssl_ctx != NULL) {
         /* issue 6: every connection is a server-side TLS bufferevent. */
         evhttp_set_bevcb(rx->http, pg_tls_server_bevcb, rx->ssl_ctx);
@@ -830,6 +860,7 @@ static void rx_destroy(void *state)
     if (rx->ssl_ctx != NULL) { /* issue 6: after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
     }
+    pg_conn_limits_free(rx->conns);
     pg_auth_free(rx->auth);
     free(rx);
 }

@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The process-wide memory budget (see memlimit.h). All state is atomics so
+ * receivers on any thread can admit and release without a lock; the RSS
+ * reading is refreshed lazily by whichever caller finds it stale. */
+#include "core/memlimit.h"
+
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/metrics.h"
+
+#define DEFAULT_CHECK_NS 1000000000ll
+#define MIB (1024.0 * 1024.0)
+
+static _Atomic uint64_t limit_b;      /* 0 = unlimited */
+static _Atomic uint64_t spike_b;
+static _Atomic int64_t check_ns = DEFAULT_CHECK_NS;
+static _Atomic uint64_t inflight_b;
+static _Atomic uint64_t rss_b;        /* last reading */
+static _Atomic int64_t rss_at_ns;     /* when it was taken; 0 = never */
+static _Atomic uint64_t peak_rss_b;
+
+static struct pg_metric *m_refused_inflight, *m_refused_rss, *m_refused_size;
+static atomic_bool metrics_ready;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int64_t gauge_inflight(void *arg)
+{
+    (void)arg;
+    return (int64_t)atomic_load(&inflight_b);
+}
+
+static int64_t gauge_rss(void *arg)
+{
+    (void)arg;
+    return (int64_t)pg_memlimit_read_rss();
+}
+
+static void metrics_init(void)
+{
+    bool expect = false;
+    if (!atomic_compare_exchange_strong(&metrics_ready, &expect, true)) {
+        return;
+    }
+    m_refused_inflight = pg_metric_counter("pprofgate_memory_limiter_refused_total",
+                                           "Requests refused by the memory limiter, by reason",
+                                           "reason=\"inflight\"");
+    m_refused_rss = pg_metric_counter("pprofgate_memory_limiter_refused_total",
+                                      "Requests refused by the memory limiter, by reason",
+                                      "reason=\"rss\"");
+    m_refused_size = pg_metric_counter("pprofgate_memory_limiter_refused_total",
+                                       "Requests refused by the memory limiter, by reason",
+                                       "reason=\"too_large\"");
+    pg_metric_gauge_fn("pprofgate_memory_inflight_bytes",
+                       "Bytes held by requests in flight (compressed, inflated, translated)", NULL,
+                       gauge_inflight, NULL);
+    pg_metric_gauge_fn("pprofgate_process_rss_bytes", "Resident set size of the process", NULL,
+                       gauge_rss, NULL);
+}
+
+void pg_memlimit_configure(uint64_t limit_bytes, uint64_t spike_bytes, int64_t check_interval_ns)
+{
+    uint64_t cur = atomic_load(&limit_b);
+
+    metrics_init();
+    if (spike_bytes >= limit_bytes) {
+        spike_bytes = limit_bytes / 5; /* callers validate; never leave a zero soft limit */
+    }
+    /* Tightest soft limit wins when several limiters configure it. */
+    if (cur == 0 || limit_bytes - spike_bytes < cur - atomic_load(&spike_b)) {
+        atomic_store(&limit_b, limit_bytes);
+        atomic_store(&spike_b, spike_bytes);
+    }
+    if (check_interval_ns > 0) {
+        atomic_store(&check_ns, check_interval_ns);
+    }
+}
+
+void pg_memlimit_reset(void)
+{
+    atomic_store(&limit_b, 0);
+    atomic_store(&spike_b, 0);
+    atomic_store(&check_ns, DEFAULT_CHECK_NS);
+    atomic_store(&inflight_b, 0);
+    atomic_store(&rss_at_ns, 0);
+}
+
+uint64_t pg_memlimit_read_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    uint64_t rss = 0;
+    long page = sysconf(_SC_PAGESIZE);
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fscanf(f, "%llu %llu", &size, &resident) == 2 && page > 0) {
+        rss = (uint64_t)resident * (uint64_t)page;
+    }
+    fclose(f);
+    return rss;
+}
+
+static void note_peak(uint64_t rss)
+{
+    uint64_t peak = atomic_load(&peak_rss_b);
+    while (rss > peak && !atomic_compare_exchange_weak(&peak_rss_b, &peak, rss)) {
+    }
+}
+
+/* RSS no older than the check interval. Past the soft limit, gives freed
+ * heap back to the system once (glibc keeps it otherwise) and reads again,
+ * the way the collector forces a GC before refusing. */
+static uint64_t current_rss(uint64_t soft)
+{
+    int64_t now = mono_ns();
+    int64_t at = atomic_load(&rss_at_ns);
+    uint64_t rss;
+
+    if (at != 0 && now - at < atomic_load(&check_ns)) {
+        return atomic_load(&rss_b);
+    }
+    rss = pg_memlimit_read_rss();
+    if (soft != 0 && rss > soft) {
+        malloc_trim(0);
+        rss = pg_memlimit_read_rss();
+    }
+    note_peak(rss);
+    atomic_store(&rss_b, rss);
+    atomic_store(&rss_at_ns, now);
+    return rss;
+}
+
+uint64_t pg_memlimit_limit(void)
+{
+    return atomic_load(&limit_b);
+}
+
+uint64_t pg_memlimit_soft_limit(void)
+{
+    uint64_t l = atomic_load(&limit_b);
+    return l == 0 ? 0 : l - atomic_load(&spike_b);
+}
+
+uint64_t pg_memlimit_inflight(void)
+{
+    return atomic_load(&inflight_b);
+}
+
+uint64_t pg_memlimit_peak_rss(void)
+{
+    note_peak(pg_memlimit_read_rss());
+    return atomic_load(&peak_rss_b);
+}
+
+static bool refuse_rss(uint64_t soft, struct pg_status *st)
+{
+    uint64_t rss = current_rss(soft);
+    if (rss > soft) {
+        if (m_refused_rss != NULL) {
+            pg_metric_add(m_refused_rss, 1);
+        }
+        pg_status_set(st, PG_ERR_BUSY,
+                      "memory limit reached: RSS %.1f MiB is over the soft limit %.1f MiB "
+                      "(limit_mib %.1f - spike_limit_mib %.1f); retry later",
+                      (double)rss / MIB, (double)soft / MIB, (double)pg_memlimit_limit() / MIB,
+                      (double)atomic_load(&spike_b) / MIB);
+        return true;
+    }
+    return false;
+}
+
+bool pg_memlimit_admit(size_t bytes, struct pg_status *st)
+{
+    uint64_t soft = pg_memlimit_soft_limit();
+    uint64_t cur;
+
+    if (soft == 0) {
+        atomic_fetch_add(&inflight_b, bytes);
+        return true;
+    }
+    if (bytes > soft) {
+        if (m_refused_size != NULL) {
+            pg_metric_add(m_refused_size, 1);
+        }
+        pg_status_set(st, PG_ERR_LIMIT,
+                      "request needs %.1f MiB, more than the memory limiter's soft limit of "
+                      "%.1f MiB", (double)bytes / MIB, (double)soft / MIB);
+        return false;
+    }
+    if (refuse_rss(soft, st)) {
+        return false;
+    }
+    cur = atomic_load(&inflight_b);
+    do {
+        if (cur + bytes > soft) {
+            if (m_refused_inflight != NULL) {
+                pg_metric_add(m_refused_inflight, 1);
+            }
+            pg_status_set(st, PG_ERR_BUSY,
+                          "memory limit reached: %.1f MiB in flight + %.1f MiB for this request "
+                          "would pass the soft limit of %.1f MiB; retry later",
+                          (double)cur / MIB, (double)bytes / MIB, (double)soft / MIB);
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak(&inflight_b, &cur, cur + bytes));
+    return true;
+}
+
+void pg_memlimit_charge(size_t bytes)
+{
+    atomic_fetch_add(&inflight_b, bytes);
+}
+
+void pg_memlimit_release(size_t bytes)
+{
+    uint64_t cur = atomic_load(&inflight_b);
+    uint64_t next;
+    do {
+        /* Never wrap below zero, whatever a caller's arithmetic did. */
+        next = cur >= bytes ? cur - bytes : 0;
+    } while (!atomic_compare_exchange_weak(&inflight_b, &cur, next));
+}
+
+static void release_cb(void *arg)
+{
+    pg_memlimit_release((size_t)(uintptr_t)arg);
+}
+
+bool pg_memlimit_charge_arena(struct pg_arena *arena, size_t bytes)
+{
+    if (pg_arena_cleanup_add(arena, release_cb, (void *)(uintptr_t)bytes) != 0) {
+        return false;
+    }
+    pg_memlimit_charge(bytes);
+    return true;
+}
+
+bool pg_memlimit_over(struct pg_status *st)
+{
+    uint64_t soft = pg_memlimit_soft_limit();
+    uint64_t cur;
+
+    if (soft == 0) {
+        return false;
+    }
+    if (refuse_rss(soft, st)) {
+        return true;
+    }
+    cur = atomic_load(&inflight_b);
+    if (cur > soft) {
+        if (m_refused_inflight != NULL) {
+            pg_metric_add(m_refused_inflight, 1);
+        }
+        pg_status_set(st, PG_ERR_BUSY,
+                      "memory limit reached: %.1f MiB in flight is over the soft limit of "
+                      "%.1f MiB; retry later", (double)cur / MIB, (double)soft / MIB);
+        return true;
+    }
+    return false;
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    unsigned long long v = 0;
+    char buf[64];
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fgets(buf, sizeof(buf), f) != NULL && strncmp(buf, "max", 3) != 0) {
+        v = strtoull(buf, NULL, 10);
+    }
+    fclose(f);
+    return v;
+}
+
+uint64_t pg_memlimit_total_memory(void)
+{
+    uint64_t total = 0, cg;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+
+    if (f != NULL) {
+        while (fgets(line, sizeof(line), f) != NULL) {
+            unsigned long long kb;
+            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+                total = (uint64_t)kb * 1024u;
+                break;
+            }
+        }
+        fclose(f);
+    }
+    /* A container's limit is what the OOM killer enforces. v1 reports a
+     * huge number when unlimited; only a value below MemTotal counts. */
+    cg = read_u64_file("/sys/fs/cgroup/memory.max");
+    if (cg == 0) {
+        cg = read_u64_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    }
+    if (cg != 0 && (total == 0 || cg < total)) {
+        total = cg;
+    }
+    return total;
+}

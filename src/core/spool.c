@@ -1,0 +1,1125 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The append-only, checksummed spool (see spool.h for the format). Old
+ * segments are read-only after open; this run appends to fresh segments, so
+ * a torn tail left by a crash is never written over, only skipped. Acks go to
+ * a small per-segment log without fsync: losing one costs a duplicate
+ * delivery after a crash, never a loss. */
+#include "core/spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "core/log.h"
+
+#define DEFAULT_MAX_BYTES (1ull << 30)
+#define DEFAULT_SEGMENT_BYTES (8ull << 20)
+#define DEFAULT_FSYNC_INTERVAL_NS 1000000000ll
+
+struct rec {
+    uint64_t id;
+    uint64_t off;  /* header offset in the segment file */
+    uint32_t len;  /* payload length */
+    bool acked;
+};
+
+struct seg {
+    uint64_t seq;
+    int fd;            /* O_RDWR; the active segment is appended to with pwritev */
+    int ack_fd;        /* opened on the first ack; -1 until then */
+    uint64_t bytes;    /* file size (valid prefix for old segments counts whole file) */
+    struct rec *recs;  /* owned; ascending ids */
+    size_t n, cap;
+    size_t n_acked;
+    bool old;          /* found at open: replayable */
+};
+
+struct pg_spool {
+    pthread_mutex_t mu;
+    char *dir;        /* owned */
+    char *log_name;   /* owned */
+    int lock_fd;
+    int dir_fd;
+    uint64_t max_bytes, segment_bytes;
+    enum pg_spool_fsync fsync;
+    int64_t fsync_interval_ns;
+    int64_t last_sync_ns;
+    bool dirty;
+    struct seg **segs;  /* owned; ascending seq */
+    size_t n_segs, cap_segs;
+    struct seg *active; /* one of segs, or NULL before the first append */
+    uint64_t next_id, next_seq;
+    uint64_t boot_id;   /* ids below this were found at open */
+    struct pg_spool_stats stats;
+};
+
+/* ---- little helpers ----------------------------------------------------- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* crc32 over (length, id) then the payload: what the record crc covers. */
+static uint32_t body_crc(uint32_t len, uint64_t id, const void *payload)
+{
+    uint8_t lid[12];
+    uLong c;
+
+    put32(lid, len);
+    put64(lid + 4, id);
+    c = crc32(0L, lid, sizeof(lid));
+    /* zlib takes uInt lengths; records are bounded by PG_SPOOL_MAX_RECORD. */
+    c = crc32(c, payload, (uInt)len);
+    return (uint32_t)c;
+}
+
+void pg_spool_encode_header(uint8_t *hdr, uint64_t id, const void *payload, size_t len)
+{
+    put32(hdr, PG_SPOOL_MAGIC);
+    put32(hdr + 4, (uint32_t)len);
+    put64(hdr + 8, id);
+    put32(hdr + 16, body_crc((uint32_t)len, id, payload));
+    put32(hdr + 20, (uint32_t)crc32(0L, hdr, 20));
+}
+
+static bool header_ok(const uint8_t *p)
+{
+    return get32(p) == PG_SPOOL_MAGIC && get32(p + 20) == (uint32_t)crc32(0L, p, 20);
+}
+
+/* ---- parser ------------------------------------------------------------- */
+
+void pg_spool_parse(const uint8_t *buf, size_t len, pg_spool_record_fn fn, void *arg,
+                    struct pg_spool_parse_stats *ps)
+{
+    size_t off = 0;
+
+    memset(ps, 0, sizeof(*ps));
+    while (off < len) {
+        size_t rest = len - off;
+        uint32_t rlen;
+        uint64_t id;
+
+        if (rest < PG_SPOOL_HDR_SIZE) {
+            ps->truncated = 1; /* a header cut short by a crash */
+            break;
+        }
+        if (!header_ok(buf + off) || get32(buf + off + 4) > PG_SPOOL_MAX_RECORD) {
+            /* Damaged header: its length cannot be trusted. Resynchronise on
+             * the next header whose own checksum holds. */
+            size_t p = off + 1;
+            ps->corrupt++;
+            while (p + PG_SPOOL_HDR_SIZE <= len &&
+                   !(header_ok(buf + p) && get32(buf + p + 4) <= PG_SPOOL_MAX_RECORD)) {
+                p++;
+            }
+            if (p + PG_SPOOL_HDR_SIZE > len) {
+                break; /* nothing valid after the damage */
+            }
+            off = p;
+            continue;
+        }
+        rlen = get32(buf + off + 4);
+        id = get64(buf + off + 8);
+        if (rlen > rest - PG_SPOOL_HDR_SIZE) {
+            ps->truncated = 1; /* the header is intact, the payload is not all there */
+            break;
+        }
+        if (get32(buf + off + 16) != body_crc(rlen, id, buf + off + PG_SPOOL_HDR_SIZE)) {
+            ps->corrupt++; /* payload damaged; the length is trusted (header crc) */
+        } else {
+            ps->records++;
+            if (fn != NULL) {
+                fn(arg, id, off, buf + off + PG_SPOOL_HDR_SIZE, rlen);
+            }
+            ps->valid_end = off + PG_SPOOL_HDR_SIZE + rlen;
+        }
+        off += PG_SPOOL_HDR_SIZE + (size_t)rlen;
+    }
+}
+
+/* ---- segments ----------------------------------------------------------- */
+
+static const char *lname(const struct pg_spool *s)
+{
+    return s->log_name != NULL ? s->log_name : "spool";
+}
+
+static void seg_path(const struct pg_spool *s, uint64_t seq, const char *ext, char *out,
+                     size_t cap)
+{
+    snprintf(out, cap, "%s/%016" PRIx64 ".%s", s->dir, seq, ext);
+}
+
+static bool rec_push(struct seg *g, uint64_t id, uint64_t off, uint32_t len)
+{
+    if (g->n == g->cap) {
+        size_t ncap = g->cap ? g->cap * 2 : 16;
+        struct rec *r = realloc(g->recs, ncap * sizeof(*r));
+        if (r == NULL) {
+            return false;
+        }
+        g->recs = r;
+        g->cap = ncap;
+    }
+    g->recs[g->n++] = (struct rec){id, off, len, false};
+    return true;
+}
+
+static struct rec *rec_find(struct seg *g, uint64_t id)
+{
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->recs[mid].id < id) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < g->n && g->recs[lo].id == id ? &g->recs[lo] : NULL;
+}
+
+static void seg_free(struct seg *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    if (g->fd >= 0) {
+        close(g->fd);
+    }
+    if (g->ack_fd >= 0) {
+        close(g->ack_fd);
+    }
+    free(g->recs);
+    free(g);
+}
+
+static struct seg *seg_new(uint64_t seq)
+{
+    struct seg *g = calloc(1, sizeof(*g));
+    if (g != NULL) {
+        g->seq = seq;
+        g->fd = -1;
+        g->ack_fd = -1;
+    }
+    return g;
+}
+
+static bool segs_push(struct pg_spool *s, struct seg *g)
+{
+    if (s->n_segs == s->cap_segs) {
+        size_t ncap = s->cap_segs ? s->cap_segs * 2 : 8;
+        struct seg **v = realloc(s->segs, ncap * sizeof(*v));
+        if (v == NULL) {
+            return false;
+        }
+        s->segs = v;
+        s->cap_segs = ncap;
+    }
+    s->segs[s->n_segs++] = g;
+    return true;
+}
+
+/* Unlinks a segment and its ack log and drops it from the index. */
+static void seg_remove(struct pg_spool *s, size_t idx)
+{
+    struct seg *g = s->segs[idx];
+    char path[4096];
+
+    seg_path(s, g->seq, "seg", path, sizeof(path));
+    if (unlink(path) != 0 && errno != ENOENT) {
+        pg_log_warn(lname(s), "cannot delete acknowledged segment %s: %s", path, strerror(errno));
+    }
+    seg_path(s, g->seq, "ack", path, sizeof(path));
+    (void)unlink(path);
+    s->stats.disk_bytes -= g->bytes;
+    s->stats.segments--;
+    if (g == s->active) {
+        s->active = NULL;
+    }
+    seg_free(g);
+    memmove(&s->segs[idx], &s->segs[idx + 1], (s->n_segs - idx - 1) * sizeof(*s->segs));
+    s->n_segs--;
+}
+
+static void mark_acked(struct pg_spool *s, struct seg *g, struct rec *r)
+{
+    r->acked = true;
+    g->n_acked++;
+    s->stats.pending--;
+    s->stats.pending_bytes -= r->len;
+    if (g->old) {
+        s->stats.replay_pending--;
+    }
+}
+
+/* Reads a whole file into malloc'd memory (segments are bounded by the cap). */
+static int read_all(int fd, uint8_t **out, size_t *len)
+{
+    struct stat sb;
+    uint8_t *buf;
+    size_t got = 0;
+
+    *out = NULL;
+    *len = 0;
+    if (fstat(fd, &sb) != 0) {
+        return -1;
+    }
+    buf = malloc((size_t)sb.st_size + 1);
+    if (buf == NULL) {
+        return -1;
+    }
+    while (got < (size_t)sb.st_size) {
+        ssize_t r = pread(fd, buf + got, (size_t)sb.st_size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break; /* shrank underneath us: use what we have */
+        }
+        got += (size_t)r;
+    }
+    *out = buf;
+    *len = got;
+    return 0;
+}
+
+struct load_ctx {
+    struct seg *g;
+    bool oom;
+    uint64_t max_id;
+    bool any;
+};
+
+static void on_record(void *arg, uint64_t id, size_t off, const uint8_t *payload, size_t len)
+{
+    struct load_ctx *lc = arg;
+    (void)payload;
+    if (!rec_push(lc->g, id, off, (uint32_t)len)) {
+        lc->oom = true;
+    }
+    if (!lc->any || id > lc->max_id) {
+        lc->max_id = id;
+        lc->any = true;
+    }
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+    const struct rec *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Applies a segment's ack log; a damaged entry is skipped byte by byte. */
+static void load_acks(struct pg_spool *s, struct seg *g)
+{
+    char path[4096];
+    int fd;
+    uint8_t *buf;
+    size_t len, off = 0;
+
+    seg_path(s, g->seq, "ack", path, sizeof(path));
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    if (read_all(fd, &buf, &len) != 0) {
+        close(fd);
+        return;
+    }
+    close(fd);
+    while (off + PG_SPOOL_ACK_SIZE <= len) {
+        const uint8_t *p = buf + off;
+        if (get32(p) == PG_SPOOL_ACK_MAGIC && get32(p + 4) == (uint32_t)crc32(0L, p + 8, 8)) {
+            struct rec *r = rec_find(g, get64(p + 8));
+            if (r != NULL && !r->acked) {
+                r->acked = true;
+                g->n_acked++;
+            }
+            off += PG_SPOOL_ACK_SIZE;
+        } else {
+            off++;
+        }
+    }
+    free(buf);
+}
+
+static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_status *st)
+{
+    char path[4096];
+    struct seg *g = seg_new(seq);
+    struct load_ctx lc = {0};
+    struct pg_spool_parse_stats ps;
+    uint8_t *buf;
+    size_t len;
+
+    if (g == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", s->dir);
+    }
+    seg_path(s, seq, "seg", path, sizeof(path));
+    g->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (g->fd < 0 || read_all(g->fd, &buf, &len) != 0) {
+        int e = errno;
+        seg_free(g);
+        return pg_status_set(st, PG_ERR_IO, "spool: cannot read %s: %s", path, strerror(e));
+    }
+    lc.g = g;
+    pg_spool_parse(buf, len, on_record, &lc, &ps);
+    free(buf);
+    if (lc.oom) {
+        seg_free(g);
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", path);
+    }
+    if (g->n > 1) {
+        qsort(g->recs, g->n, sizeof(*g->recs), rec_cmp);
+    }
+    g->bytes = len;
+    g->old = true;
+    if (ps.corrupt || ps.truncated) {
+        pg_log_warn(lname(s),
+                    "spool segment %s: %" PRIu64 " valid records; skipped %" PRIu64
+                    " corrupt region(s)%s; the skipped data is lost",
+                    path, ps.records, ps.corrupt,
+                    ps.truncated ? " and a truncated record at the end" : "");
+    }
+    s->stats.corrupt += ps.corrupt;
+    s->stats.truncated += ps.truncated;
+    if (lc.any && lc.max_id >= s->next_id) {
+        s->next_id = lc.max_id + 1;
+    }
+    load_acks(s, g);
+    if (!segs_push(s, g)) {
+        seg_free(g);
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", s->dir);
+    }
+    s->stats.segments++;
+    s->stats.disk_bytes += g->bytes;
+    for (size_t i = 0; i < g->n; i++) {
+        if (!g->recs[i].acked) {
+            s->stats.pending++;
+            s->stats.replay_pending++;
+            s->stats.pending_bytes += g->recs[i].len;
+        }
+    }
+    if (g->n_acked == g->n) {
+        seg_remove(s, s->n_segs - 1); /* nothing left to deliver in it */
+    }
+    return PG_ERR_OK;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static enum pg_err scan_dir(struct pg_spool *s, struct pg_status *st)
+{
+    DIR *d = opendir(s->dir);
+    struct dirent *de;
+    uint64_t *seqs = NULL;
+    size_t n = 0, cap = 0;
+    enum pg_err err = PG_ERR_OK;
+
+    if (d == NULL) {
+        return pg_status_set(st, PG_ERR_IO, "spool: cannot list %s: %s", s->dir, strerror(errno));
+    }
+    while ((de = readdir(d)) != NULL) {
+        char *end;
+        uint64_t seq;
+        if (strlen(de->d_name) != 20 || strcmp(de->d_name + 16, ".seg") != 0) {
+            continue;
+        }
+        errno = 0;
+        seq = strtoull(de->d_name, &end, 16);
+        if (errno != 0 || end != de->d_name + 16) {
+            continue;
+        }
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            uint64_t *v = realloc(seqs, ncap * sizeof(*v));
+            if (v == NULL) {
+                err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory listing %s", s->dir);
+                goto out;
+            }
+            seqs = v;
+            cap = ncap;
+        }
+        seqs[n++] = seq;
+    }
+    if (n > 1) {
+        qsort(seqs, n, sizeof(*seqs), u64_cmp);
+    }
+    for (size_t i = 0; i < n && err == PG_ERR_OK; i++) {
+        err = load_segment(s, seqs[i], st);
+        if (seqs[i] >= s->next_seq) {
+            s->next_seq = seqs[i] + 1;
+        }
+    }
+out:
+    free(seqs);
+    closedir(d);
+    return err;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char buf[4096];
+    size_t len = strlen(dir);
+
+    if (len == 0 || len >= sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0750) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+static void storage_untrack(struct pg_spool *s);
+
+enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **out,
+                          struct pg_status *st)
+{
+    struct pg_spool *s;
+    char path[4096];
+    enum pg_err err;
+
+    *out = NULL;
+    if (opt == NULL || opt->dir == NULL || opt->dir[0] == '\0') {
+        return pg_status_set(st, PG_ERR_CONFIG, "spool: no directory given");
+    }
+    if (strlen(opt->dir) > 4000) {
+        return pg_status_set(st, PG_ERR_CONFIG, "spool: directory path too long");
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->lock_fd = -1;
+    s->dir_fd = -1;
+    s->dir = strdup(opt->dir);
+    s->log_name = opt->log_name ? strdup(opt->log_name) : NULL;
+    s->max_bytes = opt->max_bytes ? opt->max_bytes : DEFAULT_MAX_BYTES;
+    s->segment_bytes = opt->segment_bytes ? opt->segment_bytes : DEFAULT_SEGMENT_BYTES;
+    s->fsync = opt->fsync;
+    s->fsync_interval_ns =
+        opt->fsync_interval_ns > 0 ? opt->fsync_interval_ns : DEFAULT_FSYNC_INTERVAL_NS;
+    s->next_id = 1;
+    s->next_seq = 1;
+    if (s->dir == NULL || (opt->log_name && s->log_name == NULL)) {
+        pg_spool_close(s);
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
+    }
+    if (mkdir_p(s->dir) != 0) {
+        err = pg_status_set(st, PG_ERR_IO, "spool: cannot create directory %s: %s", s->dir,
+                            strerror(errno));
+        pg_spool_close(s);
+        return err;
+    }
+    s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "%s/LOCK", s->dir);
+    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (s->dir_fd < 0 || s->lock_fd < 0) {
+        err = pg_status_set(st, PG_ERR_IO, "spool: cannot open %s: %s", path, strerror(errno));
+        pg_spool_close(s);
+        return err;
+    }
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        err = pg_status_set(st, errno == EWOULDBLOCK ? PG_ERR_BUSY : PG_ERR_IO,
+                            "spool: directory %s is in use by another process (%s)", s->dir,
+                            strerror(errno));
+        pg_spool_close(s);
+        return err;
+    }
+    err = scan_dir(s, st);
+    if (err != PG_ERR_OK) {
+        pg_spool_close(s);
+        return err;
+    }
+    s->boot_id = s->next_id;
+    s->last_sync_ns = mono_ns();
+    if (s->stats.replay_pending > 0 || s->stats.corrupt > 0 || s->stats.truncated > 0) {
+        pg_log_info(lname(s),
+                    "spool %s: %" PRIu64 " record(s) (%" PRIu64 " bytes) to replay from %" PRIu64
+                    " segment(s); %" PRIu64 " corrupt, %" PRIu64 " truncated skipped",
+                    s->dir, s->stats.replay_pending, s->stats.pending_bytes, s->stats.segments,
+                    s->stats.corrupt, s->stats.truncated);
+    }
+    *out = s;
+    return PG_ERR_OK;
+}
+
+static int sync_active(struct pg_spool *s)
+{
+    int rc = 0;
+    if (s->active != NULL && s->active->fd >= 0 && fdatasync(s->active->fd) != 0) {
+        rc = -1;
+    }
+    s->last_sync_ns = mono_ns();
+    s->dirty = false;
+    return rc;
+}
+
+void pg_spool_close(struct pg_spool *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    storage_untrack(s);
+    if (s->dirty) {
+        (void)sync_active(s);
+    }
+    for (size_t i = 0; i < s->n_segs; i++) {
+        if (s->segs[i]->n_acked == s->segs[i]->n && s->lock_fd >= 0) {
+            s->active = s->segs[i] == s->active ? NULL : s->active;
+            seg_remove(s, i);
+            i--;
+        }
+    }
+    for (size_t i = 0; i < s->n_segs; i++) {
+        if (s->segs[i]->ack_fd >= 0) {
+            (void)fdatasync(s->segs[i]->ack_fd);
+        }
+        seg_free(s->segs[i]);
+    }
+    free(s->segs);
+    if (s->lock_fd >= 0) {
+        close(s->lock_fd); /* releases the flock */
+    }
+    if (s->dir_fd >= 0) {
+        close(s->dir_fd);
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s->dir);
+    free(s->log_name);
+    free(s);
+}
+
+/* Starts a new active segment (the old one stays until all of it is acked). */
+static enum pg_err rotate(struct pg_spool *s, struct pg_status *st)
+{
+    char path[4096];
+    struct seg *g;
+    struct seg *prev = s->active;
+
+    g = seg_new(s->next_seq);
+    if (g == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
+    }
+    seg_path(s, g->seq, "seg", path, sizeof(path));
+    g->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+    if (g->fd < 0) {
+        int e = errno;
+        seg_free(g);
+        if (e == ENOSPC || e == EDQUOT) {
+            s->stats.refused_disk++;
+            return pg_status_set(st, PG_ERR_BUSY, "spool: disk full under %s: %s", s->dir,
+                                 strerror(e));
+        }
+        return pg_status_set(st, PG_ERR_IO, "spool: cannot create %s: %s", path, strerror(e));
+    }
+    if (s->dirty) {
+        (void)sync_active(s); /* the previous active segment must be durable too */
+    }
+    if (!segs_push(s, g)) {
+        (void)unlink(path);
+        seg_free(g);
+        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
+    }
+    s->next_seq++;
+    s->stats.segments++;
+    s->active = g;
+    if (s->fsync == PG_SPOOL_FSYNC_ALWAYS && s->dir_fd >= 0) {
+        (void)fsync(s->dir_fd); /* the new name must survive a crash too */
+    }
+    if (prev != NULL && prev->n_acked == prev->n) {
+        for (size_t i = 0; i < s->n_segs; i++) {
+            if (s->segs[i] == prev) {
+                seg_remove(s, i);
+                break;
+            }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, uint64_t *id_out,
+                            struct pg_status *st)
+{
+    uint8_t hdr[PG_SPOOL_HDR_SIZE];
+    struct iovec iov[2];
+    uint64_t id, need = PG_SPOOL_HDR_SIZE + (uint64_t)len;
+    size_t done = 0;
+    enum pg_err err = PG_ERR_OK;
+    struct seg *g;
+
+    if (len > PG_SPOOL_MAX_RECORD) {
+        return pg_status_set(st, PG_ERR_LIMIT, "spool: record of %zu bytes exceeds the %u-byte cap",
+                             len, PG_SPOOL_MAX_RECORD);
+    }
+    if (need > s->max_bytes) {
+        /* Could never fit, even empty: a retry cannot help, so not BUSY. */
+        return pg_status_set(st, PG_ERR_LIMIT,
+                             "spool: a %zu-byte request is larger than the spool max_size (%" PRIu64
+                             " bytes)", len, s->max_bytes);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->stats.disk_bytes + need > s->max_bytes) {
+        s->stats.refused_full++;
+        err = pg_status_set(st, PG_ERR_BUSY,
+                            "spool full: %" PRIu64 " of %" PRIu64 " bytes used under %s",
+                            s->stats.disk_bytes, s->max_bytes, s->dir);
+        goto out;
+    }
+    if (s->active == NULL || s->active->bytes >= s->segment_bytes) {
+        err = rotate(s, st);
+        if (err != PG_ERR_OK) {
+            goto out;
+        }
+    }
+    g = s->active;
+    id = s->next_id;
+    pg_spool_encode_header(hdr, id, data, len);
+    iov[0] = (struct iovec){hdr, sizeof(hdr)};
+    iov[1] = (struct iovec){(void *)data, len};
+    while (done < need) {
+        ssize_t w;
+        struct iovec v[2];
+        int nv = 0;
+        if (done < sizeof(hdr)) {
+            v[nv++] = (struct iovec){hdr + done, sizeof(hdr) - done};
+            v[nv++] = iov[1];
+        } else {
+            v[nv++] = (struct iovec){(uint8_t *)data + (done - sizeof(hdr)), need - done};
+        }
+        w = pwritev(g->fd, v, nv, (off_t)(g->bytes + done));
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            /* Cut the partial record off so the segment stays a clean prefix. */
+            (void)ftruncate(g->fd, (off_t)g->bytes);
+            if (e == ENOSPC || e == EDQUOT) {
+                s->stats.refused_disk++;
+                err = pg_status_set(st, PG_ERR_BUSY, "spool: disk full under %s: %s", s->dir,
+                                    strerror(e));
+            } else {
+                err = pg_status_set(st, PG_ERR_IO, "spool: write to %s failed: %s", s->dir,
+                                    strerror(e));
+            }
+            goto out;
+        }
+        done += (size_t)w;
+    }
+    s->dirty = true;
+    if (s->fsync == PG_SPOOL_FSYNC_ALWAYS ||
+        (s->fsync == PG_SPOOL_FSYNC_INTERVAL && mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+        if (sync_active(s) != 0) {
+            int e = errno;
+            (void)ftruncate(g->fd, (off_t)g->bytes);
+            err = pg_status_set(st, e == ENOSPC || e == EDQUOT ? PG_ERR_BUSY : PG_ERR_IO,
+                                "spool: fsync under %s failed: %s", s->dir, strerror(e));
+            if (e == ENOSPC || e == EDQUOT) {
+                s->stats.refused_disk++;
+            }
+            goto out;
+        }
+    }
+    if (!rec_push(g, id, g->bytes, (uint32_t)len)) {
+        (void)ftruncate(g->fd, (off_t)g->bytes);
+        err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
+        goto out;
+    }
+    g->bytes += need;
+    s->next_id++;
+    s->stats.disk_bytes += need;
+    s->stats.pending++;
+    s->stats.pending_bytes += len;
+    s->stats.appended++;
+    if (id_out != NULL) {
+        *id_out = id;
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+static enum pg_err write_ack(struct pg_spool *s, struct seg *g, uint64_t id, struct pg_status *st)
+{
+    uint8_t rec[PG_SPOOL_ACK_SIZE];
+    ssize_t w;
+
+    if (g->ack_fd < 0) {
+        char path[4096];
+        struct stat sb;
+        seg_path(s, g->seq, "ack", path, sizeof(path));
+        g->ack_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        if (g->ack_fd < 0) {
+            return pg_status_set(st, PG_ERR_IO, "spool: cannot open %s: %s", path,
+                                 strerror(errno));
+        }
+        /* A torn entry from a crash would misalign what we append next. */
+        if (fstat(g->ack_fd, &sb) == 0 && sb.st_size % PG_SPOOL_ACK_SIZE != 0) {
+            (void)ftruncate(g->ack_fd, sb.st_size - sb.st_size % PG_SPOOL_ACK_SIZE);
+        }
+    }
+    put32(rec, PG_SPOOL_ACK_MAGIC);
+    put64(rec + 8, id);
+    put32(rec + 4, (uint32_t)crc32(0L, rec + 8, 8));
+    do {
+        w = write(g->ack_fd, rec, sizeof(rec));
+    } while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)sizeof(rec)) {
+        /* Not fatal: the record is delivered again after a restart. */
+        return pg_status_set(st, PG_ERR_IO, "spool: cannot record ack under %s: %s", s->dir,
+                             w < 0 ? strerror(errno) : "short write");
+    }
+    return PG_ERR_OK;
+}
+
+static struct seg *seg_for_id(struct pg_spool *s, uint64_t id, size_t *idx)
+{
+    for (size_t i = 0; i < s->n_segs; i++) {
+        struct seg *g = s->segs[i];
+        if (g->n > 0 && id >= g->recs[0].id && id <= g->recs[g->n - 1].id) {
+            *idx = i;
+            return g;
+        }
+    }
+    return NULL;
+}
+
+enum pg_err pg_spool_ack(struct pg_spool *s, uint64_t id, struct pg_status *st)
+{
+    struct seg *g;
+    struct rec *r;
+    size_t idx = 0;
+    enum pg_err err = PG_ERR_OK;
+
+    pthread_mutex_lock(&s->mu);
+    g = seg_for_id(s, id, &idx);
+    r = g != NULL ? rec_find(g, id) : NULL;
+    if (r == NULL || r->acked) {
+        goto out;
+    }
+    mark_acked(s, g, r);
+    s->stats.acked++;
+    if (g->n_acked == g->n && g != s->active) {
+        seg_remove(s, idx);
+    } else {
+        err = write_ack(s, g, id, st);
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+enum pg_err pg_spool_sync(struct pg_spool *s, bool force, struct pg_status *st)
+{
+    enum pg_err err = PG_ERR_OK;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->dirty && (force || mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+        if (sync_active(s) != 0) {
+            err = pg_status_set(st, PG_ERR_IO, "spool: fsync under %s failed: %s", s->dir,
+                                strerror(errno));
+        }
+        for (size_t i = 0; i < s->n_segs; i++) {
+            if (s->segs[i]->ack_fd >= 0) {
+                (void)fdatasync(s->segs[i]->ack_fd);
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id,
+                                 uint8_t **data, size_t *len, struct pg_status *st)
+{
+    enum pg_err err = PG_ERR_OK;
+
+    *data = NULL;
+    *len = 0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_segs; i++) {
+        struct seg *g = s->segs[i];
+        size_t lo = 0, hi;
+        if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
+            continue;
+        }
+        /* Start past @after_id (binary search): replay stays linear overall. */
+        hi = g->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (g->recs[mid].id <= after_id) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        for (size_t j = lo; j < g->n; j++) {
+            struct rec *r = &g->recs[j];
+            uint8_t *buf;
+            uint8_t hdr[PG_SPOOL_HDR_SIZE];
+            ssize_t got;
+            if (r->acked || r->id <= after_id) {
+                continue;
+            }
+            buf = malloc(r->len ? r->len : 1);
+            if (buf == NULL) {
+                err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory replaying");
+                goto out;
+            }
+            got = pread(g->fd, hdr, sizeof(hdr), (off_t)r->off);
+            if (got == (ssize_t)sizeof(hdr)) {
+                got = pread(g->fd, buf, r->len, (off_t)(r->off + PG_SPOOL_HDR_SIZE));
+            } else {
+                got = -1;
+            }
+            if (got != (ssize_t)r->len || !header_ok(hdr) || get64(hdr + 8) != r->id ||
+                get32(hdr + 16) != body_crc(r->len, r->id, buf)) {
+                /* Changed on disk since open: skip it rather than send garbage. */
+                pg_log_warn(lname(s), "spool %s: record %" PRIu64 " failed its checksum on replay; "
+                                      "skipped", s->dir, r->id);
+                s->stats.corrupt++;
+                free(buf);
+                mark_acked(s, g, r);
+                (void)write_ack(s, g, r->id, NULL);
+                continue;
+            }
+            *id = r->id;
+            *data = buf;
+            *len = r->len;
+            goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+void pg_spool_get_stats(struct pg_spool *s, struct pg_spool_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- storage registry ----------------------------------------------------- */
+
+#define MAX_STORAGES 16
+
+struct storage_entry {
+    char *id;                     /* owned */
+    struct pg_spool_options opt;  /* dir and log_name owned */
+};
+
+static pthread_mutex_t storage_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct storage_entry storages[MAX_STORAGES];
+/* Spools opened through pg_storage_open, for pg_storage_sync_all(). */
+#define MAX_TRACKED 64
+static struct pg_spool *tracked[MAX_TRACKED];
+
+static void storage_untrack(struct pg_spool *s)
+{
+    pthread_mutex_lock(&storage_mu);
+    for (size_t i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i] == s) {
+            tracked[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&storage_mu);
+}
+
+void pg_storage_sync_all(void)
+{
+    pthread_mutex_lock(&storage_mu);
+    for (size_t i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i] != NULL) {
+            struct pg_status st;
+            if (pg_spool_sync(tracked[i], false, &st) != PG_ERR_OK) {
+                pg_log_warn(lname(tracked[i]), "%s", st.msg);
+            }
+        }
+    }
+    pthread_mutex_unlock(&storage_mu);
+}
+
+static void entry_clear(struct storage_entry *e)
+{
+    free(e->id);
+    free((char *)e->opt.dir);
+    free((char *)e->opt.log_name);
+    memset(e, 0, sizeof(*e));
+}
+
+bool pg_storage_register(const char *id, const struct pg_spool_options *opt)
+{
+    bool ok = false;
+
+    pthread_mutex_lock(&storage_mu);
+    for (size_t i = 0; i < MAX_STORAGES; i++) {
+        if (storages[i].id != NULL && strcmp(storages[i].id, id) == 0) {
+            entry_clear(&storages[i]);
+        }
+    }
+    for (size_t i = 0; i < MAX_STORAGES && !ok; i++) {
+        struct storage_entry *e = &storages[i];
+        if (e->id != NULL) {
+            continue;
+        }
+        e->id = strdup(id);
+        e->opt = *opt;
+        e->opt.dir = opt->dir ? strdup(opt->dir) : NULL;
+        e->opt.log_name = opt->log_name ? strdup(opt->log_name) : NULL;
+        if (e->id == NULL || (opt->dir && e->opt.dir == NULL) ||
+            (opt->log_name && e->opt.log_name == NULL)) {
+            entry_clear(e);
+            break;
+        }
+        ok = true;
+    }
+    pthread_mutex_unlock(&storage_mu);
+    return ok;
+}
+
+void pg_storage_unregister(const char *id)
+{
+    pthread_mutex_lock(&storage_mu);
+    for (size_t i = 0; i < MAX_STORAGES; i++) {
+        if (storages[i].id != NULL && strcmp(storages[i].id, id) == 0) {
+            entry_clear(&storages[i]);
+        }
+    }
+    pthread_mutex_unlock(&storage_mu);
+}
+
+bool pg_storage_known(const char *id)
+{
+    bool found = false;
+    pthread_mutex_lock(&storage_mu);
+    for (size_t i = 0; i < MAX_STORAGES && !found; i++) {
+        found = storages[i].id != NULL && strcmp(storages[i].id, id) == 0;
+    }
+    pthread_mutex_unlock(&storage_mu);
+    return found;
+}
+
+const char *pg_storage_ids(void)
+{
+    static char buf[512];
+    size_t off = 0;
+
+    pthread_mutex_lock(&storage_mu);
+    buf[0] = '\0';
+    for (size_t i = 0; i < MAX_STORAGES; i++) {
+        if (storages[i].id != NULL && off < sizeof(buf)) {
+            int n = snprintf(buf + off, sizeof(buf) - off, "%s%s", off ? ", " : "",
+                             storages[i].id);
+            off += n > 0 ? (size_t)n : 0;
+        }
+    }
+    pthread_mutex_unlock(&storage_mu);
+    return buf[0] ? buf : "(none)";
+}
+
+enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg_spool **out,
+                            struct pg_status *st)
+{
+    struct pg_spool_options opt;
+    char dir[4096];
+    char sub[256];
+    bool found = false;
+    size_t i;
+
+    *out = NULL;
+    pthread_mutex_lock(&storage_mu);
+    for (i = 0; i < MAX_STORAGES; i++) {
+        if (storages[i].id != NULL && strcmp(storages[i].id, storage_id) == 0) {
+            found = true;
+            break;
+        }
+    }
+    if (!found) {
+        pthread_mutex_unlock(&storage_mu);
+        return pg_status_set(st, PG_ERR_CONFIG,
+                             "storage \"%s\" is not a configured file_storage extension", storage_id);
+    }
+    opt = storages[i].opt;
+    /* One sub-directory per owner: "exporter/otlp/a" -> "exporter_otlp_a". */
+    snprintf(sub, sizeof(sub), "%s", owner);
+    for (char *p = sub; *p; p++) {
+        if (*p == '/' || *p == '\\' || *p == ':' || (*p == '.' && p == sub)) {
+            *p = '_';
+        }
+    }
+    snprintf(dir, sizeof(dir), "%s/%s", opt.dir, sub);
+    opt.dir = dir;
+    {
+        /* log_name is owned by the registry entry; the spool copies it. */
+        enum pg_err err = pg_spool_open(&opt, out, st);
+        for (size_t k = 0; err == PG_ERR_OK && k < MAX_TRACKED; k++) {
+            if (tracked[k] == NULL) {
+                tracked[k] = *out;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&storage_mu);
+        return err;
+    }
+}
