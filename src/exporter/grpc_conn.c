@@ -17,6 +17,7 @@
 #include <event2/event.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 
 #include "core/log.h"
 #include "exporter/grpc_wire.h"
@@ -53,6 +54,7 @@ struct pg_grpc_call {
     char *grpc_message;
     char *details_bin;
     bool gzip_encoding;
+    bool grpc_content; /* content-type application/grpc[+proto|...] */
     struct pg_grpc_reader reader;
 
     /* Final result, filled by finish(). */
@@ -287,6 +289,9 @@ static int header_cb(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     } else if (IS("grpc-status-details-bin")) {
         free(call->details_bin);
         call->details_bin = dupn(value, valuelen);
+    } else if (IS("content-type")) {
+        call->grpc_content = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0 &&
+                             (valuelen == 16 || value[16] == '+' || value[16] == ';');
     } else if (IS("grpc-encoding")) {
         call->gzip_encoding = valuelen == 4 && memcmp(value, "gzip", 4) == 0;
     }
@@ -305,6 +310,9 @@ static int data_chunk_cb(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     (void)ud;
     if (call == NULL) {
         return 0;
+    }
+    if (call->http_status != 200 || !call->grpc_content) {
+        return 0; /* not a gRPC body (a proxy's error page): the status decides */
     }
     pg_status_clear(&st);
     err = pg_grpc_reader_feed(&call->reader, data, len, &st);
@@ -383,6 +391,10 @@ static void complete_stream(struct pg_grpc_conn *c, struct pg_grpc_call *call, u
     if (call->http_status != 0 && call->http_status != 200) {
         finish(call, pg_grpc_code_from_http(call->http_status), "unexpected HTTP status %d",
                call->http_status);
+        return;
+    }
+    if (call->http_status == 200 && !call->grpc_content) {
+        finish(call, PG_GRPC_UNKNOWN, "response is not gRPC (content-type is not application/grpc)");
         return;
     }
     if (h2err != NGHTTP2_NO_ERROR) {
@@ -685,25 +697,24 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
         int err = EVUTIL_SOCKET_ERROR();
         int dns_err = bufferevent_socket_get_dns_error(bev);
 
+        SSL *ssl = c->cfg.tls ? bufferevent_openssl_get_ssl(bev) : NULL;
+        unsigned long e = c->cfg.tls ? bufferevent_get_openssl_error(bev) : 0;
+        long vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+
         if (dns_err != 0) {
             snprintf(why, sizeof(why), "cannot resolve %s: %s", c->cfg.host,
                      evutil_gai_strerror(dns_err));
-        } else if (c->cfg.tls && ERR_peek_error() != 0) {
-            char tlserr[300];
+        } else if (c->state == ST_CONNECTING && vr != X509_V_OK) {
+            snprintf(why, sizeof(why), "TLS: server certificate verification failed: %s",
+                     X509_verify_cert_error_string(vr));
+        } else if (e != 0) {
+            char tlserr[256];
 
-            pg_tls_last_error(tlserr, sizeof(tlserr));
-            snprintf(why, sizeof(why), "TLS: %s", tlserr);
-        } else if (c->cfg.tls && bufferevent_get_openssl_error(bev) != 0) {
-            unsigned long e;
-            char tlserr[300];
-            size_t off = 0;
-
-            tlserr[0] = '\0';
-            while ((e = bufferevent_get_openssl_error(bev)) != 0 && off + 2 < sizeof(tlserr)) {
-                ERR_error_string_n(e, tlserr + off, sizeof(tlserr) - off);
-                off = strlen(tlserr);
-            }
-            snprintf(why, sizeof(why), "TLS: %s", tlserr);
+            ERR_error_string_n(e, tlserr, sizeof(tlserr));
+            snprintf(why, sizeof(why), "TLS: %s%s", tlserr,
+                     c->state == ST_CONNECTING ? " (during the handshake: a client certificate "
+                                                 "or protocol problem?)"
+                                               : "");
         } else if (events & BEV_EVENT_EOF) {
             snprintf(why, sizeof(why), "%s", c->state == ST_READY ? "connection closed by server"
                                                                   : "closed during connect");
@@ -825,7 +836,10 @@ enum pg_err pg_grpc_conn_call(struct pg_grpc_conn *c, const struct pg_grpc_reque
         return pg_status_set(st, PG_ERR_NOMEM, "no memory for a gRPC call");
     }
     pg_grpc_timeout_format(req->timeout_ns, timeout, sizeof(timeout));
-    block += strlen(c->authority) + strlen(req->path) + strlen(timeout) + 16;
+    /* Names and values of the five fixed headers, each with two NULs. */
+    block += sizeof(":method") + sizeof("POST") + sizeof(":scheme") + sizeof("https") +
+             sizeof(":authority") + strlen(c->authority) + 1 + sizeof(":path") +
+             strlen(req->path) + 1 + sizeof("grpc-timeout") + strlen(timeout) + 1;
     for (i = 0; i < req->n_headers; i++) {
         block += strlen(req->headers[i].name) + strlen(req->headers[i].value) + 2;
     }
@@ -873,6 +887,9 @@ enum pg_err pg_grpc_conn_call(struct pg_grpc_conn *c, const struct pg_grpc_reque
     c->n_active++;
     tv.tv_sec = req->timeout_ns / 1000000000LL;
     tv.tv_usec = (req->timeout_ns % 1000000000LL) / 1000;
+    /* The loop's cached time may predate a long encode/split: refresh it so
+     * the deadline counts from now. */
+    event_base_update_cache_time(c->base);
     evtimer_add(call->deadline, &tv);
     switch (c->state) {
     case ST_IDLE:
