@@ -4,8 +4,7 @@
 
 #include "core/component.h"
 
-/* Weak while the components are being written: a missing one is skipped. */
-#define PG_DECLARE(sym) extern const struct pg_component_ops sym __attribute__((weak))
+#define PG_DECLARE(sym) extern const struct pg_component_ops sym
 PG_DECLARE(pg_receiver_pprof);
 PG_DECLARE(pg_processor_transform);
 PG_DECLARE(pg_processor_resource);

@@ -85,8 +85,7 @@ struct pg_component_ops {
     void (*destroy)(void *state);
 };
 
-/* The registry (defined in src/components.c, above core). NULL-terminated;
- * entries may be NULL-skipped while components are being written. */
+/* The registry (defined in src/components.c, above core). NULL-terminated. */
 extern const struct pg_component_ops *const pg_components[];
 extern const size_t pg_components_count;
 /* Finds @type (or its alias) of @kind in @registry (@n entries). */

@@ -1,2 +1,0 @@
-/* Keeps pg_selfprof non-empty before the heap sampler lands. */
-typedef int pg_selfprof_keep_;
