@@ -417,7 +417,8 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
 {
     static const char *const tel_keys[] = {"logs", "metrics", "resource", "traces", NULL};
     static const char *const log_keys[] = {"level", "encoding", "output_paths", NULL};
-    static const char *const met_keys[] = {"address", "level", NULL};
+    /* `auth` is pprofgate's own: the admin endpoints' auth block for /metrics. */
+    static const char *const met_keys[] = {"address", "level", "auth", NULL};
     const struct pg_cfg_node *logs;
     const struct pg_cfg_node *met;
 
@@ -451,10 +452,14 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
     check_keys(svc, met, "service::telemetry::metrics", met_keys);
     if (met != NULL) {
         const struct pg_cfg_node *addr = pg_cfg_get(met, "address");
+        const struct pg_cfg_node *auth = pg_cfg_get(met, "auth");
         (void)pg_cfg_get(met, "level");
         if (addr != NULL && addr->kind == PG_CFG_SCALAR && addr->value[0] != '\0') {
             *metrics_addr = addr->value;
             *metrics_node = addr;
+        } else if (auth != NULL) {
+            pg_diag_add(svc->diag, auth, "service::telemetry::metrics::auth",
+                        "auth has no effect without address (where /metrics is served)");
         }
     }
 }
@@ -625,7 +630,11 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
             struct def *d = &svc->defs[svc->n_defs]; /* spare slot allocated above */
             struct pg_cfg_node *map = pg_arena_zalloc(cfg->arena, sizeof(*map));
             struct pg_cfg_node *k = pg_arena_zalloc(cfg->arena, sizeof(*k));
-            if (map && k) {
+            /* The metrics section's `auth` goes with the endpoint. */
+            const struct pg_cfg_node *mauth =
+                pg_cfg_get(pg_cfg_get(pg_cfg_get(service, "telemetry"), "metrics"), "auth");
+            struct pg_cfg_node *ak = mauth ? pg_arena_zalloc(cfg->arena, sizeof(*ak)) : NULL;
+            if (map && k && (mauth == NULL || ak != NULL)) {
                 *k = *metrics_node;
                 k->kind = PG_CFG_SCALAR;
                 k->value = "endpoint";
@@ -633,12 +642,18 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                 map->file = metrics_node->file;
                 map->line = metrics_node->line;
                 map->col = metrics_node->col;
-                map->n = 1;
-                map->keys = pg_arena_calloc(cfg->arena, 1, sizeof(void *));
-                map->items = pg_arena_calloc(cfg->arena, 1, sizeof(void *));
+                map->n = mauth ? 2 : 1;
+                map->keys = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
+                map->items = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
                 if (map->keys && map->items) {
                     map->keys[0] = k;
                     map->items[0] = (struct pg_cfg_node *)metrics_node;
+                    if (mauth != NULL) {
+                        *ak = *k;
+                        ak->value = "auth";
+                        map->keys[1] = ak;
+                        map->items[1] = (struct pg_cfg_node *)mauth;
+                    }
                     d->kind = PG_KIND_EXTENSION;
                     d->id = "telemetry_metrics";
                     d->key = metrics_node;

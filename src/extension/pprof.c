@@ -23,29 +23,22 @@
 #define SYMBOL_BODY_MAX ((size_t)1 << 20)
 #define MAX_DELTA_SECONDS 3600
 
-struct pprof_cfg {
-    char *endpoint;
+struct pending;
+
+/* The state; the field table binds into it (the shared keys into .http). */
+struct pprof_ext {
+    struct pg_admin_http http; /* first: the shared lifecycle takes the state as this */
     uint64_t heap_sample_rate;
+    struct pending *pending;   /* ?seconds=N requests waiting for their timer */
 };
+_Static_assert(offsetof(struct pprof_ext, http) == 0, "admin state must start with http");
 
 static const struct pg_field pprof_fields[] = {
-    {"endpoint", PG_FT_STR, offsetof(struct pprof_cfg, endpoint), "localhost:1777", 0, 0, NULL,
-     NULL, PG_NO_PRESENT, "host:port of /debug/pprof/ (loopback by default)"},
-    {"heap_sample_rate", PG_FT_BYTES, offsetof(struct pprof_cfg, heap_sample_rate), "524288", 0,
+    PG_ADMIN_HTTP_FIELDS("localhost:1777", "host:port of /debug/pprof/ (loopback by default)"),
+    {"heap_sample_rate", PG_FT_BYTES, offsetof(struct pprof_ext, heap_sample_rate), "524288", 0,
      1099511627776.0, NULL, NULL, PG_NO_PRESENT,
      "mean bytes between heap samples (Go's MemProfileRate); 0 = off, 1 = every allocation"},
     PG_FIELD_END,
-};
-
-struct pending;
-
-struct pprof_ext {
-    struct pg_host *host;
-    const char *log_name;
-    struct pprof_cfg cfg;
-    struct pg_admin_http http;
-    struct pending *pending; /* ?seconds=N requests waiting for their timer */
-    bool started;
 };
 
 /* A delta profile request: owned by the list in pprof_ext until replied to,
@@ -94,7 +87,7 @@ static void send_profile(struct pprof_ext *x, struct evhttp_request *req, enum p
     enum pg_err rc = base != NULL ? pg_selfprof_write_delta(a, view, base, &gz, &len, &st)
                                   : pg_selfprof_write(a, view, &gz, &len, &st);
     if (rc != PG_ERR_OK) {
-        pg_log_warn(x->log_name, "%s", pg_status_text(&st));
+        pg_log_warn(x->http.log_name, "%s", pg_status_text(&st));
         pg_admin_reply_text(&x->http, req, pg_err_http_status(rc), pg_status_text(&st));
     } else {
         char disp[64];
@@ -119,7 +112,7 @@ static void on_delta_close(struct evhttp_connection *evcon, void *arg)
 {
     (void)evcon;
     struct pending *p = arg;
-    pg_log_debug(p->x->log_name, "client left before its %s delta was ready", p->name);
+    pg_log_debug(p->x->http.log_name, "client left before its %s delta was ready", p->name);
     pending_unlink_free(p); /* evhttp frees the request itself */
 }
 
@@ -185,7 +178,7 @@ static void handle_profile(struct pprof_ext *x, struct evhttp_request *req,
     p->evcon = evhttp_request_get_connection(req);
     p->view = view;
     p->name = name;
-    p->timer = evtimer_new(x->host->base, on_delta_timer, p);
+    p->timer = evtimer_new(x->http.host->base, on_delta_timer, p);
     struct timeval tv = {seconds, 0};
     if (p->timer == NULL || evtimer_add(p->timer, &tv) != 0) {
         if (p->timer != NULL) {
@@ -255,7 +248,6 @@ static void on_request(struct evhttp_request *req, void *arg)
         pg_admin_reply_text(&x->http, req, 414, "request path too long");
         return;
     }
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
     if (strcmp(path, "/debug/pprof/symbol") == 0) {
         handle_symbol(x, req);
         return;
@@ -277,9 +269,7 @@ static void on_request(struct evhttp_request *req, void *arg)
                             "not found: see /debug/pprof/ for heap, allocs and symbol");
         return;
     }
-    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        pg_admin_reply_text(&x->http, req, 405, "method not allowed: use GET");
+    if (!pg_admin_require_get(&x->http, req)) {
         return;
     }
     if (index) {
@@ -289,54 +279,37 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
 }
 
+static const struct pg_admin_spec pprof_spec = {
+    .what = "/debug/pprof/",
+    .metric_label = "pprof",
+    .config_path = NULL,
+    .endpoint_word = "endpoint",
+    .endpoint_example = "localhost:1777",
+    .timeout_s = MAX_DELTA_SECONDS + 60, /* a ?seconds=N reply comes late */
+    .max_body = SYMBOL_BODY_MAX,
+    .on_request = on_request,
+};
+
 static enum pg_err pprof_create(const struct pg_component_ctx *ctx, void **state)
 {
-    struct pprof_ext *x = calloc(1, sizeof(*x));
-    if (x == NULL) {
-        return PG_ERR_NOMEM;
-    }
-    x->host = ctx->host;
-    x->log_name = ctx->log_name;
-    x->http.log_name = ctx->log_name;
-    x->http.what = "/debug/pprof/";
-    x->http.metric_label = "pprof";
-    char path[256];
-    snprintf(path, sizeof(path), "extensions::%s", ctx->id);
-    size_t problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pprof_fields, &x->cfg,
-                                  path);
-    char host[256];
-    unsigned port;
-    if (problems == 0 && !pg_admin_split_endpoint(x->cfg.endpoint, host, sizeof(host), &port)) {
-        pg_diag_add(ctx->diag, ctx->config ? pg_cfg_get(ctx->config, "endpoint") : NULL, path,
-                    "endpoint \"%s\" is not host:port (e.g. localhost:1777)",
-                    x->cfg.endpoint ? x->cfg.endpoint : "");
-        problems++;
-    }
-    if (problems > 0) {
-        free(x);
-        return PG_ERR_CONFIG;
-    }
-    *state = x;
-    return PG_ERR_OK;
+    return pg_admin_ext_create(ctx, &pprof_spec, pprof_fields, sizeof(struct pprof_ext), state);
 }
 
 static enum pg_err pprof_start(void *state, struct pg_status *st)
 {
     struct pprof_ext *x = state;
-    pg_selfprof_set_rate(x->cfg.heap_sample_rate);
+    pg_selfprof_set_rate(x->heap_sample_rate);
     if (!pg_selfprof_enabled()) {
-        pg_log_warn(x->log_name, "%s", pg_selfprof_why_off());
+        pg_log_warn(x->http.log_name, "%s", pg_selfprof_why_off());
     } else {
-        pg_log_info(x->log_name, "heap sampler on: one sample per %llu bytes on average",
-                    (unsigned long long)x->cfg.heap_sample_rate);
+        pg_log_info(x->http.log_name, "heap sampler on: one sample per %llu bytes on average",
+                    (unsigned long long)x->heap_sample_rate);
     }
-    enum pg_err rc = pg_admin_http_listen(&x->http, x->host->base, x->cfg.endpoint,
-                                          MAX_DELTA_SECONDS + 60, SYMBOL_BODY_MAX, on_request, x,
-                                          st);
-    x->started = rc == PG_ERR_OK;
-    return rc;
+    return pg_admin_ext_start(x, st);
 }
 
+/* Pending deltas are answered 503 before the listener goes (freeing evhttp
+ * would drop them silently). */
 static void pprof_shutdown(void *state)
 {
     struct pprof_ext *x = state;
@@ -346,17 +319,15 @@ static void pprof_shutdown(void *state)
         pg_admin_reply_text(&x->http, p->req, 503, "pprofgate is shutting down");
         pending_unlink_free(p);
     }
-    pg_admin_http_close(&x->http);
+    pg_admin_ext_shutdown(x);
 }
 
 static void pprof_destroy(void *state)
 {
-    struct pprof_ext *x = state;
-    if (x == NULL) {
-        return;
+    if (state != NULL) {
+        pprof_shutdown(state);
     }
-    pprof_shutdown(x);
-    free(x);
+    pg_admin_ext_destroy(state);
 }
 
 const struct pg_component_ops pg_extension_pprof = {

@@ -15,26 +15,21 @@
 #include <event2/http.h>
 
 #include "core/component.h"
-#include "core/log.h"
 #include "core/metrics.h"
 #include "extension/admin_http.h"
 #include "selfprof/selfprof.h"
 
-struct metrics_cfg {
-    char *endpoint;
-};
-
-static const struct pg_field metrics_fields[] = {
-    {"endpoint", PG_FT_STR, offsetof(struct metrics_cfg, endpoint), "localhost:8888", 0, 0, NULL,
-     NULL, PG_NO_PRESENT, "host:port of /metrics (loopback by default)"},
-    PG_FIELD_END,
-};
-
+/* The state: only the shared part (endpoint, auth, listener). */
 struct metrics_ext {
-    struct pg_host *host;
-    const char *log_name;
-    struct metrics_cfg cfg;
-    struct pg_admin_http http;
+    struct pg_admin_http http; /* first: the shared lifecycle takes the state as this */
+};
+_Static_assert(offsetof(struct metrics_ext, http) == 0, "admin state must start with http");
+
+/* The service synthesizes {endpoint: <address>, auth: <auth>} from
+ * service::telemetry::metrics. */
+static const struct pg_field metrics_fields[] = {
+    PG_ADMIN_HTTP_FIELDS("localhost:8888", "host:port of /metrics (loopback by default)"),
+    PG_FIELD_END,
 };
 
 static struct timespec g_start_mono;
@@ -138,10 +133,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         pg_admin_reply_text(&x->http, req, 404, "not found: metrics are at /metrics");
         return;
     }
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
-    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        pg_admin_reply_text(&x->http, req, 405, "method not allowed: use GET");
+    if (!pg_admin_require_get(&x->http, req)) {
         return;
     }
     char *text = NULL;
@@ -157,58 +149,27 @@ static void on_request(struct evhttp_request *req, void *arg)
     free(text);
 }
 
+static const struct pg_admin_spec metrics_spec = {
+    .what = "/metrics",
+    .metric_label = "telemetry_metrics",
+    .config_path = "service::telemetry::metrics",
+    .endpoint_word = "address",
+    .endpoint_example = "localhost:8888",
+    .timeout_s = 30,
+    .max_body = 4096,
+    .on_request = on_request,
+};
+
 static enum pg_err metrics_create(const struct pg_component_ctx *ctx, void **state)
 {
-    struct metrics_ext *x = calloc(1, sizeof(*x));
-    if (x == NULL) {
-        return PG_ERR_NOMEM;
-    }
-    x->host = ctx->host;
-    x->log_name = ctx->log_name;
-    x->http.log_name = ctx->log_name;
-    x->http.what = "/metrics";
-    x->http.metric_label = "telemetry_metrics";
-    char path[256];
-    snprintf(path, sizeof(path), "service::telemetry::metrics");
-    size_t problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, metrics_fields,
-                                  &x->cfg, path);
-    char host[256];
-    unsigned port;
-    if (problems == 0 && !pg_admin_split_endpoint(x->cfg.endpoint, host, sizeof(host), &port)) {
-        pg_diag_add(ctx->diag, ctx->config ? pg_cfg_get(ctx->config, "endpoint") : NULL, path,
-                    "address \"%s\" is not host:port (e.g. localhost:8888)",
-                    x->cfg.endpoint ? x->cfg.endpoint : "");
-        problems++;
-    }
-    if (problems > 0) {
-        free(x);
-        return PG_ERR_CONFIG;
-    }
-    *state = x;
-    return PG_ERR_OK;
+    return pg_admin_ext_create(ctx, &metrics_spec, metrics_fields, sizeof(struct metrics_ext),
+                               state);
 }
 
 static enum pg_err metrics_start(void *state, struct pg_status *st)
 {
-    struct metrics_ext *x = state;
     register_process_metrics();
-    return pg_admin_http_listen(&x->http, x->host->base, x->cfg.endpoint, 30, 4096, on_request, x,
-                                st);
-}
-
-static void metrics_shutdown(void *state)
-{
-    struct metrics_ext *x = state;
-    pg_admin_http_close(&x->http);
-}
-
-static void metrics_destroy(void *state)
-{
-    struct metrics_ext *x = state;
-    if (x != NULL) {
-        pg_admin_http_close(&x->http);
-        free(x);
-    }
+    return pg_admin_ext_start(state, st);
 }
 
 const struct pg_component_ops pg_extension_telemetry_metrics = {
@@ -221,7 +182,7 @@ const struct pg_component_ops pg_extension_telemetry_metrics = {
     .start = metrics_start,
     .process = NULL,
     .consume = NULL,
-    .shutdown = metrics_shutdown,
+    .shutdown = pg_admin_ext_shutdown,
     .idle = NULL,
-    .destroy = metrics_destroy,
+    .destroy = pg_admin_ext_destroy,
 };
