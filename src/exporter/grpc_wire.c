@@ -4,6 +4,8 @@
  * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
 #include "exporter/grpc_wire.h"
 
+#include "core/hex.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,20 +160,6 @@ bool pg_grpc_timeout_parse(const char *s, size_t len, int64_t *ns)
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 size_t pg_grpc_message_decode(const char *in, size_t len, char *out)
 {
     size_t o = 0;
@@ -180,8 +168,8 @@ size_t pg_grpc_message_decode(const char *in, size_t len, char *out)
         int hi;
         int lo;
 
-        if (in[i] == '%' && i + 2 < len && (hi = hexval(in[i + 1])) >= 0 &&
-            (lo = hexval(in[i + 2])) >= 0) {
+        if (in[i] == '%' && i + 2 < len && (hi = pg_hex_digit((unsigned char)in[i + 1])) >= 0 &&
+            (lo = pg_hex_digit((unsigned char)in[i + 2])) >= 0) {
             out[o++] = (char)(hi * 16 + lo);
             i += 2;
         } else {

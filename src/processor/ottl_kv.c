@@ -5,6 +5,8 @@
  * give the same attributes; the second is what the SDKs' header format needs. */
 #include "processor/ottl_kv.h"
 
+#include "core/hex.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,20 +361,6 @@ enum pg_err pg_ottl_parse_key_value(struct pg_arena *a, const char *src, const c
     return PG_ERR_OK;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 static bool utf8_valid(const unsigned char *s, size_t n)
 {
     size_t i = 0;
@@ -439,8 +427,8 @@ static bool pct_decode(const char *s, size_t n, char *dst)
             if (i + 2 >= n) {
                 return false;
             }
-            hi = hexval(s[i + 1]);
-            lo = hexval(s[i + 2]);
+            hi = pg_hex_digit((unsigned char)s[i + 1]);
+            lo = pg_hex_digit((unsigned char)s[i + 2]);
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
                 return false;
             }

@@ -4,6 +4,7 @@
  * CRYPTO_memcmp, so neither its length nor its content leaks through timing.
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
+#include "core/hex.h"
 #include "receiver/auth.h"
 
 #include <ctype.h>
@@ -85,15 +86,6 @@ static void creds_free(struct creds *c)
     free(c->v);
     c->v = NULL;
     c->n = 0;
-}
-
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9') {
-        return ch - '0';
-    }
-    ch = tolower(ch);
-    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
 }
 
 static char *read_file(const char *path, size_t *len, struct stat *sb, struct pg_status *st)
@@ -205,7 +197,8 @@ static bool load_basic(const char *path, struct creds *out, struct stat *sb, str
                 break;
             }
             for (int i = 0; i < DIGEST_LEN; i++) {
-                int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+                int hi = pg_hex_digit((unsigned char)hex[2 * i]);
+                int lo = pg_hex_digit((unsigned char)hex[2 * i + 1]);
                 if (hi < 0 || lo < 0) {
                     pg_status_set(st, PG_ERR_CONFIG, "%s:%d: {SHA256} value is not hex", path,
                                   lineno);
