@@ -189,46 +189,57 @@ static void print_series(FILE *out, const char *name, const char *suffix, const 
     }
 }
 
+static void render_series(FILE *out, struct pg_metric *m)
+{
+    if (m->type == M_HISTOGRAM) {
+        uint64_t cum = 0;
+        double sum;
+        uint64_t bits = __atomic_load_n(&m->sum_bits, __ATOMIC_RELAXED);
+        char le[64];
+        memcpy(&sum, &bits, sizeof(sum));
+        for (size_t i = 0; i <= m->n_buckets; i++) {
+            cum += __atomic_load_n(&m->counts[i], __ATOMIC_RELAXED);
+            if (i < m->n_buckets) {
+                snprintf(le, sizeof(le), "le=\"%g\"", m->bounds[i]);
+            } else {
+                snprintf(le, sizeof(le), "le=\"+Inf\"");
+            }
+            print_series(out, m->name, "_bucket", m->labels, le);
+            fprintf(out, " %llu\n", (unsigned long long)cum);
+        }
+        print_series(out, m->name, "_sum", m->labels, NULL);
+        fprintf(out, " %.9g\n", sum);
+        print_series(out, m->name, "_count", m->labels, NULL);
+        fprintf(out, " %llu\n", (unsigned long long)__atomic_load_n(&m->count, __ATOMIC_RELAXED));
+    } else {
+        int64_t v = m->type == M_GAUGE_FN && m->fn ? m->fn(m->fn_arg) : pg_metric_value(m);
+        print_series(out, m->name, "", m->labels, NULL);
+        fprintf(out, " %lld\n", (long long)v);
+    }
+}
+
 void pg_metrics_render(FILE *out)
 {
     pthread_mutex_lock(&reg_lock);
+    /* The text format wants every series of a family in one group, under
+     * one HELP/TYPE: walk families in first-registered order. */
     for (struct pg_metric *m = reg_head; m != NULL; m = m->next) {
-        int first = 1;
-        /* HELP/TYPE once per family: only when no earlier series had the name. */
+        bool first = true;
         for (struct pg_metric *p = reg_head; p != m; p = p->next) {
             if (strcmp(p->name, m->name) == 0) {
-                first = 0;
+                first = false;
                 break;
             }
         }
-        if (first) {
-            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
-                    type_name(m->type));
+        if (!first) {
+            continue;
         }
-        if (m->type == M_HISTOGRAM) {
-            uint64_t cum = 0;
-            double sum;
-            uint64_t bits = __atomic_load_n(&m->sum_bits, __ATOMIC_RELAXED);
-            char le[64];
-            memcpy(&sum, &bits, sizeof(sum));
-            for (size_t i = 0; i <= m->n_buckets; i++) {
-                cum += __atomic_load_n(&m->counts[i], __ATOMIC_RELAXED);
-                if (i < m->n_buckets) {
-                    snprintf(le, sizeof(le), "le=\"%g\"", m->bounds[i]);
-                } else {
-                    snprintf(le, sizeof(le), "le=\"+Inf\"");
-                }
-                print_series(out, m->name, "_bucket", m->labels, le);
-                fprintf(out, " %llu\n", (unsigned long long)cum);
+        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+                type_name(m->type));
+        for (struct pg_metric *q = m; q != NULL; q = q->next) {
+            if (strcmp(q->name, m->name) == 0) {
+                render_series(out, q);
             }
-            print_series(out, m->name, "_sum", m->labels, NULL);
-            fprintf(out, " %.9g\n", sum);
-            print_series(out, m->name, "_count", m->labels, NULL);
-            fprintf(out, " %llu\n", (unsigned long long)__atomic_load_n(&m->count, __ATOMIC_RELAXED));
-        } else {
-            int64_t v = m->type == M_GAUGE_FN && m->fn ? m->fn(m->fn_arg) : pg_metric_value(m);
-            print_series(out, m->name, "", m->labels, NULL);
-            fprintf(out, " %lld\n", (long long)v);
         }
     }
     pthread_mutex_unlock(&reg_lock);

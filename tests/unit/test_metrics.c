@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The metric registry and its Prometheus text rendering. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/metrics.h"
+#include "pg_test.h"
+
+/* Renders into a malloc'd string (caller frees). */
+static char *render(void)
+{
+    FILE *f = tmpfile();
+    char *text = NULL;
+    long n;
+
+    pg_metrics_render(f);
+    n = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)n + 1);
+    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+        text[0] = '\0';
+    }
+    fclose(f);
+    return text;
+}
+
+static int64_t answer(void *arg)
+{
+    return *(int64_t *)arg;
+}
+
+PG_TEST(test_families_are_grouped)
+{
+    struct pg_metric *a1 = pg_metric_counter("t_a", "first family", "k=\"1\"");
+    struct pg_metric *b = pg_metric_gauge("t_b", "second family", NULL);
+    struct pg_metric *a2 = pg_metric_counter("t_a", "ignored help", "k=\"2\"");
+    char *text;
+    const char *help_a;
+    const char *help_b;
+
+    CHECK(pg_metric_counter("t_a", "x", "k=\"1\"") == a1); /* same series, same handle */
+    pg_metric_add(a1, 3);
+    pg_metric_add(a2, 4);
+    pg_metric_set(b, -7);
+    text = render();
+    help_a = strstr(text, "# HELP t_a first family\n# TYPE t_a counter\nt_a{k=\"1\"} 3\nt_a{k=\"2\"} 4\n");
+    help_b = strstr(text, "# HELP t_b second family\n# TYPE t_b gauge\nt_b -7\n");
+    CHECK(help_a != NULL);
+    CHECK(help_b != NULL);
+    CHECK(strstr(text, "ignored help") == NULL);
+    CHECK(help_a < help_b);
+    free(text);
+}
+
+PG_TEST(test_histogram_and_fn_gauge)
+{
+    static const double bounds[] = {0.001, 0.01};
+    struct pg_metric *h = pg_metric_histogram("t_lat_seconds", "latency", NULL, bounds, 2);
+    int64_t v = 42;
+    char *text;
+
+    pg_metric_observe(h, 0.0005);
+    pg_metric_observe(h, 0.005);
+    pg_metric_observe(h, 5);
+    pg_metric_gauge_fn("t_fn", "computed", NULL, answer, &v);
+    text = render();
+    CHECK(strstr(text, "t_lat_seconds_bucket{le=\"0.001\"} 1\n") != NULL);
+    CHECK(strstr(text, "t_lat_seconds_bucket{le=\"0.01\"} 2\n") != NULL);
+    CHECK(strstr(text, "t_lat_seconds_bucket{le=\"+Inf\"} 3\n") != NULL);
+    CHECK(strstr(text, "t_lat_seconds_count 3\n") != NULL);
+    CHECK(strstr(text, "t_lat_seconds_sum 5.0055\n") != NULL);
+    CHECK(strstr(text, "# TYPE t_fn gauge\nt_fn 42\n") != NULL);
+    free(text);
+}
+
+PG_TEST_MAIN(PG_CASE(test_families_are_grouped), PG_CASE(test_histogram_and_fn_gauge))
