@@ -3,8 +3,10 @@
 # http load: wrk POSTs a real SDK push (gzip'd pprof + its headers) to
 #   1. bench/discard_server (libevent, reads and drops the body, 204): the baseline;
 #   2. pprofgate (receiver -> debug exporter at basic, output to /dev/null);
-# in the same run, and prints both req/s, their ratio (target >= 0.70) and
-# pprofgate's RSS sampled over its run (target: flat within +-10%).
+# in the same run, and prints both req/s, their ratio (target >= 0.70),
+# each server's CPU time per request (user + system, from /proc: robust when
+# the machine is shared, unlike req/s) and pprofgate's RSS sampled over its
+# run (target: flat within +-10%).
 # Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
 #      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture).
 set -euo pipefail
@@ -56,6 +58,10 @@ run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1
         "http://127.0.0.1:$1/v1/pprof" > "$TMP/wrk.$1" 2>&1
     grep -E '^Requests/sec' "$TMP/wrk.$1" | awk '{print $2}'
 }
+cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; } # utime + stime of a pid
+# CPU microseconds per request: ticks before, ticks after, req/s
+us_per_req() { awk -v a="$1" -v b="$2" -v r="$3" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" \
+    'BEGIN { if (r > 0) printf "%.0f", (b - a) / hz * 1e6 / (r * d); else print "?" }'; }
 
 echo "http_load: body $BODY ($(stat -c %s "$BODY") bytes), ${DURATION}s, $CONNS connections, $THREADS wrk threads"
 
@@ -63,7 +69,9 @@ echo "http_load: body $BODY ($(stat -c %s "$BODY") bytes), ${DURATION}s, $CONNS 
 "$DISCARD" 0 > "$TMP/discard.log" 2>&1 &
 PIDS+=($!)
 DPORT=$(wait_port "$TMP/discard.log" 'listening on [0-9]+')
+DT0=$(cpu_ticks "${PIDS[0]}")
 DRPS=$(run_wrk "$DPORT")
+DT1=$(cpu_ticks "${PIDS[0]}")
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
 # 2. pprofgate
@@ -93,7 +101,9 @@ RSS0=$(rss)
 STEP=$(( DURATION >= 12 ? DURATION / 12 : 1 ))
 ( for _ in $(seq 1 $(( DURATION / STEP ))); do sleep "$STEP"; rss; done ) > "$TMP/rss" &
 SAMPLER=$!
+GT0=$(cpu_ticks "$GPID")
 GRPS=$(run_wrk "$GPORT")
+GT1=$(cpu_ticks "$GPID")
 wait "$SAMPLER" 2>/dev/null || true
 NON2XX=$(grep -E 'Non-2xx' "$TMP/wrk.$GPORT" | awk '{print $NF}' || true)
 kill "$GPID"; wait "$GPID" 2>/dev/null || true
@@ -103,6 +113,7 @@ grep -E 'Latency|99%' "$TMP/wrk.$DPORT" | sed 's/^/    /'
 echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}"
 grep -E 'Latency|99%' "$TMP/wrk.$GPORT" | sed 's/^/    /'
 awk -v g="$GRPS" -v d="$DRPS" 'BEGIN { printf "ratio pprofgate/discard: %.2f (target >= 0.70)\n", g / d }'
+echo "CPU per request: discard_server $(us_per_req "$DT0" "$DT1" "$DRPS") us, pprofgate $(us_per_req "$GT0" "$GT1" "$GRPS") us (user+system)"
 echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
 sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '
     { v[NR] = $1 } END {

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-      zlib1g-dev libyaml-dev libpcre2-dev libssl-dev libunwind-dev
+      zlib1g-dev libdeflate-dev libyaml-dev libpcre2-dev libssl-dev libunwind-dev
       golang-go wrk openssl curl python3 procps)
 missing=()
 for p in "${pkgs[@]}"; do

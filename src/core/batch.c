@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/otlp_encode.h"
+
 const char *pg_metadata_get(const struct pg_metadata *md, const char *key, size_t idx)
 {
     if (md == NULL) {
@@ -71,19 +73,8 @@ void pg_batch_unref(struct pg_batch *b)
 enum pg_err pg_batch_encode(const struct pg_batch *b, struct pg_arena *arena, uint8_t **out,
                             size_t *len, struct pg_status *st)
 {
-    size_t n = protobuf_c_message_get_packed_size(&b->req->base);
-    uint8_t *buf = pg_arena_alloc(arena, n ? n : 1);
-
-    *out = NULL;
-    *len = 0;
-    if (buf == NULL) {
-        return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "no memory to encode a %zu-byte OTLP request", n);
-    }
-    protobuf_c_message_pack(&b->req->base, buf);
-    *out = buf;
-    *len = n;
-    return PG_ERR_OK;
+    /* Same bytes as protobuf_c_message_pack, each message sized once. */
+    return pg_otlp_request_encode(b->req, arena, out, len, st);
 }
 
 enum pg_err pg_batch_make_mutable(struct pg_batch **bp, struct pg_status *st)

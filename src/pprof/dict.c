@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  * ProfilesDictionary interning: one open-addressing hash table per OTLP table
  * (slots hold hash << 32 | index + 1, so rehashing never touches the
- * entries), entries allocated once in the output arena, growing pointer
- * arrays in the scratch arena copied to exact size by pg_dict_finish(). */
+ * entries), entries allocated once in the output arena. The slot and pointer
+ * arrays live in malloc'd memory (freed on growth, and all at once when the
+ * scratch arena dies): in the arena every doubling would leave its old copy
+ * behind, about as much again as the final tables. pg_dict_finish() copies the
+ * pointer arrays to exact size into the output arena. */
 #include "pprof/dict.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define K1 0x9e3779b97f4a7c15ull
@@ -13,16 +17,18 @@
 enum tab_id { T_STR, T_FUNC, T_MAP, T_LOC, T_STACK, T_ATTR, T_LINK, T_LIST, T__COUNT };
 
 struct tab {
-    void **items;   /* scratch; the entries themselves live in the out arena */
-    uint32_t *lens; /* T_STR: byte length; T_LIST: element count */
+    void **items;   /* malloc'd; the entries themselves live in the out arena */
+    uint32_t *lens; /* malloc'd, T_STR: byte length; T_LIST: element count; else NULL */
     size_t n, cap;
-    uint64_t *slots; /* scratch; 0 = empty */
+    uint64_t *slots; /* malloc'd; 0 = empty */
     size_t mask;     /* slots - 1 (power of two) */
 };
 
 struct pg_dict_builder {
     struct pg_arena *out, *scratch;
     struct tab t[T__COUNT];
+    size_t heap, heap_peak, heap_cap; /* malloc'd table bytes; cap = the scratch arena's */
+    bool heap_hit_cap;
     char *tmp;       /* scratch buffer for UTF-8 repair */
     size_t tmp_cap;
 };
@@ -71,35 +77,93 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 
 /* ---- tables ------------------------------------------------------------- */
 
+/* realloc / calloc / free with the byte count kept, bounded by the scratch arena's cap. */
+static bool heap_charge(struct pg_dict_builder *b, size_t old_size, size_t new_size)
+{
+    size_t next = b->heap - old_size + new_size;
+
+    if (b->heap_cap != 0 && next > b->heap_cap) {
+        b->heap_hit_cap = true;
+        /* Mark the scratch arena as capped too, so callers that only know the arena (and
+         * a builder that failed to start) still report LIMIT, not NOMEM. */
+        (void)pg_arena_alloc(b->scratch, b->heap_cap + 1);
+        return false;
+    }
+    return true;
+}
+
+static void heap_account(struct pg_dict_builder *b, size_t old_size, size_t new_size)
+{
+    b->heap = b->heap - old_size + new_size;
+    if (b->heap > b->heap_peak) {
+        b->heap_peak = b->heap;
+    }
+}
+
+static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size, size_t new_size)
+{
+    void *p;
+
+    if (!heap_charge(b, old_size, new_size) || (p = realloc(old, new_size)) == NULL) {
+        return NULL;
+    }
+    heap_account(b, old_size, new_size);
+    return p;
+}
+
+static void free_tables(void *arg)
+{
+    struct pg_dict_builder *b = arg;
+
+    for (int i = 0; i < T__COUNT; i++) {
+        free(b->t[i].items);
+        free(b->t[i].lens);
+        free(b->t[i].slots);
+        memset(&b->t[i], 0, sizeof(b->t[i]));
+    }
+    b->heap = 0;
+}
+
 static bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
 {
+    bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
+
     if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 64;
-        void **ni = pg_arena_realloc(b->scratch, t->items, t->cap * sizeof(void *),
-                                     ncap * sizeof(void *));
-        uint32_t *nl = pg_arena_realloc(b->scratch, t->lens, t->cap * sizeof(uint32_t),
-                                        ncap * sizeof(uint32_t));
-        if (ni == NULL || nl == NULL) {
+        size_t ncap = t->cap ? t->cap * 2 : 32;
+        void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
+        if (ni == NULL) {
             return false;
         }
         t->items = ni;
-        t->lens = nl;
+        if (with_lens) {
+            uint32_t *nl =
+                heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
+            if (nl == NULL) {
+                return false; /* items already grown: cap stays, the next push retries */
+            }
+            t->lens = nl;
+        }
         t->cap = ncap;
     }
     t->items[t->n] = item;
-    t->lens[t->n] = len;
+    if (with_lens) {
+        t->lens[t->n] = len;
+    }
     t->n++;
     return true;
 }
 
 static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
 {
-    size_t nslots = t->slots ? (t->mask + 1) * 2 : 256;
-    uint64_t *ns = pg_arena_calloc(b->scratch, nslots, sizeof(uint64_t));
+    size_t nslots = t->slots ? (t->mask + 1) * 2 : 64; /* small first: doubles */
+    size_t old_bytes = t->slots ? (t->mask + 1) * sizeof(uint64_t) : 0;
+    uint64_t *ns;
 
-    if (ns == NULL) {
+    if (!heap_charge(b, 0, nslots * sizeof(uint64_t)) ||
+        (ns = calloc(nslots, sizeof(uint64_t))) == NULL) {
         return false;
     }
+    heap_account(b, 0, nslots * sizeof(uint64_t));
     if (t->slots != NULL) {
         for (size_t i = 0; i <= t->mask; i++) {
             uint64_t s = t->slots[i];
@@ -111,6 +175,8 @@ static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
                 ns[pos] = s;
             }
         }
+        free(t->slots);
+        heap_account(b, old_bytes, 0);
     }
     t->slots = ns;
     t->mask = nslots - 1;
@@ -894,6 +960,10 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
     }
     b->out = out;
     b->scratch = scratch;
+    b->heap_cap = pg_arena_cap(scratch);
+    if (pg_arena_cleanup_add(scratch, free_tables, b) != 0) {
+        return NULL;
+    }
     /* The zero entries: each intern call below lands on index 0. */
     if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
         pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||
@@ -902,6 +972,16 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
         return NULL;
     }
     return b;
+}
+
+size_t pg_dict_heap_peak(const struct pg_dict_builder *b)
+{
+    return b->heap_peak;
+}
+
+bool pg_dict_hit_cap(const struct pg_dict_builder *b)
+{
+    return b->heap_hit_cap;
 }
 
 void pg_dict_counts(const struct pg_dict_builder *b, struct pg_dict_counts *c)

@@ -28,9 +28,10 @@ struct pg_dict_line {
     int64_t line, column;
 };
 
-/* Everything emitted (strings, messages, final tables) is allocated in @out; hash tables and
- * growing arrays live in @scratch (may be the same arena; a separate one that dies after
- * pg_dict_finish keeps the request's arena tight). The builder itself lives in @scratch.
+/* Everything emitted (strings, messages, final tables) is allocated in @out. The builder lives
+ * in @scratch (may be the same arena; a separate one that dies after pg_dict_finish keeps the
+ * request's arena tight); its hash tables and growing arrays are malloc'd and freed by a
+ * cleanup hook when @scratch is destroyed, so the builder must not outlive @scratch.
  * Index 0 of every table is pre-seeded (link_table[0] = 16 + 8 zero bytes). NULL on OOM. */
 struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_arena *scratch);
 
@@ -66,6 +67,12 @@ struct pg_dict_counts {
     size_t strings, functions, mappings, locations, stacks, attrs, links;
 };
 void pg_dict_counts(const struct pg_dict_builder *b, struct pg_dict_counts *out);
+
+/* The hash slots and pointer arrays are malloc'd (freed when @scratch is destroyed), within
+ * @scratch's cap: the most bytes they held at once, and whether a table could not grow
+ * because of the cap (then report LIMIT, like pg_arena_hit_cap). */
+size_t pg_dict_heap_peak(const struct pg_dict_builder *b);
+bool pg_dict_hit_cap(const struct pg_dict_builder *b);
 
 /* Snapshot of the tables as a ProfilesDictionary in @out (exact-size arrays). The builder
  * stays usable; entries are shared between snapshots. NULL on OOM. */

@@ -2,12 +2,20 @@
  * Bounded inflation of gzip / zlib bodies into an arena. The output buffer is
  * sized from the gzip ISIZE trailer when plausible (one allocation for the
  * common single-member case) and otherwise doubles, never past max_out + 1:
- * the extra byte is how we notice that the stream wants to go beyond the cap. */
+ * the extra byte is how we notice that the stream wants to go beyond the cap.
+ * With libdeflate (PG_HAVE_LIBDEFLATE) a single-member gzip whose ISIZE fits
+ * the cap is first decompressed in one call into exactly ISIZE bytes, about
+ * 2-3x faster than zlib (CRC and ISIZE verified); anything else (several
+ * members, a lying ISIZE, bad data) goes the zlib way, which also gives the
+ * precise error messages. */
 #include "pprof/inflate.h"
 
 #include <limits.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef PG_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 /* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
 #define PG_DEFLATE_MAX_RATIO 1032u
@@ -69,6 +77,41 @@ static enum pg_err zerr(struct pg_status *st, enum pg_inflate_format fmt, const 
                          (unsigned long)z->total_in, z->msg != NULL ? z->msg : "data error");
 }
 
+#ifdef PG_HAVE_LIBDEFLATE
+/* True with *@out / *@out_len set when libdeflate decoded the whole input as one member of
+ * exactly ISIZE <= @max_out bytes; false means "use zlib" (nothing reported). A failed try
+ * leaves its buffer in the arena: only for inputs that are odd or broken anyway. */
+static bool gunzip_whole(struct pg_arena *arena, const uint8_t *in, size_t len, size_t max_out,
+                         uint8_t **out, size_t *out_len)
+{
+    struct libdeflate_decompressor *d;
+    size_t isize, in_used = 0, out_used = 0;
+    enum libdeflate_result rc;
+    uint8_t *buf;
+
+    if (len < 18) {
+        return false;
+    }
+    isize = (size_t)in[len - 4] | (size_t)in[len - 3] << 8 | (size_t)in[len - 2] << 16 |
+            (size_t)in[len - 1] << 24;
+    if (isize > max_out || isize / PG_DEFLATE_MAX_RATIO > len) {
+        return false;
+    }
+    buf = pg_arena_alloc(arena, isize ? isize : 1);
+    if (buf == NULL || (d = libdeflate_alloc_decompressor()) == NULL) {
+        return false; /* zlib reports the cap / OOM with its usual message */
+    }
+    rc = libdeflate_gzip_decompress_ex(d, in, len, buf, isize, &in_used, &out_used);
+    libdeflate_free_decompressor(d);
+    if (rc != LIBDEFLATE_SUCCESS || in_used != len || out_used != isize) {
+        return false;
+    }
+    *out = buf;
+    *out_len = out_used;
+    return true;
+}
+#endif
+
 enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
                        enum pg_inflate_format fmt, size_t max_out, uint8_t **out, size_t *out_len,
                        struct pg_status *st)
@@ -86,6 +129,11 @@ enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
     if (fmt == PG_INFLATE_GZIP && !pg_is_gzip(in, len)) {
         return pg_status_set(st, PG_ERR_MALFORMED, "gzip: invalid header");
     }
+#ifdef PG_HAVE_LIBDEFLATE
+    if (fmt == PG_INFLATE_GZIP && gunzip_whole(arena, in, len, max_out, out, out_len)) {
+        return PG_ERR_OK;
+    }
+#endif
     memset(&z, 0, sizeof(z));
     z.zalloc = pg_arena_zalloc_cb;
     z.zfree = pg_arena_zfree_cb;

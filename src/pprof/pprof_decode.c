@@ -714,6 +714,51 @@ enum pg_err pg_pprof_sample_iter_init(struct pg_arena *a, const struct pg_pprof 
     return PG_ERR_OK;
 }
 
+static enum pg_err too_deep(const struct pg_pprof *p, size_t si, struct pg_status *st);
+
+/* Appends the packed ids in @sub to s->location_ids. */
+static enum pg_err decode_packed_locations(const struct pg_pprof *p,
+                                           struct pg_pprof_sample_iter *it, struct pg_pb sub,
+                                           size_t si, struct pg_status *st)
+{
+    struct pg_pprof_sample *s = &it->s;
+    uint64_t v;
+
+    while (sub.p < sub.end) {
+        if (!pg_pb_varint(&sub, &v)) {
+            return bad(st, "packed sample.location_id", p, sub.p);
+        }
+        if (s->n_locations >= it->cap_locations) {
+            return too_deep(p, si, st);
+        }
+        s->location_ids[s->n_locations++] = v;
+    }
+    return PG_ERR_OK;
+}
+
+/* Lazy mode: decodes the packed field held back by pg_pprof_next_sample. */
+static enum pg_err flush_pending(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                 size_t si, struct pg_status *st)
+{
+    struct pg_pprof_sample *s = &it->s;
+    struct pg_pb sub;
+
+    if (s->loc_packed == NULL) {
+        return PG_ERR_OK;
+    }
+    sub.p = s->loc_packed;
+    sub.end = s->loc_packed + s->loc_packed_len;
+    s->loc_packed = NULL;
+    s->loc_packed_len = 0;
+    return decode_packed_locations(p, it, sub, si, st);
+}
+
+enum pg_err pg_pprof_sample_locations(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                      struct pg_status *st)
+{
+    return flush_pending(p, it, it->index > 0 ? it->index - 1 : 0, st);
+}
+
 static enum pg_err decode_label(const struct pg_pprof *p, struct pg_pb r, size_t si,
                                 struct pg_pprof_label *l, struct pg_status *st)
 {
@@ -794,6 +839,8 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
         }
     }
     s->n_locations = 0;
+    s->loc_packed = NULL;
+    s->loc_packed_len = 0;
     s->n_labels = 0;
     s->values = values;
     while (r.p < r.end) {
@@ -807,6 +854,9 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
         }
         if (f == 1) {
             if (wt == PG_PB_VARINT) {
+                if ((err = flush_pending(p, it, si, st)) != PG_ERR_OK) {
+                    return err;
+                }
                 if (!pg_pb_varint(&r, &v)) {
                     return bad(st, "sample.location_id", p, at);
                 }
@@ -818,14 +868,14 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
                 if (!pg_pb_len(&r, &sub)) {
                     return bad(st, "sample.location_id", p, at);
                 }
-                while (sub.p < sub.end) {
-                    if (!pg_pb_varint(&sub, &v)) {
-                        return bad(st, "packed sample.location_id", p, sub.p);
-                    }
-                    if (s->n_locations >= it->cap_locations) {
-                        return too_deep(p, si, st);
-                    }
-                    s->location_ids[s->n_locations++] = v;
+                if (it->lazy_locations && s->n_locations == 0 && s->loc_packed == NULL) {
+                    s->loc_packed = sub.p; /* decoded on demand: the caller may know it */
+                    s->loc_packed_len = (size_t)(sub.end - sub.p);
+                    continue;
+                }
+                if ((err = flush_pending(p, it, si, st)) != PG_ERR_OK ||
+                    (err = decode_packed_locations(p, it, sub, si, st)) != PG_ERR_OK) {
+                    return err;
                 }
             } else {
                 return wrong_wt(st, "Sample", "location_id", wt);

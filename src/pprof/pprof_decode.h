@@ -98,6 +98,11 @@ struct pg_pprof_label {
 struct pg_pprof_sample {
     uint64_t *location_ids;
     size_t n_locations;
+    /* With it->lazy_locations: when the ids came as one packed field, its undecoded bytes
+     * (n_locations is then 0 until pg_pprof_sample_locations()); else NULL. Equal bytes mean
+     * equal ids, so a caller may cache per-stack work on them. */
+    const uint8_t *loc_packed;
+    size_t loc_packed_len;
     int64_t *values; /* exactly n_sample_types on success */
     struct pg_pprof_label *labels;
     size_t n_labels;
@@ -108,6 +113,7 @@ struct pg_pprof_sample_iter {
     size_t index;    /* samples returned so far */
     struct pg_pprof_sample s;
     size_t cap_locations, cap_labels;
+    bool lazy_locations; /* set after init: see pg_pprof_sample.loc_packed */
 };
 
 /* Decodes and validates @buf (uncompressed pprof) into @p; index arrays live in @scratch.
@@ -126,5 +132,9 @@ enum pg_err pg_pprof_sample_iter_init(struct pg_arena *scratch, const struct pg_
  * indexes and the stack-depth / label limits (location ids are checked by the caller). */
 enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
                                  int64_t *values, bool *done, struct pg_status *st);
+/* Decodes the pending packed location ids of the sample just returned (lazy mode) into
+ * it->s.location_ids, with the stack-depth limit; a no-op when nothing is pending. */
+enum pg_err pg_pprof_sample_locations(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                      struct pg_status *st);
 
 #endif

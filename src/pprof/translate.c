@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0
  * pprof -> OTLP Profiles. Gzip layers are peeled into a scratch arena, the
  * pprof is indexed by pprof_decode.c, and one streaming pass over the samples
- * interns stacks, attributes and links into a pg_dict_builder whose output
- * lives in the request arena. Indexes follow first use: mappings (pprof
- * order), profile 0's sample/period types, the samples, the profile
- * attributes, then the other profiles' sample types. */
+ * interns stacks (cached by their raw packed location bytes), attributes and
+ * links into a pg_dict_builder whose output lives in the request arena; each
+ * sample is kept as a small record. Then the scratch arena (inflated pprof,
+ * indexes, hash tables) is released and only then are the Sample structs
+ * built, so the two never occupy memory together. Indexes follow first use:
+ * mappings (pprof order), profile 0's sample/period types, the samples, the
+ * profile attributes, then the other profiles' sample types. */
 #include "pprof/translate.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -65,13 +69,40 @@ struct acache {
     size_t mask;
 };
 
+/* Raw packed location_id bytes -> stack index: most samples repeat a stack, and equal
+ * bytes are equal ids, so a hit skips decoding the ids, resolving each location and
+ * hashing the stack. malloc'd (no doubling leftovers), freed with the scratch arena. */
+struct scache_ent {
+    const uint8_t *p; /* into the inflated pprof */
+    uint32_t len, h;
+    int32_t stack;
+};
+
+struct scache {
+    struct scache_ent *ents;
+    size_t n, cap;
+    uint32_t *slots; /* entry + 1, 0 = empty */
+    size_t mask;
+    size_t bytes, peak; /* for the peak-memory figure */
+};
+
 struct label_group {
     int32_t key;   /* OTLP strindex */
     uint32_t first, last, count;
 };
 
+/* What a sample becomes, kept compactly until the scratch arena is gone (the
+ * Sample structs, 96 bytes per sample and type, are only allocated then). */
+struct srec {
+    const int32_t *attrs; /* shared index list in the out arena */
+    uint32_t n_attrs;
+    int32_t stack, link;
+};
+
 struct xlate {
-    struct pg_arena *out, *scratch;
+    struct pg_arena *out, *scratch; /* scratch is destroyed (NULL) before the samples exist */
+    struct pg_arena *keep;          /* struct srec array: outlives scratch, dies with the call */
+    size_t peak;                    /* max bytes held by out + scratch + keep at once */
     const struct pg_translate_opts *opts;
     struct pg_status *st;
     struct pg_pprof p;
@@ -80,6 +111,7 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
+    struct scache sc;
     uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
     size_t seen_n;
     uint32_t stamp;
@@ -90,11 +122,14 @@ struct xlate {
     size_t linebuf_cap;
     int32_t attr_folded;
     size_t trace_len, span_len;
+    size_t scratch_bytes; /* scratch footprint when it was released */
 };
 
 static enum pg_err nomem(struct xlate *x, const char *what)
 {
-    bool cap = pg_arena_hit_cap(x->out) || pg_arena_hit_cap(x->scratch);
+    bool cap = pg_arena_hit_cap(x->out) || (x->scratch != NULL && pg_arena_hit_cap(x->scratch)) ||
+               (x->keep != NULL && pg_arena_hit_cap(x->keep)) ||
+               (x->b != NULL && pg_dict_hit_cap(x->b));
     return pg_status_set(x->st, cap ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                          "pprof translation: %s while building %s",
                          cap ? "request memory limit reached" : "out of memory", what);
@@ -236,6 +271,107 @@ static int32_t location_index(struct xlate *x, uint32_t pos)
     return x->loc_otlp[pos];
 }
 
+static void scache_free(void *arg)
+{
+    struct scache *c = arg;
+
+    free(c->ents);
+    free(c->slots);
+    memset(c, 0, sizeof(*c));
+}
+
+static bool scache_grow(struct xlate *x)
+{
+    struct scache *c = &x->sc;
+    size_t nslots = c->slots ? (c->mask + 1) * 2 : 256, ncap = nslots / 2;
+    size_t old_bytes = c->slots ? (c->mask + 1) * sizeof(uint32_t) + c->cap * sizeof(*c->ents) : 0;
+    size_t new_bytes = nslots * sizeof(uint32_t) + ncap * sizeof(*c->ents);
+    size_t cap = pg_arena_cap(x->scratch);
+    uint32_t *ns;
+    struct scache_ent *ne;
+
+    if (cap != 0 && new_bytes > cap) {
+        return false;
+    }
+    if ((ns = calloc(nslots, sizeof(uint32_t))) == NULL) {
+        return false;
+    }
+    if ((ne = realloc(c->ents, ncap * sizeof(*ne))) == NULL) {
+        free(ns);
+        return false;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        size_t pos = ne[i].h & (nslots - 1);
+        while (ns[pos] != 0) {
+            pos = (pos + 1) & (nslots - 1);
+        }
+        ns[pos] = (uint32_t)i + 1;
+    }
+    free(c->slots);
+    c->slots = ns;
+    c->mask = nslots - 1;
+    c->ents = ne;
+    c->cap = ncap;
+    /* old and new slot arrays coexist for a moment */
+    c->bytes = new_bytes;
+    if (old_bytes + new_bytes > c->peak) {
+        c->peak = old_bytes + new_bytes;
+    }
+    return true;
+}
+
+/* Stack index for the sample's locations, from the cache when the packed bytes were seen. */
+static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it, size_t si,
+                                int32_t *out)
+{
+    const struct pg_pprof_sample *s = &it->s;
+    struct scache *c = &x->sc;
+    const uint8_t *raw = s->loc_packed;
+    size_t raw_len = s->loc_packed_len, pos = 0;
+    uint32_t h = 0;
+    bool cache = raw != NULL && raw_len <= UINT32_MAX;
+    enum pg_err err;
+
+    if (cache) {
+        if (c->n == c->cap && !scache_grow(x)) {
+            return nomem(x, "stacks");
+        }
+        h = (uint32_t)pg_dict_hash_bytes(raw, raw_len, 41);
+        for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
+            const struct scache_ent *e = &c->ents[c->slots[pos] - 1];
+            if (e->h == h && e->len == raw_len && memcmp(e->p, raw, raw_len) == 0) {
+                *out = e->stack;
+                return PG_ERR_OK;
+            }
+        }
+    }
+    if ((err = pg_pprof_sample_locations(&x->p, it, x->st)) != PG_ERR_OK) {
+        return err;
+    }
+    for (size_t j = 0; j < s->n_locations; j++) {
+        uint32_t lp = pg_pprof_location_pos(&x->p, s->location_ids[j]);
+        int32_t li;
+        if (lp == PG_PPROF_NONE) {
+            return pg_status_set(x->st, PG_ERR_MALFORMED,
+                                 "pprof: sample #%zu references missing location id %llu", si,
+                                 (unsigned long long)s->location_ids[j]);
+        }
+        li = x->loc_otlp[lp];
+        if (li < 0 && (li = location_index(x, lp)) < 0) {
+            return nomem(x, "locations");
+        }
+        x->stackbuf[j] = li;
+    }
+    if ((*out = pg_dict_stack(x->b, x->stackbuf, s->n_locations)) < 0) {
+        return nomem(x, "stacks");
+    }
+    if (cache) {
+        c->ents[c->n] = (struct scache_ent){raw, (uint32_t)raw_len, h, *out};
+        c->slots[pos] = (uint32_t)++c->n;
+    }
+    return PG_ERR_OK;
+}
+
 /* ---- labels -------------------------------------------------------------- */
 
 static enum key_kind key_kind(struct xlate *x, int64_t key)
@@ -299,7 +435,7 @@ static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32
 static bool acache_grow(struct xlate *x)
 {
     struct acache *c = &x->ac;
-    size_t nslots = c->slots ? (c->mask + 1) * 2 : 1024;
+    size_t nslots = c->slots ? (c->mask + 1) * 2 : 64; /* small first: doubles */
     uint32_t *ns = pg_arena_calloc(x->scratch, nslots, sizeof(uint32_t));
     struct acache_ent *ne;
 
@@ -595,14 +731,74 @@ static struct pg_otlp_kv *scope_order_attr(struct xlate *x, const uint32_t *orde
     return kv;
 }
 
+/* Arena footprints only grow, so sampling at the end of each phase finds the maximum; the
+ * dictionary's malloc'd tables count with their own peak (an upper bound). */
+static void note_peak(struct xlate *x)
+{
+    size_t now = pg_arena_footprint(x->out) + (x->keep ? pg_arena_footprint(x->keep) : 0);
+
+    if (x->scratch != NULL) {
+        now += pg_arena_footprint(x->scratch) + (x->b != NULL ? pg_dict_heap_peak(x->b) : 0) +
+               x->sc.peak;
+    }
+
+    if (now > x->peak) {
+        x->peak = now;
+    }
+}
+
+/* Last step: everything that needed the pprof (strings, hash tables) is done and the
+ * dictionary is final, so the scratch arena (inflated pprof included) goes first, then the
+ * Sample structs are written from the compact records: one contiguous block for all
+ * profiles, which share each sample's stack, link and attribute list. */
+static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt,
+                                size_t ns, const struct srec *srecs, int64_t *values,
+                                const uint32_t *order)
+{
+    static const struct pg_otlp_sample tmpl =
+        OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;
+    struct pg_otlp_sample *recs, **ptrs;
+
+    note_peak(x);
+    x->scratch_bytes = pg_arena_footprint(x->scratch) + pg_dict_heap_peak(x->b) + x->sc.peak;
+    pg_arena_destroy(x->scratch); /* the builder and its tables go with it */
+    x->scratch = NULL;
+    x->b = NULL;
+    /* One block for structs and pointers: a lone pointer array of up to a chunk would open
+     * a fresh 4 MiB arena chunk this late. Sizes are bounded by max_samples x types. */
+    recs = pg_arena_alloc(x->out, ns * nt * (sizeof(*recs) + sizeof(*ptrs)));
+    if (recs == NULL) {
+        return nomem(x, "samples");
+    }
+    ptrs = (struct pg_otlp_sample **)(recs + ns * nt);
+    for (size_t k = 0; k < nt; k++) {
+        struct pg_otlp_sample *o = recs + k * ns;
+        const int64_t *v = values + order[k];
+        prof[k].samples = ptrs + k * ns;
+        prof[k].n_samples = ns;
+        for (size_t i = 0; i < ns; i++, o++, v += nt) {
+            *o = tmpl;
+            o->stack_index = srecs[i].stack;
+            o->attribute_indices = (int32_t *)srecs[i].attrs;
+            o->n_attribute_indices = srecs[i].n_attrs;
+            o->link_index = srecs[i].link;
+            o->values = (int64_t *)v;
+            o->n_values = 1;
+            prof[k].samples[i] = o;
+        }
+    }
+    note_peak(x);
+    return PG_ERR_OK;
+}
+
 static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t pprof_len,
                          struct pg_otlp_request **out, struct pg_translate_stats *stats)
 {
     struct pg_pprof *p = &x->p;
     const size_t nt = p->n_sample_types, ns = p->n_samples;
     struct pg_otlp_profile **profiles = NULL, *prof = NULL;
-    struct pg_otlp_sample **samples = NULL;
     struct pg_otlp_valuetype *period_type;
+    struct srec *srecs = NULL;
     struct pg_pprof_sample_iter it;
     const int32_t *pattrs = NULL;
     size_t n_pattrs = 0;
@@ -635,6 +831,10 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     if ((err = pg_pprof_sample_iter_init(x->scratch, p, &it, x->st)) != PG_ERR_OK) {
         return err;
     }
+    it.lazy_locations = true;
+    if (pg_arena_cleanup_add(x->scratch, scache_free, &x->sc) != 0) {
+        return nomem(x, "the stack cache");
+    }
     x->stackbuf = pg_arena_alloc(x->scratch, (it.cap_locations + 1) * sizeof(int32_t));
     x->attrbuf = pg_arena_alloc(x->scratch, (it.cap_labels + 1) * sizeof(int32_t));
     x->label_next = pg_arena_alloc(x->scratch, (it.cap_labels + 1) * sizeof(uint32_t));
@@ -649,7 +849,7 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
 
     /* pprof's default type is its last; OTLP viewers show profiles[0]: swap first and last. */
     if (nt > 0) {
-        order = pg_arena_alloc(x->scratch, nt * sizeof(*order));
+        order = pg_arena_alloc(x->keep, nt * sizeof(*order)); /* used after scratch */
         profiles = pg_arena_alloc(x->out, nt * sizeof(*profiles));
         prof = pg_arena_alloc(x->out, nt * sizeof(*prof));
         values = pg_arena_alloc(x->out, (ns ? ns : 1) * nt * sizeof(int64_t));
@@ -673,28 +873,18 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
         return nomem(x, "profiles");
     }
     if (nt > 0 && ns > 0) {
-        struct pg_otlp_sample *recs = pg_arena_alloc(x->out, ns * nt * sizeof(*recs));
-        samples = pg_arena_alloc(x->out, ns * nt * sizeof(*samples));
-        if (recs == NULL || samples == NULL) {
+        srecs = pg_arena_alloc(x->keep, ns * sizeof(*srecs));
+        if (srecs == NULL) {
             return nomem(x, "samples");
-        }
-        for (size_t k = 0; k < nt; k++) {
-            prof[k].samples = samples + k * ns;
-            prof[k].n_samples = ns;
-            for (size_t i = 0; i < ns; i++) {
-                prof[k].samples[i] = &recs[k * ns + i];
-            }
         }
     }
 
     for (size_t i = 0; i < ns; i++) {
-        static const struct pg_otlp_sample tmpl =
-            OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;
         int64_t *row = values + i * nt;
         const struct pg_pprof_sample *s = &it.s;
         const int32_t *attrs;
         size_t n_attrs;
-        int32_t stack, link;
+        int32_t stack = 0, link = 0;
         bool done;
 
         if ((err = pg_pprof_next_sample(p, &it, row, &done, x->st)) != PG_ERR_OK) {
@@ -703,35 +893,14 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
         if (done) {
             return pg_status_set(x->st, PG_ERR_INTERNAL, "pprof: sample count changed");
         }
-        for (size_t j = 0; j < s->n_locations; j++) {
-            uint32_t pos = pg_pprof_location_pos(p, s->location_ids[j]);
-            int32_t li;
-            if (pos == PG_PPROF_NONE) {
-                return pg_status_set(x->st, PG_ERR_MALFORMED,
-                                     "pprof: sample #%zu references missing location id %llu", i,
-                                     (unsigned long long)s->location_ids[j]);
-            }
-            li = x->loc_otlp[pos];
-            if (li < 0 && (li = location_index(x, pos)) < 0) {
-                return nomem(x, "locations");
-            }
-            x->stackbuf[j] = li;
-        }
-        if ((stack = pg_dict_stack(x->b, x->stackbuf, s->n_locations)) < 0) {
-            return nomem(x, "stacks");
+        if ((err = sample_stack(x, &it, i, &stack)) != PG_ERR_OK) {
+            return err;
         }
         if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
             return err;
         }
-        for (size_t k = 0; k < nt; k++) {
-            struct pg_otlp_sample *o = prof[k].samples[i];
-            *o = tmpl;
-            o->stack_index = stack;
-            o->attribute_indices = (int32_t *)attrs;
-            o->n_attribute_indices = n_attrs;
-            o->link_index = link;
-            o->values = row + order[k];
-            o->n_values = 1;
+        if (srecs != NULL) {
+            srecs[i] = (struct srec){attrs, (uint32_t)n_attrs, stack, link};
         }
     }
 
@@ -839,6 +1008,9 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
             stats->links = req->dictionary->n_link_table - 1;
         }
     }
+    if (srecs != NULL) {
+        return make_samples(x, prof, nt, ns, srecs, values, order);
+    }
     return PG_ERR_OK;
 }
 
@@ -867,7 +1039,10 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
     x.st = st;
     /* Temporaries die with this call; the request arena keeps only the result. */
     x.scratch = pg_arena_create(pg_arena_cap(arena));
-    if (x.scratch == NULL) {
+    x.keep = pg_arena_create(pg_arena_cap(arena));
+    if (x.scratch == NULL || x.keep == NULL) {
+        pg_arena_destroy(x.scratch);
+        pg_arena_destroy(x.keep);
         return pg_status_set(st, PG_ERR_NOMEM, "pprof translation: out of memory");
     }
     if (opts->trace_id_label == NULL || opts->span_id_label == NULL) {
@@ -905,8 +1080,13 @@ done:
     if (stats != NULL) {
         stats->inflated_bytes = inflated;
         stats->raw_pprof_bytes = dlen;
-        stats->scratch_bytes = pg_arena_footprint(x.scratch);
+        note_peak(&x);
+        stats->scratch_bytes = x.scratch == NULL ? x.scratch_bytes
+                               : pg_arena_footprint(x.scratch) + x.sc.peak +
+                                     (x.b != NULL ? pg_dict_heap_peak(x.b) : 0);
+        stats->peak_bytes = x.peak;
     }
     pg_arena_destroy(x.scratch);
+    pg_arena_destroy(x.keep);
     return err;
 }

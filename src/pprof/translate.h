@@ -46,8 +46,10 @@ struct pg_translate_stats {
     size_t samples;        /* pprof samples */
     size_t sample_records; /* OTLP samples over all profiles */
     size_t profiles, links, inflated_bytes, raw_pprof_bytes;
-    size_t scratch_bytes; /* footprint of the temporary arena (inflated pprof, indexes), freed
-                           * before pg_pprof_translate returns */
+    size_t scratch_bytes; /* footprint of the temporary arena (inflated pprof, indexes, hash
+                           * tables), released before the Sample structs are allocated */
+    size_t peak_bytes;    /* most memory this call held at once: request arena + scratch +
+                           * the compact per-sample records (what one request costs) */
 };
 
 /* @body is the HTTP body after Content-Encoding was removed; gzip magic layers inside are
