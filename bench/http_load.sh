@@ -8,7 +8,8 @@
 # the machine is shared, unlike req/s) and pprofgate's RSS sampled over its
 # run (target: flat within +-10%).
 # Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
-#      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture).
+#      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture),
+#      WORKERS (receiver server.workers; unset = the receiver's default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${PG_BUILD_DIR:-build}
@@ -18,6 +19,7 @@ DURATION=${DURATION:-60}
 CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
 BODY=${BODY:-}
+WORKERS=${WORKERS:-}
 if [ -z "$BODY" ]; then
     for c in tests/fixtures/sdk/push0.pprof.gz ../shared/fixtures/sdk/push0.pprof.gz; do
         [ -f "$c" ] && { BODY=$c; break; }
@@ -80,6 +82,7 @@ receivers:
   pprof:
     server:
       endpoint: 127.0.0.1:0
+${WORKERS:+      workers: $WORKERS}
 exporters:
   debug:
     verbosity: basic

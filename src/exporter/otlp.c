@@ -20,6 +20,7 @@
 
 #include "core/component.h"
 #include "core/log.h"
+#include "core/otlp_encode.h"
 #include "core/metrics.h"
 #include "core/spool.h" /* issue 6: sending_queue.storage */
 #include "exporter/grpc_conn.h"
@@ -459,6 +460,8 @@ static bool worker_prepare(struct ox_worker *w)
     struct pg_split_result res;
     enum pg_err err = PG_ERR_NOMEM;
     bool single = false;
+    uint8_t *single_wire = NULL;
+    size_t single_len = 0;
 
     pg_status_clear(&st);
     memset(&res, 0, sizeof(res));
@@ -466,9 +469,12 @@ static bool worker_prepare(struct ox_worker *w)
         goto fail;
     }
     if (it->n_batches == 1) {
-        size_t n = protobuf_c_message_get_packed_size(&it->batches[0]->req->base);
-
-        single = n <= ex->cfg.max_request_bytes;
+        /* Encoded once: the size decides, and a request that fits is sent as is. */
+        err = pg_otlp_request_encode(it->batches[0]->req, arena, &single_wire, &single_len, &st);
+        if (err != PG_ERR_OK) {
+            goto fail;
+        }
+        single = single_len <= ex->cfg.max_request_bytes;
     }
     if (single) {
         res.parts = pg_arena_calloc(arena, 1, sizeof(*res.parts));
@@ -478,6 +484,8 @@ static bool worker_prepare(struct ox_worker *w)
         res.n_parts = 1;
         res.parts[0].req = it->batches[0]->req;
         res.parts[0].samples = it->samples;
+        res.parts[0].bytes = single_len;
+        res.parts[0].wire = single_wire;
     } else {
         srcs = calloc(it->n_batches, sizeof(*srcs));
         if (srcs == NULL) {
@@ -509,21 +517,35 @@ static bool worker_prepare(struct ox_worker *w)
     }
     w->n_parts = res.n_parts;
     for (size_t i = 0; i < res.n_parts; i++) {
-        size_t n = protobuf_c_message_get_packed_size(&res.parts[i].req->base);
-        uint8_t *raw = malloc(n ? n : 1);
+        /* Every part comes encoded (split or the single path above); the
+         * encoding lives in @arena, the wire copy is the worker's. */
+        const uint8_t *enc = res.parts[i].wire;
+        size_t n = res.parts[i].bytes;
 
-        if (raw == NULL) {
-            goto fail;
+        if (enc == NULL) {
+            uint8_t *tmp = NULL;
+
+            err = pg_otlp_request_encode(res.parts[i].req, arena, &tmp, &n, &st);
+            if (err != PG_ERR_OK) {
+                goto fail;
+            }
+            enc = tmp;
         }
-        protobuf_c_message_pack(&res.parts[i].req->base, raw);
         w->parts[i].samples = res.parts[i].samples;
         if (compression_choices[ex->cfg.compression][0] == 'g') {
-            err = pg_gzip_compress(raw, n, 6, &w->parts[i].wire, &w->parts[i].len, &st);
-            free(raw);
+            err = pg_gzip_compress(enc, n, 6, &w->parts[i].wire, &w->parts[i].len, &st);
             if (err != PG_ERR_OK) {
                 goto fail;
             }
         } else {
+            uint8_t *raw = malloc(n ? n : 1);
+
+            if (raw == NULL) {
+                goto fail;
+            }
+            if (n > 0) {
+                memcpy(raw, enc, n);
+            }
             w->parts[i].wire = raw;
             w->parts[i].len = n;
         }

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/otlp_encode.h"
 #include "pprof/dict.h"
 
 struct unit {
@@ -295,7 +296,7 @@ static struct pg_otlp_request *build(struct splitter *sp, struct pg_arena *a,
 }
 
 static bool add_part(struct splitter *sp, struct pg_otlp_request *req, size_t samples,
-                     size_t bytes)
+                     size_t bytes, const uint8_t *wire)
 {
     struct pg_split_result *res = sp->res;
 
@@ -313,6 +314,7 @@ static bool add_part(struct splitter *sp, struct pg_otlp_request *req, size_t sa
     res->parts[res->n_parts].req = req;
     res->parts[res->n_parts].samples = samples;
     res->parts[res->n_parts].bytes = bytes;
+    res->parts[res->n_parts].wire = wire;
     res->n_parts++;
     return true;
 }
@@ -330,8 +332,10 @@ static enum pg_err split_range(struct splitter *sp, size_t lo, size_t hi, struct
     struct pg_otlp_request *req;
     struct pg_arena *cand;
     struct pg_arena *scratch;
+    struct pg_arena *wire_arena;
+    uint8_t *wire = NULL;
     size_t samples;
-    size_t bytes;
+    size_t bytes = 0;
     enum pg_err err;
 
     if (lo >= hi) {
@@ -353,17 +357,33 @@ static enum pg_err split_range(struct splitter *sp, size_t lo, size_t hi, struct
                                  ? "request has a dictionary index out of range"
                                  : "no memory to rebuild a request part");
     }
-    bytes = protobuf_c_message_get_packed_size(&req->base);
+    /* The encoding is the size check; an accepted part keeps it (in its own
+     * uncapped arena, so encoding never trips the output arena's cap). */
+    wire_arena = pg_arena_create(0);
+    if (wire_arena == NULL ||
+        (err = pg_otlp_request_encode(req, wire_arena, &wire, &bytes, st)) != PG_ERR_OK) {
+        pg_arena_destroy(wire_arena);
+        pg_arena_destroy(cand);
+        return wire_arena == NULL
+                   ? pg_status_set(st, PG_ERR_NOMEM, "no memory to encode a request part")
+                   : err;
+    }
     if (sp->max_bytes == 0 || bytes <= sp->max_bytes) {
         if (pg_arena_cleanup_add(sp->out, arena_destroy_cb, cand) != 0) {
+            pg_arena_destroy(wire_arena);
             pg_arena_destroy(cand);
             return pg_status_set(st, PG_ERR_NOMEM, "no memory for request parts");
         }
-        if (!add_part(sp, req, samples, bytes)) {
+        if (pg_arena_cleanup_add(sp->out, arena_destroy_cb, wire_arena) != 0) {
+            pg_arena_destroy(wire_arena);
+            return pg_status_set(st, PG_ERR_NOMEM, "no memory for request parts");
+        }
+        if (!add_part(sp, req, samples, bytes, wire)) {
             return pg_status_set(st, PG_ERR_NOMEM, "no memory for request parts");
         }
         return PG_ERR_OK;
     }
+    pg_arena_destroy(wire_arena);
     pg_arena_destroy(cand);
     if (hi - lo == 1) {
         if (sp->units[lo].sample >= 0) {

@@ -9,6 +9,7 @@
 #define PG_EXPORTER_SPLIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/arena.h"
 #include "core/err.h"
@@ -18,6 +19,7 @@ struct pg_otlp_part {
     struct pg_otlp_request *req; /* in the output arena */
     size_t samples;              /* sample records in it */
     size_t bytes;                /* its encoded size */
+    const uint8_t *wire;         /* its encoding (pg_otlp_request_encode), in the output arena */
 };
 
 struct pg_split_result {

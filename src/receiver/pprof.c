@@ -8,15 +8,20 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -41,6 +46,8 @@
 #define MAX_HEADER_BYTES (1024 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
+/* `server.workers: -1` means one worker per online CPU, capped here. */
+#define MAX_WORKERS 64
 
 /* ---- config ---------------------------------------------------------- */
 
@@ -64,6 +71,7 @@ struct rx_server_cfg {
     int64_t max_request_headers;
     int64_t max_connections;
     int64_t max_requests_per_connection;
+    int64_t workers;
 };
 
 struct rx_self_cfg {
@@ -127,6 +135,9 @@ static const struct pg_field server_fields[] = {
       "open client connections at most; past it: 503 + Connection: close (0 = no limit)"),
     F("max_requests_per_connection", PG_FT_INT, struct rx_server_cfg, max_requests_per_connection,
       "0", 0, 1e9, "keep-alive requests before Connection: close (0 = no limit)"),
+    F("workers", PG_FT_INT, struct rx_server_cfg, workers, "-1", -1, MAX_WORKERS,
+      "threads that inflate and translate bodies off the event loop (-1 = one per online CPU, "
+      "0 = inline on the loop); see docs/receiver.md"),
     PG_FIELD_END,
 };
 
@@ -201,9 +212,11 @@ struct rx {
     bool draining;
 
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
+    struct pg_metric *m_abandoned;
     struct code_metric codes[16];
     size_t n_codes;
     struct pg_log_ratelimit rl;
+    struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
 };
 
 static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
@@ -413,6 +426,9 @@ static void metrics_init(struct rx *rx)
     rx->m_latency = pg_metric_histogram("pprofgate_receiver_translate_seconds",
                                         "Time to decode and translate one request.", labels,
                                         lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
+    rx->m_abandoned = pg_metric_counter("pprofgate_receiver_abandoned_requests_total",
+                                        "Requests dropped because the client closed its "
+                                        "connection before the answer.", labels);
 }
 
 static void count_code(struct rx *rx, int code)
@@ -561,112 +577,396 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
     return PG_ERR_OK;
 }
 
-static void handle_pprof(struct rx *rx, struct evhttp_request *req)
+/* One POST body on its way through translation. The loop thread fills the
+ * inputs and owns the job until it is queued; a worker then owns it (and its
+ * arenas) until it is on the done list; the loop thread finishes it. @req is
+ * only ever touched on the loop thread. */
+struct rx_job {
+    struct rx_job *next;
+    struct evhttp_request *req;    /* borrowed from evhttp; loop thread only */
+    size_t admitted;               /* body bytes pg_memlimit_admit()ed, released at the end */
+    double t0;
+    /* inputs */
+    struct pg_arena *scratch;      /* owned: raw body + decoded layers */
+    struct pg_arena *arena;        /* owned: becomes the batch's arena */
+    const uint8_t *raw;            /* in scratch */
+    size_t len;
+    struct pg_http_codings codings;
+    struct pg_metadata md;         /* in arena: peer address, headers */
+    enum pg_err md_err;            /* a metadata failure, reported after translation */
+    struct pg_status md_st;
+    /* outputs */
+    enum pg_err err;
+    struct pg_status st;
+    struct pg_batch *batch;        /* owned until handed to the pipeline */
+    struct pg_translate_stats stats;
+};
+
+/* Worker threads: a locked todo list in, a locked done list out, and an
+ * eventfd that wakes the loop when the done list becomes non-empty. */
+struct rx_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct rx_job *todo, **todo_tail; /* under mu */
+    struct rx_job *done, **done_tail; /* under mu */
+    bool stop;                        /* under mu */
+    pthread_t *threads;
+    size_t n_threads;
+    int efd;
+    struct event *ev;                 /* persistent EV_READ on efd */
+    size_t in_flight;                 /* loop thread only: queued, running or done */
+};
+
+static void job_free(struct rx_job *job)
+{
+    pg_arena_destroy(job->scratch);
+    pg_arena_destroy(job->arena);
+    pg_batch_unref(job->batch);
+    free(job);
+}
+
+/* Worker side (or inline): everything that needs neither the request nor
+ * the pipeline. Touches only @job, read-only config and atomic metrics. */
+static void job_run(struct rx *rx, struct rx_job *job)
+{
+    const size_t max = (size_t)rx->cfg.server.max_request_body_size;
+    struct pg_otlp_request *otlp = NULL;
+    const uint8_t *body;
+    size_t body_len = 0, inflated = 0;
+    enum pg_err err;
+
+    err = pg_http_decode_body(job->scratch, job->raw, job->len, &job->codings, max, &body,
+                              &body_len, &inflated, &job->st);
+    if (err == PG_ERR_OK) {
+        err = pg_pprof_translate(job->arena, body, body_len, &rx->topts, &otlp, &job->stats,
+                                 &job->st);
+        pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
+        pg_metric_observe(rx->m_latency, mono_seconds() - job->t0);
+    }
+    pg_arena_destroy(job->scratch);
+    job->scratch = NULL;
+    if (err != PG_ERR_OK) {
+        job->err = err;
+        return;
+    }
+    pg_metric_add(rx->m_links, job->stats.links);
+    if (job->md_err != PG_ERR_OK) {
+        job->err = job->md_err;
+        job->st = job->md_st;
+        return;
+    }
+    job->batch = pg_batch_new(job->arena, otlp); /* takes the arena, also on failure */
+    job->arena = NULL;
+    if (job->batch == NULL) {
+        job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a batch");
+        return;
+    }
+    job->batch->raw_bytes = job->len;
+    job->batch->received_unix_nano = now_unix_nano();
+    job->batch->receiver_id = rx->id;
+    job->batch->default_service_name = rx->cfg.server.default_service_name;
+    job->batch->metadata = job->md;
+    job->err = PG_ERR_OK;
+}
+
+/* True when the client closed its connection while the job was in flight:
+ * evhttp does not read while a request waits for its answer, so look at the
+ * socket itself. EOF counts as gone (as Go's server cancels the request on it). */
+static bool client_gone(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev;
+    evutil_socket_t fd;
+    char c;
+    ssize_t n;
+
+    if (evcon == NULL) {
+        return true; /* evhttp detached it: the connection is gone */
+    }
+    bev = evhttp_connection_get_bufferevent(evcon);
+    fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+    if (fd < 0) {
+        return false;
+    }
+    n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Loop thread: runs the pipeline and answers. Frees @job. */
+static void job_finish(struct rx *rx, struct rx_job *job, bool async)
+{
+    struct evhttp_request *req = job->req;
+    struct pg_batch *batch = job->batch;
+    enum pg_err err = job->err;
+
+    if (async && client_gone(req)) {
+        /* Nobody will read the answer: drop the batch (the client retries or
+         * not; either way it did not see a 204). The reply below only lets
+         * evhttp free the request and the connection. */
+        pg_metric_add(rx->m_abandoned, 1);
+        if (err == PG_ERR_OK) {
+            pg_metric_add(rx->m_refused, job->stats.sample_records);
+        }
+        pg_log_debug(rx->log_name, "client went away before its answer; request dropped");
+        evhttp_send_reply(req, 503, NULL, NULL);
+        goto out;
+    }
+    if (err != PG_ERR_OK) {
+        fail(rx, req, err, &job->st);
+        goto out;
+    }
+    job->batch = NULL;
+    /* issue 6: charged until the last exporter drops the batch. */
+    (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
+    err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
+    if (err != PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, job->stats.sample_records);
+        fail(rx, req, err, &job->st);
+        goto out;
+    }
+    pg_metric_add(rx->m_accepted, job->stats.sample_records);
+    reply(rx, req, 204, NULL);
+out:
+    pg_memlimit_release(job->admitted); /* issue 6 */
+    job_free(job);
+}
+
+static void *worker_main(void *arg)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+
+    for (;;) {
+        struct rx_job *job;
+        bool wake;
+
+        pthread_mutex_lock(&pool->mu);
+        while (pool->todo == NULL && !pool->stop) {
+            pthread_cond_wait(&pool->cv, &pool->mu);
+        }
+        if (pool->stop) {
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        job = pool->todo;
+        pool->todo = job->next;
+        if (pool->todo == NULL) {
+            pool->todo_tail = &pool->todo;
+        }
+        pthread_mutex_unlock(&pool->mu);
+
+        job->next = NULL;
+        job_run(rx, job);
+
+        pthread_mutex_lock(&pool->mu);
+        wake = pool->done == NULL;
+        *pool->done_tail = job;
+        pool->done_tail = &job->next;
+        pthread_mutex_unlock(&pool->mu);
+        if (wake) {
+            uint64_t one = 1;
+
+            /* Cannot fail short of a counter overflow; the loop drains it. */
+            (void)!write(pool->efd, &one, sizeof(one));
+        }
+    }
+}
+
+/* Loop thread: the eventfd fired; finish every completed job. */
+static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+    struct rx_job *list;
+    uint64_t n;
+
+    (void)what;
+    (void)!read(fd, &n, sizeof(n));
+    pthread_mutex_lock(&pool->mu);
+    list = pool->done;
+    pool->done = NULL;
+    pool->done_tail = &pool->done;
+    pthread_mutex_unlock(&pool->mu);
+    while (list != NULL) {
+        struct rx_job *job = list;
+
+        list = job->next;
+        pool->in_flight--;
+        job_finish(rx, job, true);
+    }
+}
+
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (int)n;
+}
+
+static enum pg_err pool_start(struct rx *rx, size_t n, struct pg_status *st)
+{
+    struct rx_pool *pool = calloc(1, sizeof(*pool));
+
+    if (pool == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->cv, NULL);
+    pool->todo_tail = &pool->todo;
+    pool->done_tail = &pool->done;
+    pool->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pool->threads = calloc(n, sizeof(*pool->threads));
+    rx->pool = pool;
+    if (pool->efd < 0 || pool->threads == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
+                             rx->log_name, strerror(errno));
+    }
+    pool->ev = event_new(rx->host->base, pool->efd, EV_READ | EV_PERSIST, on_jobs_done, rx);
+    if (pool->ev == NULL || event_add(pool->ev, NULL) != 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot watch the worker eventfd",
+                             rx->log_name);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int e = pthread_create(&pool->threads[i], NULL, worker_main, rx);
+
+        if (e != 0) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot start worker thread %zu: %s",
+                                 rx->log_name, i + 1, strerror(e));
+        }
+        pool->n_threads++;
+    }
+    return PG_ERR_OK;
+}
+
+/* Joins the workers; jobs not finished by then are answered 503 (the
+ * shutdown deadline passed) and freed. Loop thread, before evhttp_free. */
+static void pool_destroy(struct rx *rx)
+{
+    struct rx_pool *pool = rx->pool;
+    struct rx_job *lists[2];
+
+    if (pool == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    pool->stop = true;
+    pthread_cond_broadcast(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+    for (size_t i = 0; i < pool->n_threads; i++) {
+        pthread_join(pool->threads[i], NULL);
+    }
+    lists[0] = pool->done;
+    lists[1] = pool->todo;
+    for (size_t l = 0; l < 2; l++) {
+        while (lists[l] != NULL) {
+            struct rx_job *job = lists[l];
+            struct pg_status st;
+
+            lists[l] = job->next;
+            pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
+            fail(rx, job->req, PG_ERR_UNAVAILABLE, &st);
+            pg_memlimit_release(job->admitted); /* issue 6 */
+            job_free(job);
+        }
+    }
+    if (pool->ev != NULL) {
+        event_free(pool->ev);
+    }
+    if (pool->efd >= 0) {
+        close(pool->efd);
+    }
+    pthread_cond_destroy(&pool->cv);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool->threads);
+    free(pool);
+    rx->pool = NULL;
+}
+
+/* Loop thread: checks, moves the body out of evhttp, copies what the batch
+ * needs from the request, then translates inline or queues the job. Owns
+ * @admitted bytes of the memory budget (released when the job ends). */
+static void handle_pprof(struct rx *rx, struct evhttp_request *req, size_t admitted)
 {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     struct evbuffer *buf = evhttp_request_get_input_buffer(req);
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
     size_t len = evbuffer_get_length(buf);
-    struct pg_http_codings codings;
-    struct pg_status st;
-    struct pg_arena *scratch = NULL, *arena = NULL;
-    struct pg_translate_stats stats;
-    struct pg_otlp_request *otlp = NULL;
-    struct pg_batch *batch;
-    const uint8_t *body;
-    size_t body_len = 0, inflated = 0;
-    uint8_t *raw;
+    struct rx_job *job;
     enum pg_err err;
-    double t0 = mono_seconds();
+    uint8_t *raw;
 
-    pg_status_clear(&st);
-    memset(&stats, 0, sizeof(stats));
-    err = request_codings(rx, in, &codings, &st);
-    if (err != PG_ERR_OK) {
-        fail(rx, req, err, &st);
+    job = calloc(1, sizeof(*job));
+    if (job == NULL) {
+        struct pg_status st;
+
+        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
+        fail(rx, req, PG_ERR_NOMEM, &st);
+        pg_memlimit_release(admitted);
         return;
     }
+    job->req = req;
+    job->admitted = admitted;
+    job->t0 = mono_seconds();
+    job->err = PG_ERR_INTERNAL;
+    pg_status_clear(&job->st);
+    pg_status_clear(&job->md_st);
+    err = request_codings(rx, in, &job->codings, &job->st);
+    if (err != PG_ERR_OK) {
+        job->err = err;
+        goto finish;
+    }
     if (len > max) { /* evhttp enforces this too; keep the check local */
-        pg_status_set(&st, PG_ERR_LIMIT, "request body of %zu bytes exceeds max_request_body_size "
-                      "(%zu bytes)", len, max);
-        fail(rx, req, PG_ERR_LIMIT, &st);
-        return;
+        job->err = pg_status_set(&job->st, PG_ERR_LIMIT, "request body of %zu bytes exceeds "
+                                 "max_request_body_size (%zu bytes)", len, max);
+        goto finish;
     }
     pg_metric_add(rx->m_bytes, len);
     /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
-    scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
-    arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
-    raw = scratch ? pg_arena_alloc(scratch, len ? len : 1) : NULL;
-    if (arena == NULL || raw == NULL) {
-        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
-        goto out_fail;
+    job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
+    job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
+    raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
+    if (job->arena == NULL || raw == NULL) {
+        job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
+        goto finish;
     }
     if (evbuffer_remove(buf, raw, len) != (int)len) {
-        pg_status_set(&st, PG_ERR_INTERNAL, "could not read the request body");
-        goto out_fail;
+        job->err = pg_status_set(&job->st, PG_ERR_INTERNAL, "could not read the request body");
+        goto finish;
     }
-    err = pg_http_decode_body(scratch, raw, len, &codings, max, &body, &body_len, &inflated, &st);
-    if (err != PG_ERR_OK) {
-        goto out_fail;
-    }
-    err = pg_pprof_translate(arena, body, body_len, &rx->topts, &otlp, &stats, &st);
-    pg_arena_destroy(scratch);
-    scratch = NULL;
-    pg_metric_add(rx->m_inflated, inflated + stats.inflated_bytes);
-    pg_metric_observe(rx->m_latency, mono_seconds() - t0);
-    if (err != PG_ERR_OK) {
-        goto out_fail;
-    }
-    pg_metric_add(rx->m_links, stats.links);
-
-    batch = pg_batch_new(arena, otlp); /* takes the arena, also on failure */
-    arena = NULL;
-    if (batch == NULL) {
-        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a batch");
-        err = PG_ERR_NOMEM;
-        goto out_fail;
-    }
-    batch->raw_bytes = len;
-    batch->received_unix_nano = now_unix_nano();
-    batch->receiver_id = rx->id;
-    batch->default_service_name = rx->cfg.server.default_service_name;
+    job->raw = raw;
+    job->len = len;
     {
+        /* The request belongs to evhttp and the loop: copy what the batch
+         * keeps now (a metadata failure is reported after translation, as
+         * it always was). */
         struct evhttp_connection *evcon = evhttp_request_get_connection(req);
         char *addr = NULL;
         ev_uint16_t port = 0;
 
         if (evcon != NULL) {
             evhttp_connection_get_peer(evcon, &addr, &port);
-            batch->metadata.peer_addr = pg_http_format_peer(batch->arena, addr, port);
+            job->md.peer_addr = pg_http_format_peer(job->arena, addr, port);
+        }
+        if (rx->cfg.server.include_metadata) {
+            job->md_err = pg_http_metadata_from_headers(job->arena, in,
+                                                        evhttp_request_get_host(req), &job->md,
+                                                        &job->md_st);
         }
     }
-    if (rx->cfg.server.include_metadata) {
-        err = pg_http_metadata_from_headers(batch->arena, in, evhttp_request_get_host(req),
-                                            &batch->metadata, &st);
-        if (err != PG_ERR_OK) {
-            pg_batch_unref(batch);
-            goto out_fail;
-        }
-    }
-    /* issue 6: charged until the last exporter drops the batch. */
-    (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
-    err = pg_consumer_consume(rx->next, batch, &st); /* takes our reference */
-    if (err != PG_ERR_OK) {
-        pg_metric_add(rx->m_refused, stats.sample_records);
-        fail(rx, req, err, &st);
+    if (rx->pool != NULL) {
+        struct rx_pool *pool = rx->pool;
+
+        pool->in_flight++;
+        pthread_mutex_lock(&pool->mu);
+        *pool->todo_tail = job;
+        pool->todo_tail = &job->next;
+        pthread_cond_signal(&pool->cv);
+        pthread_mutex_unlock(&pool->mu);
         return;
     }
-    pg_metric_add(rx->m_accepted, stats.sample_records);
-    reply(rx, req, 204, NULL);
-    return;
-
-out_fail:
-    pg_arena_destroy(scratch);
-    pg_arena_destroy(arena);
-    if (err == PG_ERR_OK) {
-        err = st.code != PG_ERR_OK ? st.code : PG_ERR_INTERNAL;
-    }
-    fail(rx, req, err, &st);
+    job_run(rx, job);
+finish:
+    job_finish(rx, job, false);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -740,8 +1040,7 @@ static void on_request(struct evhttp_request *req, void *arg)
             fail(rx, req, mst.code, &mst);
             return;
         }
-        handle_pprof(rx, req);
-        pg_memlimit_release(body_len);
+        handle_pprof(rx, req, body_len); /* releases body_len when the request ends */
     }
 }
 
@@ -816,9 +1115,18 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
             port = ntohs(in6->sin6_port);
         }
     }
+    if (s->workers != 0) {
+        size_t n = s->workers < 0 ? (size_t)online_cpus() : (size_t)s->workers;
+        enum pg_err err = pool_start(rx, n, st);
+
+        if (err != PG_ERR_OK) {
+            return err; /* rx_destroy joins what started */
+        }
+    }
     /* Integration tests read the bound port from this line (endpoint :0). */
-    pg_log_info(rx->log_name, "listening on %s:%u (POST %s, max body %llu bytes)", addr, port,
-                PPROF_PATH, (unsigned long long)max_body);
+    pg_log_info(rx->log_name, "listening on %s:%u (POST %s, max body %llu bytes, %zu workers)",
+                addr, port, PPROF_PATH, (unsigned long long)max_body,
+                rx->pool != NULL ? rx->pool->n_threads : 0);
     return PG_ERR_OK;
 }
 
@@ -833,8 +1141,8 @@ static void rx_shutdown(void *state)
     pg_pprof_self_stop(rx->self);
     if (rx->http != NULL && rx->sock != NULL) {
         /* Stop accepting; open connections finish their request and get
-         * Connection: close. Requests are handled synchronously, so nothing
-         * is in flight once the callback returned. */
+         * Connection: close. Jobs on the workers complete into the pipeline
+         * while the service drains (rx_idle); rx_destroy answers the rest. */
         evhttp_del_accept_socket(rx->http, rx->sock);
         rx->sock = NULL;
     }
@@ -842,8 +1150,9 @@ static void rx_shutdown(void *state)
 
 static bool rx_idle(void *state)
 {
-    (void)state;
-    return true;
+    const struct rx *rx = state;
+
+    return rx == NULL || rx->pool == NULL || rx->pool->in_flight == 0;
 }
 
 static void rx_destroy(void *state)
@@ -854,6 +1163,7 @@ static void rx_destroy(void *state)
         return;
     }
     pg_pprof_self_destroy(rx->self);
+    pool_destroy(rx); /* before evhttp_free: jobs hold requests */
     if (rx->http != NULL) {
         evhttp_free(rx->http);
     }
