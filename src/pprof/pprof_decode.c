@@ -78,6 +78,37 @@ static enum pg_err decode_value_type(const struct pg_pprof *p, struct pg_pb r, c
     return PG_ERR_OK;
 }
 
+/* Reads a message whose known fields 1..@n are all varints into v[1..n]
+ * (zeroed first; the last occurrence wins; unknown fields are skipped).
+ * @what names the message in "malformed" errors, @msg and @names in
+ * wire-type errors. */
+static enum pg_err decode_varints(const struct pg_pprof *p, struct pg_pb r, const char *what,
+                                  const char *msg, const char *const *names, uint32_t n,
+                                  uint64_t *v, struct pg_status *st)
+{
+    memset(v, 0, (n + 1) * sizeof(*v));
+    while (r.p < r.end) {
+        uint32_t f, wt;
+        const uint8_t *at = r.p;
+        if (!pg_pb_tag(&r, &f, &wt)) {
+            return bad(st, what, p, at);
+        }
+        if (f < 1 || f > n) {
+            if (!pg_pb_skip(&r, wt)) {
+                return bad(st, what, p, at);
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT) {
+            return wrong_wt(st, msg, names[f], wt);
+        }
+        if (!pg_pb_varint(&r, &v[f])) {
+            return bad(st, what, p, at);
+        }
+    }
+    return PG_ERR_OK;
+}
+
 static enum pg_err decode_mapping(const struct pg_pprof *p, struct pg_pb r,
                                   struct pg_pprof_mapping *m, struct pg_status *st)
 {
@@ -85,38 +116,22 @@ static enum pg_err decode_mapping(const struct pg_pprof *p, struct pg_pb r,
                                           "memory_limit", "file_offset", "filename",
                                           "build_id",  "has_functions", "has_filenames",
                                           "has_line_numbers", "has_inline_frames"};
+    uint64_t v[11];
+    enum pg_err err = decode_varints(p, r, "mapping", "Mapping", names, 10, v, st);
+
+    if (err != PG_ERR_OK) {
+        return err;
+    }
     memset(m, 0, sizeof(*m));
-    while (r.p < r.end) {
-        uint32_t f, wt;
-        uint64_t v;
-        const uint8_t *at = r.p;
-        if (!pg_pb_tag(&r, &f, &wt)) {
-            return bad(st, "mapping", p, at);
-        }
-        if (f < 1 || f > 10) {
-            if (!pg_pb_skip(&r, wt)) {
-                return bad(st, "mapping", p, at);
-            }
-            continue;
-        }
-        if (wt != PG_PB_VARINT) {
-            return wrong_wt(st, "Mapping", names[f], wt);
-        }
-        if (!pg_pb_varint(&r, &v)) {
-            return bad(st, "mapping", p, at);
-        }
-        switch (f) {
-        case 1: m->id = v; break;
-        case 2: m->memory_start = v; break;
-        case 3: m->memory_limit = v; break;
-        case 4: m->file_offset = v; break;
-        case 5: m->filename = (int64_t)v; break;
-        case 6: m->build_id = (int64_t)v; break;
-        default: {
-            uint32_t bit = 1u << (f - 7);
-            m->flags = v ? (m->flags | bit) : (m->flags & ~bit);
-            break;
-        }
+    m->id = v[1];
+    m->memory_start = v[2];
+    m->memory_limit = v[3];
+    m->file_offset = v[4];
+    m->filename = (int64_t)v[5];
+    m->build_id = (int64_t)v[6];
+    for (uint32_t f = 7; f <= 10; f++) {
+        if (v[f] != 0) {
+            m->flags |= 1u << (f - 7);
         }
     }
     return PG_ERR_OK;
@@ -127,34 +142,18 @@ static enum pg_err decode_function(const struct pg_pprof *p, struct pg_pb r,
 {
     static const char *const names[6] = {NULL, "id", "name", "system_name", "filename",
                                          "start_line"};
-    memset(fn, 0, sizeof(*fn));
-    while (r.p < r.end) {
-        uint32_t f, wt;
-        uint64_t v;
-        const uint8_t *at = r.p;
-        if (!pg_pb_tag(&r, &f, &wt)) {
-            return bad(st, "function", p, at);
-        }
-        if (f < 1 || f > 5) {
-            if (!pg_pb_skip(&r, wt)) {
-                return bad(st, "function", p, at);
-            }
-            continue;
-        }
-        if (wt != PG_PB_VARINT) {
-            return wrong_wt(st, "Function", names[f], wt);
-        }
-        if (!pg_pb_varint(&r, &v)) {
-            return bad(st, "function", p, at);
-        }
-        switch (f) {
-        case 1: fn->id = v; break;
-        case 2: fn->name = (int64_t)v; break;
-        case 3: fn->system_name = (int64_t)v; break;
-        case 4: fn->filename = (int64_t)v; break;
-        default: fn->start_line = (int64_t)v; break;
-        }
+    uint64_t v[6];
+    enum pg_err err = decode_varints(p, r, "function", "Function", names, 5, v, st);
+
+    if (err != PG_ERR_OK) {
+        return err;
     }
+    memset(fn, 0, sizeof(*fn));
+    fn->id = v[1];
+    fn->name = (int64_t)v[2];
+    fn->system_name = (int64_t)v[3];
+    fn->filename = (int64_t)v[4];
+    fn->start_line = (int64_t)v[5];
     return PG_ERR_OK;
 }
 
@@ -162,34 +161,16 @@ static enum pg_err decode_line(const struct pg_pprof *p, struct pg_pb r, struct 
                                struct pg_status *st)
 {
     static const char *const names[4] = {NULL, "function_id", "line", "column"};
-    memset(ln, 0, sizeof(*ln));
-    while (r.p < r.end) {
-        uint32_t f, wt;
-        uint64_t v;
-        const uint8_t *at = r.p;
-        if (!pg_pb_tag(&r, &f, &wt)) {
-            return bad(st, "line", p, at);
-        }
-        if (f < 1 || f > 3) {
-            if (!pg_pb_skip(&r, wt)) {
-                return bad(st, "line", p, at);
-            }
-            continue;
-        }
-        if (wt != PG_PB_VARINT) {
-            return wrong_wt(st, "Line", names[f], wt);
-        }
-        if (!pg_pb_varint(&r, &v)) {
-            return bad(st, "line", p, at);
-        }
-        if (f == 1) {
-            ln->function_id = v;
-        } else if (f == 2) {
-            ln->line = (int64_t)v;
-        } else {
-            ln->column = (int64_t)v;
-        }
+    uint64_t v[4];
+    enum pg_err err = decode_varints(p, r, "line", "Line", names, 3, v, st);
+
+    if (err != PG_ERR_OK) {
+        return err;
     }
+    memset(ln, 0, sizeof(*ln));
+    ln->function_id = v[1];
+    ln->line = (int64_t)v[2];
+    ln->column = (int64_t)v[3];
     return PG_ERR_OK;
 }
 
@@ -759,6 +740,8 @@ enum pg_err pg_pprof_sample_locations(const struct pg_pprof *p, struct pg_pprof_
     return flush_pending(p, it, it->index > 0 ? it->index - 1 : 0, st);
 }
 
+/* Labels are the hottest message (several per sample): decoded inline
+ * rather than through decode_varints(). */
 static enum pg_err decode_label(const struct pg_pprof *p, struct pg_pb r, size_t si,
                                 struct pg_pprof_label *l, struct pg_status *st)
 {
