@@ -69,6 +69,12 @@ static bool push(struct pg_arena *a, void ***arr, size_t *n, void *item)
     return true;
 }
 
+/* A dictionary string by index; "" for an index the dictionary lacks. */
+static const char *dict_str(const struct pg_otlp_dict *d, int32_t i)
+{
+    return (d && i > 0 && (size_t)i < d->n_string_table) ? d->string_table[i] : "";
+}
+
 /* Resource/scope attributes go out with plain keys and string values (a
  * collector's gRPC receiver does not resolve *_strindex there, §1.5). */
 static struct pg_otlp_kv **plain_kvs(struct pg_arena *a, const struct pg_otlp_dict *d,
@@ -97,27 +103,37 @@ static struct pg_otlp_kv **plain_kvs(struct pg_arena *a, const struct pg_otlp_di
             return NULL;
         }
         if (kv->key_strindex != 0) {
-            int32_t k = kv->key_strindex;
-
-            kv->key = (d && k > 0 && (size_t)k < d->n_string_table) ? d->string_table[k] : "";
+            kv->key = (char *)dict_str(d, kv->key_strindex);
             kv->key_strindex = 0;
         }
         if (kv->value && kv->value->value_case == PG_OTLP_ANYVALUE_STRINDEX) {
             struct pg_otlp_anyvalue *v = pg_arena_memdup(a, kv->value, sizeof(*v));
-            int32_t s;
 
             if (v == NULL) {
                 return NULL;
             }
-            s = v->string_value_strindex;
             v->value_case = PG_OTLP_ANYVALUE_STR;
-            v->string_value =
-                (d && s > 0 && (size_t)s < d->n_string_table) ? d->string_table[s] : "";
+            v->string_value = (char *)dict_str(d, v->string_value_strindex);
             kv->value = v;
         }
         copy[i] = kv;
     }
     return copy;
+}
+
+/* Resource and scope copies share this step: their attribute list (@attrs,
+ * a field of the copy) is replaced by the plain form, borrowed from the
+ * source when already plain. False on NOMEM. */
+static bool make_attrs_plain(struct pg_arena *a, const struct pg_otlp_dict *d,
+                             struct pg_otlp_kv ***attrs, size_t n_attrs)
+{
+    struct pg_otlp_kv **plain = plain_kvs(a, d, *attrs, n_attrs);
+
+    if (plain == NULL && n_attrs > 0) {
+        return false;
+    }
+    *attrs = plain;
+    return true;
 }
 
 static struct pg_otlp_valuetype *import_vt(struct pg_arena *a, struct pg_dict_builder *b,
@@ -194,12 +210,7 @@ static struct pg_otlp_request *build(struct splitter *sp, struct pg_arena *a,
             if (srp->resource != NULL) {
                 struct pg_otlp_resource *res = pg_arena_memdup(a, srp->resource, sizeof(*res));
 
-                if (res == NULL) {
-                    return NULL;
-                }
-                res->attributes = plain_kvs(a, sd, srp->resource->attributes,
-                                            srp->resource->n_attributes);
-                if (res->attributes == NULL && res->n_attributes > 0) {
+                if (res == NULL || !make_attrs_plain(a, sd, &res->attributes, res->n_attributes)) {
                     return NULL;
                 }
                 cur_rp->resource = res;
@@ -219,12 +230,7 @@ static struct pg_otlp_request *build(struct splitter *sp, struct pg_arena *a,
             if (ssp->scope != NULL) {
                 struct pg_otlp_scope *sc = pg_arena_memdup(a, ssp->scope, sizeof(*sc));
 
-                if (sc == NULL) {
-                    return NULL;
-                }
-                sc->attributes = plain_kvs(a, sd, ssp->scope->attributes,
-                                           ssp->scope->n_attributes);
-                if (sc->attributes == NULL && sc->n_attributes > 0) {
+                if (sc == NULL || !make_attrs_plain(a, sd, &sc->attributes, sc->n_attributes)) {
                     return NULL;
                 }
                 cur_sp->scope = sc;

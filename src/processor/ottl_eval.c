@@ -233,12 +233,24 @@ static enum pg_err intern_attr(struct pg_ottl_env *env, int32_t key, struct pg_o
 
 /* ---- AnyValue <-> value --------------------------------------------- */
 
+/* Both conversion directions enforce MAX_NEST and must say so alike. */
+static enum pg_err too_deep(struct pg_status *st)
+{
+    return pg_status_set(st, PG_ERR_PROCESSING, "value nested deeper than %d", MAX_NEST);
+}
+
 static enum pg_err any_to_value(struct pg_ottl_env *env, const struct pg_otlp_anyvalue *av,
                                 int depth, struct pg_ottl_value *out, struct pg_status *st)
 {
     memset(out, 0, sizeof(*out));
     if (av == NULL) {
         return PG_ERR_OK;
+    }
+    /* Only arrays and kvlists nest, so only they count against the bound: a
+     * scalar one level below the deepest allowed container is fine. */
+    if ((av->value_case == PG_OTLP_ANYVALUE_ARRAY || av->value_case == PG_OTLP_ANYVALUE_KVLIST) &&
+        depth >= MAX_NEST) {
+        return too_deep(st);
     }
     switch (av->value_case) {
     case PG_OTLP_ANYVALUE_STR:
@@ -273,9 +285,6 @@ static enum pg_err any_to_value(struct pg_ottl_env *env, const struct pg_otlp_an
         const pg_otlp_array *arr = av->array_value;
         struct pg_ottl_list *l = pg_arena_zalloc(env->a, sizeof(*l));
         size_t n = arr ? arr->n_values : 0;
-        if (depth >= MAX_NEST) {
-            return pg_status_set(st, PG_ERR_PROCESSING, "value nested deeper than %d", MAX_NEST);
-        }
         if (l == NULL || (n && (l->v = pg_arena_calloc(env->a, n, sizeof(*l->v))) == NULL)) {
             return pg_ottl_oom(env, st);
         }
@@ -294,9 +303,6 @@ static enum pg_err any_to_value(struct pg_ottl_env *env, const struct pg_otlp_an
         const pg_otlp_kvlist *kl = av->kvlist_value;
         struct pg_ottl_map *m = pg_arena_zalloc(env->a, sizeof(*m));
         size_t n = kl ? kl->n_values : 0;
-        if (depth >= MAX_NEST) {
-            return pg_status_set(st, PG_ERR_PROCESSING, "value nested deeper than %d", MAX_NEST);
-        }
         if (m == NULL || (n && (m->v = pg_arena_calloc(env->a, n, sizeof(*m->v))) == NULL)) {
             return pg_ottl_oom(env, st);
         }
@@ -335,7 +341,7 @@ static enum pg_err value_to_any(struct pg_ottl_env *env, const struct pg_ottl_va
     }
     *av = init;
     if (depth >= MAX_NEST) {
-        return pg_status_set(st, PG_ERR_PROCESSING, "value nested deeper than %d", MAX_NEST);
+        return too_deep(st);
     }
     switch (v->t) {
     case PG_OTTL_NIL:

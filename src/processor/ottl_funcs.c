@@ -37,6 +37,25 @@ static bool *keep_array(struct pg_ottl_env *env, size_t n)
     return pg_arena_calloc(env->a, n ? n : 1, sizeof(bool));
 }
 
+/* Editors of the form f(map target, typed value): one place evaluates and
+ * type-checks the value before resolving the target, so all of them report
+ * a wrong argument type the same way and in the same order. */
+static enum pg_err target_and_arg(const struct ottl_expr *call, struct pg_ottl_env *env,
+                                  const char *fn, enum pg_ottl_type t, const char *what,
+                                  struct ottl_attrs *at, struct pg_ottl_value *arg,
+                                  struct pg_status *st)
+{
+    enum pg_err err = eval_arg(call, 1, env, arg, st);
+
+    if (err != PG_ERR_OK) {
+        return err;
+    }
+    if (arg->t != t) {
+        return want(st, fn, what, arg);
+    }
+    return pg_ottl_attrs_for(ARG(call, 0), env, at, st);
+}
+
 /* ---- editors -------------------------------------------------------- */
 
 static enum pg_err f_set(const struct ottl_expr *call, struct pg_ottl_env *env,
@@ -57,17 +76,11 @@ static enum pg_err f_delete_key(const struct ottl_expr *call, struct pg_ottl_env
 {
     struct ottl_attrs at;
     struct pg_ottl_value k;
-    enum pg_err err = eval_arg(call, 1, env, &k, st);
+    enum pg_err err = target_and_arg(call, env, "delete_key", PG_OTTL_STR, "string key", &at, &k,
+                                     st);
     long i;
 
     (void)out;
-    if (err != PG_ERR_OK) {
-        return err;
-    }
-    if (k.t != PG_OTTL_STR) {
-        return want(st, "delete_key", "string key", &k);
-    }
-    err = pg_ottl_attrs_for(ARG(call, 0), env, &at, st);
     if (err != PG_ERR_OK) {
         return err;
     }
@@ -145,18 +158,12 @@ static enum pg_err f_keep_keys(const struct ottl_expr *call, struct pg_ottl_env 
 {
     struct ottl_attrs at;
     struct pg_ottl_value keys;
-    enum pg_err err = eval_arg(call, 1, env, &keys, st);
+    enum pg_err err = target_and_arg(call, env, "keep_keys", PG_OTTL_LIST, "a list of keys", &at,
+                                     &keys, st);
     size_t n;
     bool *keep;
 
     (void)out;
-    if (err != PG_ERR_OK) {
-        return err;
-    }
-    if (keys.t != PG_OTTL_LIST) {
-        return want(st, "keep_keys", "a list of keys", &keys);
-    }
-    err = pg_ottl_attrs_for(ARG(call, 0), env, &at, st);
     if (err != PG_ERR_OK) {
         return err;
     }
@@ -178,16 +185,9 @@ static enum pg_err f_merge_maps(const struct ottl_expr *call, struct pg_ottl_env
     struct ottl_attrs at;
     struct pg_ottl_value src;
     const char *strategy = lit_str(call, 2, "upsert");
-    enum pg_err err = eval_arg(call, 1, env, &src, st);
+    enum pg_err err = target_and_arg(call, env, "merge_maps", PG_OTTL_MAP, "map", &at, &src, st);
 
     (void)out;
-    if (err != PG_ERR_OK) {
-        return err;
-    }
-    if (src.t != PG_OTTL_MAP) {
-        return want(st, "merge_maps", "map", &src);
-    }
-    err = pg_ottl_attrs_for(ARG(call, 0), env, &at, st);
     if (err != PG_ERR_OK) {
         return err;
     }
