@@ -340,7 +340,8 @@ static enum pg_err value_to_any(struct pg_ottl_env *env, const struct pg_ottl_va
         return pg_ottl_oom(env, st);
     }
     *av = init;
-    if (depth >= MAX_NEST) {
+    /* The same rule as any_to_value(): only lists and maps count. */
+    if ((v->t == PG_OTTL_LIST || v->t == PG_OTTL_MAP) && depth >= MAX_NEST) {
         return too_deep(st);
     }
     switch (v->t) {

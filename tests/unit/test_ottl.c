@@ -687,7 +687,71 @@ PG_TEST(missing_dictionary_and_resource)
     pg_batch_unref(b);
 }
 
-PG_TEST_MAIN(PG_CASE(compile_errors), PG_CASE(compile_contexts), PG_CASE(conditions),
+/* A resource attribute "deep" holding @levels kvlists nested in each other,
+ * the innermost with one string. */
+static void add_nested_attr(struct pg_batch *b, int levels)
+{
+    struct pg_arena *a = b->arena;
+    struct pg_otlp_resource *r = pg_arena_zalloc(a, sizeof(*r));
+    struct pg_otlp_anyvalue *v = pg_arena_zalloc(a, sizeof(*v));
+    struct pg_otlp_kv *top = pg_arena_zalloc(a, sizeof(*top));
+
+    opentelemetry__proto__resource__v1__resource__init(r);
+    opentelemetry__proto__common__v1__any_value__init(v);
+    v->value_case = PG_OTLP_ANYVALUE_STR;
+    v->string_value = dupz(a, "leaf");
+    for (int i = 0; i < levels; i++) {
+        struct pg_otlp_kvlist *l = pg_arena_zalloc(a, sizeof(*l));
+        struct pg_otlp_kv *kv = pg_arena_zalloc(a, sizeof(*kv));
+        struct pg_otlp_anyvalue *outer = pg_arena_zalloc(a, sizeof(*outer));
+        opentelemetry__proto__common__v1__key_value_list__init(l);
+        opentelemetry__proto__common__v1__key_value__init(kv);
+        opentelemetry__proto__common__v1__any_value__init(outer);
+        kv->key = dupz(a, "k");
+        kv->value = v;
+        l->n_values = 1;
+        l->values = pg_arena_calloc(a, 1, sizeof(*l->values));
+        l->values[0] = kv;
+        outer->value_case = PG_OTLP_ANYVALUE_KVLIST;
+        outer->kvlist_value = l;
+        v = outer;
+    }
+    opentelemetry__proto__common__v1__key_value__init(top);
+    top->key = dupz(a, "deep");
+    top->value = v;
+    r->n_attributes = 1;
+    r->attributes = pg_arena_calloc(a, 1, sizeof(*r->attributes));
+    r->attributes[0] = top;
+    b->req->resource_profiles[0]->resource = r;
+}
+
+PG_TEST(nesting_bound)
+{
+    static const struct {
+        int levels;
+        bool ok;
+    } cases[] = {{1, true}, {16, true}, {17, false}, {40, false}};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_batch *b = mk_batch(SDK_HDR, 1);
+        struct pg_status st;
+        enum pg_err err;
+
+        add_nested_attr(b, cases[i].levels);
+        err = run(b, "set(resource.attributes[\"copy\"], resource.attributes[\"deep\"])", &st);
+        if (cases[i].ok) {
+            CHECK_INT(err, PG_ERR_OK);
+            CHECK(res_attr(b, "copy") != NULL);
+        } else {
+            CHECK_INT(err, PG_ERR_PROCESSING);
+            CHECK(strstr(st.msg, "value nested deeper than 16") != NULL);
+            CHECK(res_attr(b, "copy") == NULL);
+        }
+        pg_batch_unref(b);
+    }
+}
+
+PG_TEST_MAIN(PG_CASE(nesting_bound), PG_CASE(compile_errors), PG_CASE(compile_contexts), PG_CASE(conditions),
              PG_CASE(runtime_errors), PG_CASE(set_values),
              PG_CASE(collector_statement_on_clean_header), PG_CASE(default_statement_merge_maps),
              PG_CASE(map_editors), PG_CASE(replace_pattern), PG_CASE(scope_and_profile_paths),
