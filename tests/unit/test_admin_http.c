@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "extension/admin_http.h"
 #include "pg_test.h"
+#include "pg_test_diag.h"
 
 extern const struct pg_component_ops pg_extension_pprof;
 extern const struct pg_component_ops pg_extension_health_check;
@@ -131,16 +132,6 @@ static void fixture_free(struct fixture *f)
     event_base_free(f->base);
 }
 
-static bool diag_has(const struct pg_diag *d, const char *needle)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        if (strstr(d->msgs[i], needle) != NULL) {
-            return true;
-        }
-    }
-    return false;
-}
-
 PG_TEST(test_config_checks)
 {
     const char *tok = tmpfile_with("token", "t0ken\n");
@@ -188,8 +179,8 @@ PG_TEST(test_config_checks)
             CHECK(f.state != NULL);
         } else {
             CHECK(f.state == NULL);
-            CHECK(diag_has(&f.diag, cases[i].diag));
-            if (!diag_has(&f.diag, cases[i].diag)) {
+            CHECK(pg_test_diag_has(&f.diag, cases[i].diag));
+            if (!pg_test_diag_has(&f.diag, cases[i].diag)) {
                 fprintf(stderr, "  case %zu: %s\n", i, f.diag.n ? f.diag.msgs[0] : "(no diag)");
             }
         }

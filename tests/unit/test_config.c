@@ -5,19 +5,7 @@
 
 #include "core/config.h"
 #include "pg_test.h"
-
-static bool diag_has(const struct pg_diag *d, const char *needle)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        if (strstr(d->msgs[i], needle) != NULL) {
-            return true;
-        }
-    }
-    for (size_t i = 0; i < d->n; i++) {
-        fprintf(stderr, "    diag[%zu]: %s\n", i, d->msgs[i]);
-    }
-    return false;
-}
+#include "pg_test_diag.h"
 
 PG_TEST(test_env_expansion)
 {
@@ -208,13 +196,13 @@ PG_TEST(test_bind_errors_have_positions)
     size_t n = pg_cfg_bind(cfg->arena, &cfg->diag, pg_cfg_get(cfg->root, "x"), demo_fields, &out, "x");
 
     CHECK_INT(n, 7);
-    CHECK(diag_has(&cfg->diag, "t.yaml:2:3: x: unknown key \"endpont\"; valid keys: endpoint, flag"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:3:10: x::count: 5000 is outside [1, 1000]"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:4:9: x::flag: expected true or false"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:5:12: x::timeout: expected a duration"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:6:14: x::verbosity: \"loud\" is not one of: basic, normal, detailed"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:7:10: x::algos: expected a list"));
-    CHECK(diag_has(&cfg->diag, "t.yaml:8:9: x::sub: unknown key \"speed\"; valid keys: mode"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:2:3: x: unknown key \"endpont\"; valid keys: endpoint, flag"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:3:10: x::count: 5000 is outside [1, 1000]"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:4:9: x::flag: expected true or false"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:5:12: x::timeout: expected a duration"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:6:14: x::verbosity: \"loud\" is not one of: basic, normal, detailed"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:7:10: x::algos: expected a list"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:8:9: x::sub: unknown key \"speed\"; valid keys: mode"));
     pg_config_free(cfg);
 }
 
@@ -235,7 +223,7 @@ PG_TEST(test_yaml_problems)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct pg_config *cfg = pg_config_load_string("t.yaml", cases[i].yaml, strlen(cases[i].yaml));
         CHECK(cfg != NULL);
-        CHECK(diag_has(&cfg->diag, cases[i].want));
+        CHECK(pg_test_diag_has(&cfg->diag, cases[i].want));
         pg_config_free(cfg);
     }
 }
@@ -245,7 +233,7 @@ PG_TEST(test_missing_file)
     struct pg_config *cfg = pg_config_load("/nonexistent/pprofgate.yaml");
 
     CHECK(cfg != NULL && cfg->root == NULL);
-    CHECK(diag_has(&cfg->diag, "cannot open config"));
+    CHECK(pg_test_diag_has(&cfg->diag, "cannot open config"));
     pg_config_free(cfg);
 }
 

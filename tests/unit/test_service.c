@@ -9,6 +9,7 @@
 
 #include "core/service.h"
 #include "pg_test.h"
+#include "pg_test_diag.h"
 
 static char trace[1024]; /* lifecycle events, in order */
 static int exported[4];  /* batches seen by each fake exporter instance */
@@ -108,19 +109,6 @@ static const struct pg_component_ops fake_ext = {"health_check", NULL, PG_KIND_E
                                                  NULL, fake_destroy};
 static const struct pg_component_ops *const registry[] = {&fake_recv, &fake_proc, &fake_exp, &fake_ext};
 
-static bool diag_has(const struct pg_diag *d, const char *needle)
-{
-    for (size_t i = 0; i < d->n; i++) {
-        if (strstr(d->msgs[i], needle) != NULL) {
-            return true;
-        }
-    }
-    for (size_t i = 0; i < d->n; i++) {
-        fprintf(stderr, "    diag[%zu]: %s\n", i, d->msgs[i]);
-    }
-    return false;
-}
-
 PG_TEST(test_bad_graphs)
 {
     static const struct {
@@ -164,7 +152,7 @@ PG_TEST(test_bad_graphs)
         struct pg_config *cfg = pg_config_load_string("t.yaml", cases[i].yaml, strlen(cases[i].yaml));
         struct pg_service *svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
         CHECK(svc == NULL);
-        CHECK(diag_has(&cfg->diag, cases[i].want));
+        CHECK(pg_test_diag_has(&cfg->diag, cases[i].want));
         pg_service_free(svc);
         pg_config_free(cfg);
     }
@@ -205,7 +193,7 @@ PG_TEST(test_fanout_and_lifecycle)
     svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
     CHECK(svc != NULL);
     if (svc == NULL) {
-        diag_has(&cfg->diag, "");
+        pg_test_diag_has(&cfg->diag, "");
         pg_config_free(cfg);
         event_base_free(base);
         return;

@@ -10,6 +10,7 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "pg_test.h"
+#include "pg_test_diag.h"
 
 extern const struct pg_component_ops pg_processor_transform;
 
@@ -113,20 +114,6 @@ static size_t res_count(const struct pg_batch *b)
     return r ? r->n_attributes : 0;
 }
 
-static bool diag_has(const struct pg_config *cfg, const char *needle)
-{
-    for (size_t i = 0; i < cfg->diag.n; i++) {
-        if (strstr(cfg->diag.msgs[i], needle) != NULL) {
-            return true;
-        }
-    }
-    fprintf(stderr, "  no diag contains \"%s\"; have:\n", needle);
-    for (size_t i = 0; i < cfg->diag.n; i++) {
-        fprintf(stderr, "    %s\n", cfg->diag.msgs[i]);
-    }
-    return false;
-}
-
 PG_TEST(default_config_statement)
 {
     struct fixture f;
@@ -224,7 +211,7 @@ PG_TEST(groups_contexts_conditions)
               "          - set(attributes[\"x\"], ToUpperCase(attributes[\"missing\"]))\n");
     CHECK_INT(f.err, PG_ERR_OK);
     if (f.err != PG_ERR_OK) {
-        diag_has(f.cfg, "(none)");
+        pg_test_diag_has(&f.cfg->diag, "(none)");
         teardown(&f);
         pg_batch_unref(b);
         return;
@@ -261,14 +248,14 @@ PG_TEST(compile_diagnostics)
               "        statements: ['set(attributes[\"a\"], 1)']\n");
     CHECK_INT(f.err, PG_ERR_CONFIG);
     CHECK(f.state == NULL);
-    CHECK(diag_has(f.cfg, "test.yaml:5:13: processors::transform: invalid statement: unknown "
+    CHECK(pg_test_diag_has(&f.cfg->diag, "test.yaml:5:13: processors::transform: invalid statement: unknown "
                           "path 'resource.nope'\n"
                           "    set(resource.nope, 1)\n"
                           "        ^"));
-    CHECK(diag_has(f.cfg, "test.yaml:6:18: processors::transform: context: \"galaxy\" is not one "
+    CHECK(pg_test_diag_has(&f.cfg->diag, "test.yaml:6:18: processors::transform: context: \"galaxy\" is not one "
                           "of resource, scope, profile"));
-    CHECK(diag_has(f.cfg, "unknown key \"statement\""));
-    CHECK(diag_has(f.cfg, "invalid condition: expected a value, found end of statement\n"
+    CHECK(pg_test_diag_has(&f.cfg->diag, "unknown key \"statement\""));
+    CHECK(pg_test_diag_has(&f.cfg->diag, "invalid condition: expected a value, found end of statement\n"
                           "    attributes[\"a\"] ==\n"
                           "                      ^"));
     teardown(&f);
@@ -277,7 +264,7 @@ PG_TEST(compile_diagnostics)
               "  transform:\n"
               "    error_mode: loud\n");
     CHECK_INT(f.err, PG_ERR_CONFIG);
-    CHECK(diag_has(f.cfg, "\"loud\" is not one of: ignore, silent, propagate"));
+    CHECK(pg_test_diag_has(&f.cfg->diag, "\"loud\" is not one of: ignore, silent, propagate"));
     teardown(&f);
 
     /* Quoted scalar: the column still lands on the token. */
@@ -285,7 +272,7 @@ PG_TEST(compile_diagnostics)
               "  transform:\n"
               "    profile_statements: [\"set(resource.attributes[1], 2)\"]\n");
     CHECK_INT(f.err, PG_ERR_CONFIG);
-    CHECK(diag_has(f.cfg, "test.yaml:3:51: processors::transform: invalid statement:"));
+    CHECK(pg_test_diag_has(&f.cfg->diag, "test.yaml:3:51: processors::transform: invalid statement:"));
     teardown(&f);
 }
 
