@@ -8,6 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Under AddressSanitizer the unused tail of every chunk is poisoned, so an
+ * overflow past an arena allocation is caught like one past a malloc. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PG_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PG_ARENA_ASAN 1
+#endif
+#endif
+#ifdef PG_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define ARENA_ALIGN 16u
 #define ARENA_MIN_CHUNK (16u * 1024u)
 #define ARENA_MAX_CHUNK (4u * 1024u * 1024u)
@@ -69,6 +87,7 @@ void pg_arena_destroy(struct pg_arena *a)
     c = a->head;
     while (c != NULL) {
         struct chunk *next = c->next;
+        UNPOISON(chunk_data(c), c->size);
         free(c);
         c = next;
     }
@@ -85,6 +104,7 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
     c->size = size;
     c->used = 0;
     a->footprint += CHUNK_HDR + size;
+    POISON(chunk_data(c), size);
     return c;
 }
 
@@ -122,6 +142,7 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
             }
             a->used += need;
             a->last = NULL;
+            UNPOISON(chunk_data(big), size);
             return chunk_data(big);
         }
         c = chunk_new(a, a->next_chunk);
@@ -139,6 +160,7 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
     a->used += need;
     a->last = p;
     a->last_size = need;
+    UNPOISON(p, size);
     return p;
 }
 
@@ -182,6 +204,7 @@ void *pg_arena_realloc(struct pg_arena *a, void *old, size_t old_size, size_t ne
             c->used = start + need;
             a->used += grow;
             a->last_size = need;
+            UNPOISON(old, new_size);
             return old;
         }
     }
