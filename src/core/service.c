@@ -13,7 +13,6 @@
 #include "core/metrics.h"
 #include "core/service_name.h"
 
-#define MAX_IDS 256
 #define DRAIN_POLL_MS 50
 
 enum svc_state { SVC_BUILT = 0, SVC_STARTING, SVC_RUNNING, SVC_DRAINING, SVC_STOPPED };
@@ -295,7 +294,7 @@ static void collect_defs(struct pg_service *svc, const struct pg_component_ops *
     }
 }
 
-static struct instance *instantiate(struct pg_service *svc, struct def *d, const char *pipe_id)
+static struct instance *instantiate(struct pg_service *svc, struct def *d)
 {
     struct instance *in = pg_arena_zalloc(svc->arena, sizeof(*in));
     struct pg_component_ctx ctx;
@@ -323,7 +322,6 @@ static struct instance *instantiate(struct pg_service *svc, struct def *d, const
     ctx.diag = svc->diag;
     ctx.next = d->kind == PG_KIND_RECEIVER ? &in->fan.base : NULL;
     ctx.path = path;
-    (void)pipe_id;
     err = d->ops->create(&ctx, &in->state);
     if (err != PG_ERR_OK) {
         if (svc->diag->n == 0) {
@@ -508,8 +506,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         }
     }
     svc->defs = pg_arena_calloc(svc->arena, n_total + 1, sizeof(struct def));
-    svc->order = pg_arena_calloc(svc->arena, MAX_IDS * 2 + n_total + 2, sizeof(struct instance *));
-    if (svc->defs == NULL || svc->order == NULL) {
+    if (svc->defs == NULL) {
         pg_service_free(svc);
         return NULL;
     }
@@ -605,11 +602,23 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                                                                : "; remove it or add it to a pipeline");
         }
     }
+    /* Instances: one per definition (+ the metrics endpoint), plus one
+     * processor per pipeline that lists it. */
+    {
+        size_t n_inst = svc->n_defs + 1;
+        for (size_t i = 0; i < pipes->n; i++) {
+            n_inst += n_proc[i];
+        }
+        svc->order = pg_arena_calloc(svc->arena, n_inst, sizeof(struct instance *));
+        if (svc->order == NULL) {
+            goto fail;
+        }
+    }
     if (diag->n > before) {
         /* Still bind every component once so `validate` lists their
          * config problems together with the graph's. */
         for (size_t i = 0; i < svc->n_defs; i++) {
-            (void)instantiate(svc, &svc->defs[i], NULL);
+            (void)instantiate(svc, &svc->defs[i]);
         }
         goto fail;
     }
@@ -617,7 +626,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     /* Instances, in start order: extensions, exporters, processors, receivers. */
     for (size_t i = 0; i < svc->n_defs; i++) {
         if (svc->defs[i].kind == PG_KIND_EXTENSION) {
-            svc->defs[i].inst = instantiate(svc, &svc->defs[i], NULL);
+            svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
     if (metrics_addr != NULL) {
@@ -660,14 +669,14 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                     d->node = map;
                     d->ops = mops;
                     d->used = true;
-                    d->inst = instantiate(svc, d, NULL);
+                    d->inst = instantiate(svc, d);
                 }
             }
         }
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
         if (svc->defs[i].kind == PG_KIND_EXPORTER) {
-            svc->defs[i].inst = instantiate(svc, &svc->defs[i], NULL);
+            svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
     for (size_t i = 0; i < svc->n_pipes; i++) {
@@ -678,7 +687,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
             goto fail;
         }
         for (size_t j = 0; j < n_proc[i]; j++) {
-            struct instance *in = instantiate(svc, p_proc[i][j], p->id);
+            struct instance *in = instantiate(svc, p_proc[i][j]);
             if (in != NULL) {
                 p->procs[p->n_procs++] = in;
             }
@@ -694,7 +703,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         if (d->kind != PG_KIND_RECEIVER) {
             continue;
         }
-        d->inst = instantiate(svc, d, NULL);
+        d->inst = instantiate(svc, d);
         if (d->inst == NULL) {
             continue;
         }

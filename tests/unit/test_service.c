@@ -251,5 +251,35 @@ PG_TEST(test_busy_exporter_maps_to_busy)
     event_base_free(base);
 }
 
+/* Processors are instantiated once per pipeline: a graph with many more
+ * processor instances than component definitions must still build. */
+PG_TEST(test_many_pipelines)
+{
+    struct event_base *base = event_base_new();
+    size_t cap = 64 * 1024;
+    char *yaml = malloc(cap);
+    size_t n = 0;
+    struct pg_config *cfg;
+    struct pg_service *svc;
+
+    n += (size_t)snprintf(yaml + n, cap - n,
+                          "receivers: {pprof: {}}\nprocessors: {transform: {}, transform/b: {}}\n"
+                          "exporters: {otlp: {}}\nservice:\n  pipelines:\n");
+    for (int i = 0; i < 300; i++) {
+        n += (size_t)snprintf(yaml + n, cap - n,
+                              "    profiles/%d: {receivers: [pprof], processors: [transform, "
+                              "transform/b], exporters: [otlp]}\n",
+                              i);
+    }
+    cfg = pg_config_load_string("t.yaml", yaml, n);
+    svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+    CHECK(svc != NULL);
+    CHECK_INT(cfg->diag.n, 0);
+    pg_service_free(svc);
+    pg_config_free(cfg);
+    free(yaml);
+    event_base_free(base);
+}
+
 PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_fanout_and_lifecycle),
-             PG_CASE(test_busy_exporter_maps_to_busy))
+             PG_CASE(test_busy_exporter_maps_to_busy), PG_CASE(test_many_pipelines))
