@@ -1102,6 +1102,10 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s: %s", rx->log_name,
                              s->endpoint, e ? strerror(e) : "bind failed");
     }
+    /* libevent listens with a backlog of 128: a burst of new connections
+     * past it waits out a 1 s SYN retransmit. Ask for the kernel's maximum
+     * (net.core.somaxconn caps it), as Go's net.Listen does. */
+    (void)listen(evhttp_bound_socket_get_fd(rx->sock), SOMAXCONN > 4096 ? SOMAXCONN : 4096);
     if (getsockname(evhttp_bound_socket_get_fd(rx->sock), (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {
             struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
