@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # http load: wrk POSTs a real SDK push (gzip'd pprof + its headers) to
 #   1. bench/discard_server (libevent, reads and drops the body, 204): the baseline;
-#   2. pprofgate (receiver -> debug exporter at basic, output to /dev/null);
+#   2. bench/discard_server inflate (also gunzips each body): the ceiling;
+#   3. pprofgate (receiver -> debug exporter at basic, output to /dev/null);
 # in the same run, and prints both req/s, their ratio (target >= 0.70),
 # each server's CPU time per request (user + system, from /proc: robust when
 # the machine is shared, unlike req/s) and pprofgate's RSS sampled over its
@@ -55,9 +56,12 @@ wait_port() { # file regex -> port
     echo "http_load: server did not start:" >&2; cat "$1" >&2; return 1
 }
 
-run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1
-    wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$TMP/post.lua" \
+run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1, wrk's own CPU seconds in $TMP/wrkcpu.$1
+    ( wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$TMP/post.lua" \
         "http://127.0.0.1:$1/v1/pprof" > "$TMP/wrk.$1" 2>&1
+      times > "$TMP/times.$1" ) # not in a pipeline: a pipe's subshell has no children
+    tail -1 "$TMP/times.$1" | awk '{ for (i = 1; i <= 2; i++) { split($i, t, "m"); s += t[1] * 60 + t[2] } print s }' \
+        > "$TMP/wrkcpu.$1"
     grep -E '^Requests/sec' "$TMP/wrk.$1" | awk '{print $2}'
 }
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; } # utime + stime of a pid
@@ -76,7 +80,17 @@ DRPS=$(run_wrk "$DPORT")
 DT1=$(cpu_ticks "${PIDS[0]}")
 kill "${PIDS[0]}"; wait "${PIDS[0]}" 2>/dev/null || true
 
-# 2. pprofgate
+# 2. the ceiling: the same server also gunzipping every body (pg_inflate)
+"$DISCARD" 0 inflate > "$TMP/inflate.log" 2>&1 &
+IPID=$!
+PIDS+=($IPID)
+IPORT=$(wait_port "$TMP/inflate.log" 'listening on [0-9]+')
+IT0=$(cpu_ticks "$IPID")
+IRPS=$(run_wrk "$IPORT")
+IT1=$(cpu_ticks "$IPID")
+kill "$IPID"; wait "$IPID" 2>/dev/null || true
+
+# 3. pprofgate
 cat > "$TMP/gw.yaml" <<YAML
 receivers:
   pprof:
@@ -115,8 +129,17 @@ echo "discard_server: $DRPS req/s"
 grep -E 'Latency|99%' "$TMP/wrk.$DPORT" | sed 's/^/    /'
 echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}"
 grep -E 'Latency|99%' "$TMP/wrk.$GPORT" | sed 's/^/    /'
+echo "inflate-only:   $IRPS req/s (discard_server + pg_inflate of each body)"
 awk -v g="$GRPS" -v d="$DRPS" 'BEGIN { printf "ratio pprofgate/discard: %.2f (target >= 0.70)\n", g / d }'
-echo "CPU per request: discard_server $(us_per_req "$DT0" "$DT1" "$DRPS") us, pprofgate $(us_per_req "$GT0" "$GT1" "$GRPS") us (user+system)"
+awk -v g="$IRPS" -v d="$DRPS" 'BEGIN { printf "ceiling inflate-only/discard: %.2f (no translating gateway can pass it here)\n", g / d }'
+# Ceiling for any gateway that must at least gunzip: every core busy with
+# inflate-only's work plus wrk's own per-request CPU (the load generator
+# shares the machine), as a fraction of the baseline's req/s.
+WRK_US=$(awk -v c="$(cat "$TMP/wrkcpu.$IPORT")" -v r="$IRPS" -v d="$DURATION" 'BEGIN { printf "%.0f", c * 1e6 / (r * d) }')
+IUS=$(us_per_req "$IT0" "$IT1" "$IRPS")
+awk -v n="$(nproc)" -v i="$IUS" -v w="$WRK_US" -v d="$DRPS" 'BEGIN {
+    printf "ceiling if inflate-only used all %d cores: %.0f req/s = %.2f of discard (inflate %d us + wrk %d us per request)\n", n, n * 1e6 / (i + w), n * 1e6 / (i + w) / d, i, w }'
+echo "CPU per request: discard_server $(us_per_req "$DT0" "$DT1" "$DRPS") us, inflate-only $(us_per_req "$IT0" "$IT1" "$IRPS") us, pprofgate $(us_per_req "$GT0" "$GT1" "$GRPS") us (user+system)"
 echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
 sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '
     { v[NR] = $1 } END {
