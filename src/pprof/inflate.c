@@ -15,6 +15,7 @@
 #include <zlib.h>
 #ifdef PG_HAVE_LIBDEFLATE
 #include <libdeflate.h>
+#include <pthread.h>
 #endif
 
 /* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
@@ -78,6 +79,39 @@ static enum pg_err zerr(struct pg_status *st, enum pg_inflate_format fmt, const 
 }
 
 #ifdef PG_HAVE_LIBDEFLATE
+/* One decompressor per thread, kept between requests: allocating and
+ * clearing one costs about as much as inflating a small push. Owned by the
+ * thread's key; freed when the thread exits. */
+static pthread_key_t dd_key;
+static pthread_once_t dd_once = PTHREAD_ONCE_INIT;
+static bool dd_key_ok;
+
+static void dd_free(void *d)
+{
+    libdeflate_free_decompressor(d);
+}
+
+static void dd_key_init(void)
+{
+    dd_key_ok = pthread_key_create(&dd_key, dd_free) == 0;
+}
+
+static struct libdeflate_decompressor *thread_decompressor(void)
+{
+    struct libdeflate_decompressor *d;
+
+    if (pthread_once(&dd_once, dd_key_init) != 0 || !dd_key_ok) {
+        return NULL;
+    }
+    d = pthread_getspecific(dd_key);
+    if (d == NULL && (d = libdeflate_alloc_decompressor()) != NULL &&
+        pthread_setspecific(dd_key, d) != 0) {
+        libdeflate_free_decompressor(d);
+        d = NULL;
+    }
+    return d;
+}
+
 /* True with *@out / *@out_len set when libdeflate decoded the whole input as one member of
  * exactly ISIZE <= @max_out bytes; false means "use zlib" (nothing reported). A failed try
  * leaves its buffer in the arena: only for inputs that are odd or broken anyway. */
@@ -98,11 +132,10 @@ static bool gunzip_whole(struct pg_arena *arena, const uint8_t *in, size_t len, 
         return false;
     }
     buf = pg_arena_alloc(arena, isize ? isize : 1);
-    if (buf == NULL || (d = libdeflate_alloc_decompressor()) == NULL) {
+    if (buf == NULL || (d = thread_decompressor()) == NULL) {
         return false; /* zlib reports the cap / OOM with its usual message */
     }
     rc = libdeflate_gzip_decompress_ex(d, in, len, buf, isize, &in_used, &out_used);
-    libdeflate_free_decompressor(d);
     if (rc != LIBDEFLATE_SUCCESS || in_used != len || out_used != isize) {
         return false;
     }

@@ -443,12 +443,13 @@ def sc_grpc_slow(ctx):
     with Collector("--mode", "slow", "--delay-ms", "400") as col:
         with Gateway(gw_config(col.port)) as gw:
             t = Tally()
-            # 10 consumers x 400 ms = 25 exports/s: 300 pushes drain in ~12 s.
+            # 10 consumers x 400 ms = 25 exports/s: 300 pushes drain in ~12 s, so
+            # answers within 8 s (~1 s unloaded) prove nobody waited on an export.
             t0 = time.time()
             load(gw.port, ctx.bodies, ctx.calib, 10, 4, t, max_pushes=300)
             took = time.time() - t0
             ctx.res.check(f"grpc slow (400ms): receiver never waits on the exporter (300 pushes "
-                          f"answered in {took:.1f}s)", set(t.status) <= {204, 503} and took < 5,
+                          f"answered in {took:.1f}s)", set(t.status) <= {204, 503} and took < 8,
                           t.status)
             expect_delivered(ctx.res, "grpc slow", col, t, timeout=40)
 

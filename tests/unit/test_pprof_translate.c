@@ -753,6 +753,78 @@ PG_TEST(links_and_trace_labels)
     }
 }
 
+/* Every class of byte around the hex digits ('/' ':' '@' 'G' '`' 'g', control
+ * bytes, bytes >= 0x80), at the first, middle and last positions of the trace
+ * and span ids: only exact hex, any case, makes a link. */
+PG_TEST(trace_id_hex_digits)
+{
+    static const char good_t[] = "4bf92f3577b34da6a3ce929d0e0e4736";
+    static const char good_s[] = "00f067aa0ba902b7";
+    static const unsigned char bad[] = {'/', ':', '@', 'G', '`', 'g', ' ', 0x10, 0x1a, 0x7f,
+                                        0x80, 0xb0, 0xc1, 0xe6, 0xff, 'z', 'Z', '.'};
+    static const size_t t_pos[] = {0, 7, 8, 15, 16, 31};
+    static const size_t s_pos[] = {0, 7, 8, 15};
+    static const struct {
+        const char *t, *s;
+        bool link;
+    } ok_cases[] = {
+        {"0123456789abcdefABCDEF0123456789", "aBcDeF0123456789", true},
+        {"00000000000000000000000000000001", "0000000000000001", true},
+        {"10000000000000000000000000000000", "1000000000000000", true},
+        {"ffffffffffffffffffffffffffffffff", "FFFFFFFFFFFFFFFF", true},
+        {"00000000000000000000000000000000", "1000000000000000", false},
+        {"10000000000000000000000000000000", "0000000000000000", false},
+    };
+
+    for (size_t i = 0; i < sizeof(ok_cases) / sizeof(ok_cases[0]) + 2 * sizeof(bad) * 6; i++) {
+        char t[33], sp[17];
+        struct ppb_label l[2];
+        bool want;
+        size_t len;
+        uint8_t *p;
+        struct run r;
+
+        memcpy(t, good_t, 33);
+        memcpy(sp, good_s, 17);
+        if (i < sizeof(ok_cases) / sizeof(ok_cases[0])) {
+            memcpy(t, ok_cases[i].t, 33);
+            memcpy(sp, ok_cases[i].s, 17);
+            want = ok_cases[i].link;
+        } else {
+            size_t k = i - sizeof(ok_cases) / sizeof(ok_cases[0]);
+            size_t b = k / 12, where = k % 12;
+            if (where < 6) {
+                t[t_pos[where]] = (char)bad[b];
+            } else {
+                sp[s_pos[(where - 6) % 4]] = (char)bad[b];
+            }
+            want = false;
+        }
+        l[0] = (struct ppb_label){"trace_id", t, 0, NULL};
+        l[1] = (struct ppb_label){"span_id", sp, 0, NULL};
+        p = label_profile(l, 2, &len);
+        run(&r, p, len);
+        CHECK_INT(r.err, PG_ERR_OK);
+        if (r.err == PG_ERR_OK) {
+            const struct pg_otlp_sample *s = SP(&r)->profiles[0]->samples[0];
+            if ((s->link_index != 0) != want) {
+                fprintf(stderr, "  case %zu: trace %s span %s\n", i, t, sp);
+            }
+            CHECK_INT(s->link_index != 0, want);
+            if (want && i == 0) {
+                static const uint8_t tid[16] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                                                0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89};
+                static const uint8_t sid[8] = {0xab, 0xcd, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89};
+                const struct pg_otlp_link *lk = D(&r)->link_table[1];
+                CHECK(memcmp(lk->trace_id.data, tid, 16) == 0);
+                CHECK(memcmp(lk->span_id.data, sid, 8) == 0);
+            }
+        }
+        run_free(&r);
+        free(p);
+    }
+}
+
 PG_TEST(links_dedup_and_custom_keys)
 {
     struct ppb b;
@@ -1200,7 +1272,8 @@ PG_TEST(inflate_api)
 
 PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
-             PG_CASE(links_dedup_and_custom_keys), PG_CASE(labels_numeric_multi_and_dropped),
+             PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
+             PG_CASE(labels_numeric_multi_and_dropped),
              PG_CASE(four_sample_types_and_values), PG_CASE(profile_attributes_comments_frames),
              PG_CASE(mappings_locations_inline_folded), PG_CASE(determinism_packed_unpacked_order),
              PG_CASE(duplicate_pprof_strings_and_bad_utf8), PG_CASE(original_payload_option),
