@@ -65,6 +65,8 @@ run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1, wrk's own CPU se
     grep -E '^Requests/sec' "$TMP/wrk.$1" | awk '{print $2}'
 }
 cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; } # utime + stime of a pid
+# The same for one thread: the main thread (tid = pid) is the event loop.
+loop_ticks() { awk '{print $14 + $15}' /proc/"$1"/task/"$1"/stat; }
 # CPU microseconds per request: ticks before, ticks after, req/s
 us_per_req() { awk -v a="$1" -v b="$2" -v r="$3" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" \
     'BEGIN { if (r > 0) printf "%.0f", (b - a) / hz * 1e6 / (r * d); else print "?" }'; }
@@ -118,9 +120,9 @@ RSS0=$(rss)
 STEP=$(( DURATION >= 12 ? DURATION / 12 : 1 ))
 ( for _ in $(seq 1 $(( DURATION / STEP ))); do sleep "$STEP"; rss; done ) > "$TMP/rss" &
 SAMPLER=$!
-GT0=$(cpu_ticks "$GPID")
+GT0=$(cpu_ticks "$GPID"); GL0=$(loop_ticks "$GPID")
 GRPS=$(run_wrk "$GPORT")
-GT1=$(cpu_ticks "$GPID")
+GT1=$(cpu_ticks "$GPID"); GL1=$(loop_ticks "$GPID")
 wait "$SAMPLER" 2>/dev/null || true
 NON2XX=$(grep -E 'Non-2xx' "$TMP/wrk.$GPORT" | awk '{print $NF}' || true)
 kill "$GPID"; wait "$GPID" 2>/dev/null || true
@@ -140,6 +142,11 @@ IUS=$(us_per_req "$IT0" "$IT1" "$IRPS")
 awk -v n="$(nproc)" -v i="$IUS" -v w="$WRK_US" -v d="$DRPS" 'BEGIN {
     printf "ceiling if inflate-only used all %d cores: %.0f req/s = %.2f of discard (inflate %d us + wrk %d us per request)\n", n, n * 1e6 / (i + w), n * 1e6 / (i + w) / d, i, w }'
 echo "CPU per request: discard_server $(us_per_req "$DT0" "$DT1" "$DRPS") us, inflate-only $(us_per_req "$IT0" "$IT1" "$IRPS") us, pprofgate $(us_per_req "$GT0" "$GT1" "$GRPS") us (user+system)"
+# With workers, only the loop thread's share is serial: on a machine with
+# cores to spare for the workers, req/s is bounded by 1 / (loop CPU per
+# request), as the one-threaded discard server's is by its own.
+DUS=$(us_per_req "$DT0" "$DT1" "$DRPS"); LUS=$(us_per_req "$GL0" "$GL1" "$GRPS")
+echo "pprofgate event-loop thread: $LUS us per request (the rest ran on workers); discard_server/loop = $(awk -v d="$DUS" -v l="$LUS" 'BEGIN { if (l > 0) printf "%.2f", d / l; else print "?" }') (the ratio's bound when workers have cores of their own)"
 echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
 sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '
     { v[NR] = $1 } END {
