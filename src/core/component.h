@@ -37,12 +37,24 @@ bool pg_host_ready(const struct pg_host *host);
  * means "answer 503 Retry-After"). */
 struct pg_consumer {
     enum pg_err (*consume)(struct pg_consumer *self, struct pg_batch *batch, struct pg_status *st);
+    /* Optional: true (with the reason in @st) when an exporter downstream
+     * is full and configured to make callers wait (block_on_overflow)
+     * rather than refuse: the receiver then holds the request and asks
+     * again later instead of consuming. Borrowed @batch; nothing consumed. */
+    bool (*would_block)(struct pg_consumer *self, const struct pg_batch *batch,
+                        struct pg_status *st);
 };
 
 static inline enum pg_err pg_consumer_consume(struct pg_consumer *c, struct pg_batch *b,
                                               struct pg_status *st)
 {
     return c->consume(c, b, st);
+}
+
+static inline bool pg_consumer_would_block(struct pg_consumer *c, const struct pg_batch *b,
+                                           struct pg_status *st)
+{
+    return c->would_block != NULL && c->would_block(c, b, st);
 }
 
 /* Everything create() gets. Borrowed for the duration of create(); host,
@@ -77,6 +89,10 @@ struct pg_component_ops {
     /* Exporters: borrowed reference; pg_batch_ref() to keep it. Must not block:
      * queue and return OK, or BUSY when full. */
     enum pg_err (*consume)(void *state, struct pg_batch *batch, struct pg_status *st);
+    /* Exporters, optional: true when consume() would refuse @batch for a
+     * full queue and the exporter is configured to make the sender wait
+     * (sending_queue.block_on_overflow). Must not change state. */
+    bool (*would_block)(void *state, const struct pg_batch *batch);
     /* Stop intake, begin flushing. Idempotent; safe if start() never ran. */
     void (*shutdown)(void *state);
     /* Optional: true once nothing is in flight (drain finished). */

@@ -196,6 +196,36 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
     return first;
 }
 
+/* Asks every exporter of every pipeline fed by this receiver; the first one
+ * that would make the sender wait names itself in @st. Processors are not
+ * asked: they never hold data back. */
+static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *batch,
+                               struct pg_status *st)
+{
+    struct fanout *f = (struct fanout *)self;
+
+    if (f->svc->state != SVC_RUNNING) {
+        return false; /* consume() answers for a service that is not running */
+    }
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pipeline *p = f->pipes[i];
+
+        for (size_t j = 0; j < p->n_exps; j++) {
+            const struct instance *ei = p->exps[j];
+
+            if (ei->ops->would_block != NULL && ei->ops->would_block(ei->state, batch)) {
+                if (st != NULL) {
+                    pg_status_set(st, PG_ERR_BUSY,
+                                  "%s: sending queue is full (block_on_overflow: the request "
+                                  "waits for room)", ei->log_name);
+                }
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* ---- building ----------------------------------------------------------- */
 
 static bool id_ok(const char *id)
@@ -311,6 +341,7 @@ static struct instance *instantiate(struct pg_service *svc, struct def *d)
     in->key = d->key;
     in->log_name = pg_arena_sprintf(svc->arena, "%s/%s", pg_kind_name(d->kind), d->id);
     in->fan.base.consume = fanout_consume;
+    in->fan.base.would_block = fanout_would_block;
     in->fan.svc = svc;
     path = pg_arena_sprintf(svc->arena, "%s::%s", pg_kind_section(d->kind), d->id);
     memset(&ctx, 0, sizeof(ctx));

@@ -134,7 +134,8 @@ static const struct pg_field queue_fields[] = {
     F("num_consumers", PG_FT_INT, struct ox_queue_cfg, num_consumers, "10", 1, 1000,
       "concurrent exports (HTTP/2 streams)"),
     F("block_on_overflow", PG_FT_BOOL, struct ox_queue_cfg, block_on_overflow, "false", 0, 0,
-      "accepted for compatibility: a full queue always answers 503 (the client waits instead)"),
+      "true: a full queue holds the pushing request (no answer yet) until there is room, up to "
+      "the receiver's write_timeout, instead of answering 503 at once"),
     S("batch", struct ox_queue_cfg, batch, batch_fields, offsetof(struct ox_queue_cfg, has_batch),
       "merge pushes into one export with one rebuilt dictionary"),
     F("storage", PG_FT_STR, struct ox_queue_cfg, storage, NULL, 0, 0,
@@ -1005,6 +1006,23 @@ full:
                          ex->id, ex->q_len, ex->busy);
 }
 
+/* The receiver asks this before consuming: mirrors the "full" exits of
+ * ox_consume() (a batch that still fits the pending merge is never held). */
+static bool ox_would_block(void *state, const struct pg_batch *batch)
+{
+    const struct ox *ex = state;
+
+    if (ex == NULL || !ex->cfg.queue.block_on_overflow || ex->shutting_down ||
+        ex->q_len < (ex->cfg.queue.enabled ? ex->q_cap : 0) + (ex->n_workers - ex->busy)) {
+        return false;
+    }
+    if (ex->cfg.queue.has_batch && ex->cfg.queue.enabled && ex->pending != NULL) {
+        size_t max = (size_t)ex->cfg.queue.batch.max_size;
+        return max > 0 && ex->pending->samples + pg_batch_sample_count(batch) > max;
+    }
+    return true;
+}
+
 static void ox_destroy(void *state);
 
 static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
@@ -1299,6 +1317,7 @@ const struct pg_component_ops pg_exporter_otlp = {
     .create = ox_create,
     .start = ox_start,
     .consume = ox_consume,
+    .would_block = ox_would_block,
     .shutdown = ox_shutdown,
     .idle = ox_idle,
     .destroy = ox_destroy,

@@ -217,6 +217,11 @@ struct rx {
     size_t n_codes;
     struct pg_log_ratelimit rl;
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
+    /* Requests held while an exporter with block_on_overflow is full, oldest
+     * first; owned, loop thread only. The timer polls them while any wait. */
+    struct rx_job *held, **held_tail;
+    struct event *held_ev;
+    struct pg_metric *m_held;
 };
 
 static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
@@ -308,6 +313,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         pg_diag_add(ctx->diag, ctx->config, ctx->id, "out of memory");
         return PG_ERR_CONFIG;
     }
+    rx->held_tail = &rx->held;
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
     problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, rx_fields, &rx->cfg, path);
     if (!rx->cfg.has_server && !rx->cfg.has_self) {
@@ -429,6 +435,9 @@ static void metrics_init(struct rx *rx)
     rx->m_abandoned = pg_metric_counter("pprofgate_receiver_abandoned_requests_total",
                                         "Requests dropped because the client closed its "
                                         "connection before the answer.", labels);
+    rx->m_held = pg_metric_counter("pprofgate_receiver_held_requests_total",
+                                   "Requests held unanswered while an exporter with "
+                                   "block_on_overflow had a full queue.", labels);
 }
 
 static void count_code(struct rx *rx, int code)
@@ -598,6 +607,7 @@ struct rx_job {
     /* outputs */
     enum pg_err err;
     struct pg_status st;
+    double held_since;             /* loop thread: when it started waiting for queue room */
     struct pg_batch *batch;        /* owned until handed to the pipeline */
     struct pg_translate_stats stats;
 };
@@ -692,6 +702,129 @@ static bool client_gone(struct evhttp_request *req)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* Loop thread: hands job->batch to the pipeline and answers. Frees @job. */
+static void deliver(struct rx *rx, struct rx_job *job)
+{
+    struct evhttp_request *req = job->req;
+    struct pg_batch *batch = job->batch;
+    enum pg_err err;
+
+    job->batch = NULL;
+    err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
+    if (err != PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, job->stats.sample_records);
+        fail(rx, req, err, &job->st);
+    } else {
+        pg_metric_add(rx->m_accepted, job->stats.sample_records);
+        reply(rx, req, 204, NULL);
+    }
+    pg_memlimit_release(job->admitted); /* issue 6 */
+    job_free(job);
+}
+
+#define HELD_POLL_MS 10
+
+static void held_arm(struct rx *rx)
+{
+    struct timeval tv = {0, HELD_POLL_MS * 1000};
+
+    if (rx->held_ev != NULL && !evtimer_pending(rx->held_ev, NULL)) {
+        evtimer_add(rx->held_ev, &tv);
+    }
+}
+
+/* An exporter with block_on_overflow is full: the request waits, unanswered,
+ * as a Go handler would block in the collector. The client's connection
+ * stays open; its memory stays charged. */
+static void hold(struct rx *rx, struct rx_job *job)
+{
+    unsigned long suppressed = 0;
+
+    if (rx->held == NULL && pg_log_ratelimit_ok(&rx->rl, &suppressed)) {
+        pg_log_info(rx->log_name, "holding requests: %s (%lu similar lines suppressed)",
+                    pg_status_text(&job->st), suppressed);
+    }
+    job->held_since = mono_seconds();
+    job->next = NULL;
+    *rx->held_tail = job;
+    rx->held_tail = &job->next;
+    pg_metric_add(rx->m_held, 1);
+    held_arm(rx);
+}
+
+static struct rx_job *held_pop(struct rx *rx)
+{
+    struct rx_job *job = rx->held;
+
+    rx->held = job->next;
+    if (rx->held == NULL) {
+        rx->held_tail = &rx->held;
+    }
+    job->next = NULL;
+    return job;
+}
+
+/* Answers a held request without delivering it. Frees @job. */
+static void held_refuse(struct rx *rx, struct rx_job *job, enum pg_err err, const char *why)
+{
+    struct pg_status st;
+
+    pg_metric_add(rx->m_refused, job->stats.sample_records);
+    pg_status_set(&st, err, "%s", why);
+    fail(rx, job->req, err, &st);
+    pg_memlimit_release(job->admitted); /* issue 6 */
+    job_free(job);
+}
+
+/* Oldest first: delivers while there is room, drops requests whose client
+ * left, and answers 503 to those held longer than write_timeout (Go's
+ * deadline for answering a request; 0 = wait as long as the client does). */
+static void on_held_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx *rx = arg;
+    const double limit = (double)rx->cfg.server.write_timeout / 1e9;
+
+    (void)fd;
+    (void)what;
+    while (rx->held != NULL) {
+        struct rx_job *job = rx->held;
+        char why[160];
+
+        if (client_gone(job->req)) {
+            held_pop(rx);
+            pg_metric_add(rx->m_abandoned, 1);
+            pg_metric_add(rx->m_refused, job->stats.sample_records);
+            evhttp_send_reply(job->req, 503, NULL, NULL); /* lets evhttp free it */
+            pg_memlimit_release(job->admitted);
+            job_free(job);
+            continue;
+        }
+        if (!pg_consumer_would_block(rx->next, job->batch, &job->st)) {
+            deliver(rx, held_pop(rx));
+            continue;
+        }
+        if (limit > 0 && mono_seconds() - job->held_since >= limit) {
+            held_pop(rx);
+            snprintf(why, sizeof(why), "%s; held %.0f s (write_timeout), retry later",
+                     pg_status_text(&job->st), limit);
+            held_refuse(rx, job, PG_ERR_BUSY, why);
+            continue;
+        }
+        break; /* still full: the ones behind it wait too */
+    }
+    if (rx->held != NULL) {
+        held_arm(rx);
+    }
+}
+
+/* Shutdown: exporters stop taking data now, so nobody held gets room. */
+static void held_drain(struct rx *rx)
+{
+    while (rx->held != NULL) {
+        held_refuse(rx, held_pop(rx), PG_ERR_UNAVAILABLE, "shutting down; retry later");
+    }
+}
+
 /* Loop thread: runs the pipeline and answers. Frees @job. */
 static void job_finish(struct rx *rx, struct rx_job *job, bool async)
 {
@@ -715,17 +848,15 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
         fail(rx, req, err, &job->st);
         goto out;
     }
-    job->batch = NULL;
     /* issue 6: charged until the last exporter drops the batch. */
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
-    err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
-    if (err != PG_ERR_OK) {
-        pg_metric_add(rx->m_refused, job->stats.sample_records);
-        fail(rx, req, err, &job->st);
-        goto out;
+    /* Behind requests already held, a new one queues up too: oldest first. */
+    if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
+        hold(rx, job); /* keeps job->batch; answered by on_held_timer() */
+        return;
     }
-    pg_metric_add(rx->m_accepted, job->stats.sample_records);
-    reply(rx, req, 204, NULL);
+    deliver(rx, job);
+    return;
 out:
     pg_memlimit_release(job->admitted); /* issue 6 */
     job_free(job);
@@ -1093,6 +1224,10 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         /* issue 6: every connection is a server-side TLS bufferevent. */
         evhttp_set_bevcb(rx->http, pg_tls_server_bevcb, rx->ssl_ctx);
     }
+    rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
+    if (rx->held_ev == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
     rx->sock = evhttp_bind_socket_with_handle(rx->http, rx->listen_host, (ev_uint16_t)port);
     if (rx->sock == NULL) {
         int e = errno;
@@ -1143,6 +1278,7 @@ static void rx_shutdown(void *state)
     }
     rx->draining = true;
     pg_pprof_self_stop(rx->self);
+    held_drain(rx);
     if (rx->http != NULL && rx->sock != NULL) {
         /* Stop accepting; open connections finish their request and get
          * Connection: close. Jobs on the workers complete into the pipeline
@@ -1167,6 +1303,10 @@ static void rx_destroy(void *state)
         return;
     }
     pg_pprof_self_destroy(rx->self);
+    held_drain(rx);   /* before evhttp_free: held jobs hold requests */
+    if (rx->held_ev != NULL) {
+        event_free(rx->held_ev);
+    }
     pool_destroy(rx); /* before evhttp_free: jobs hold requests */
     if (rx->http != NULL) {
         evhttp_free(rx->http);

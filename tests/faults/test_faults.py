@@ -454,6 +454,66 @@ def sc_grpc_slow(ctx):
             expect_delivered(ctx.res, "grpc slow", col, t, timeout=40)
 
 
+def sc_block_on_overflow(ctx):
+    """sending_queue.block_on_overflow: with the queue full, a push waits for room
+    (answered 204 later, delivered once) instead of a 503 at once; write_timeout
+    bounds the wait. The real SDK client never retries a 503."""
+    body = make_pprof(n_samples=3)
+
+    def burst(port, n):
+        t = Tally()
+
+        def one():
+            st, _, b = push(port, body, timeout=30)
+            t.add(st, 3, b)
+        ths = [threading.Thread(target=one) for _ in range(n)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join(60)
+        return t
+
+    def cfg(port, block, write_timeout):
+        return f"""
+receivers:
+  pprof:
+    server:
+      endpoint: "127.0.0.1:0"
+      write_timeout: {write_timeout}
+exporters:
+  otlp:
+    endpoint: 127.0.0.1:{port}
+    tls: {{insecure: true}}
+    timeout: 5s
+    sending_queue: {{queue_size: 1, num_consumers: 1, block_on_overflow: {block}}}
+service:
+  pipelines:
+    profiles: {{receivers: [pprof], exporters: [otlp]}}
+"""
+    # one consumer, 300 ms per export, room for 2: 8 pushes at once overflow
+    for block, wt, name in ((False, "30s", "off"), (True, "30s", "on"),
+                            (True, "700ms", "on, write_timeout 700ms")):
+        with Collector("--mode", "slow", "--delay-ms", "300") as col:
+            with Gateway(cfg(col.port, "true" if block else "false", wt)) as gw:
+                t = burst(gw.port, 8)
+                if not block:
+                    ctx.res.check(f"block_on_overflow {name}: a full queue answers 503 at once",
+                                  t.status.get(503, 0) > 0 and t.status.get(204, 0) > 0,
+                                  (t.status, t.reasons))
+                elif wt == "30s":
+                    ctx.res.check(f"block_on_overflow {name}: every push waits and gets 204",
+                                  t.status == {204: 8}, (t.status, t.reasons))
+                else:
+                    held = [r for r in t.reasons if r.startswith("503") and "queue is full" in r]
+                    ctx.res.check(f"block_on_overflow {name}: held past write_timeout -> 503, "
+                                  f"the rest 204", t.status.get(204, 0) > 0 and
+                                  t.status.get(503, 0) > 0 and len(held) > 0, (t.status, t.reasons))
+                expect_delivered(ctx.res, f"block_on_overflow {name}", col, t, timeout=30)
+                if block:
+                    ctx.res.check(f"block_on_overflow {name}: the hold is logged",
+                                  "holding requests" in gw.log(), gw.log()[-600:])
+
+
 def sc_grpc_codes(ctx):
     """Retryable codes end delivered; permanent ones are dropped once, not retried."""
     cases = [("exhausted_retryinfo", True), ("cut", True), ("invalid", False),
@@ -964,6 +1024,7 @@ SCENARIOS = [
     ("grpc_flapping", sc_grpc_flapping),
     ("grpc_slow", sc_grpc_slow),
     ("grpc_codes", sc_grpc_codes),
+    ("block_on_overflow", sc_block_on_overflow),
     ("sigterm", sc_sigterm_under_load),
     ("sigkill", sc_sigkill_restart),
     ("spool_full", sc_spool_full),

@@ -32,7 +32,26 @@ struct fake_next {
     size_t raw_bytes;
     char receiver_id[32];
     char default_service[32];
+    int block_polls; /* would_block answers true this many more times; -1 = always */
+    int polls;
 };
+
+static bool fake_would_block(struct pg_consumer *self, const struct pg_batch *b,
+                             struct pg_status *st)
+{
+    struct fake_next *f = (struct fake_next *)self;
+
+    (void)b;
+    f->polls++;
+    if (f->block_polls == 0) {
+        return false;
+    }
+    if (f->block_polls > 0) {
+        f->block_polls--;
+    }
+    pg_status_set(st, PG_ERR_BUSY, "fake exporter is full");
+    return true;
+}
 
 static enum pg_err fake_consume(struct pg_consumer *self, struct pg_batch *b, struct pg_status *st)
 {
@@ -177,7 +196,7 @@ PG_TEST(test_status_by_pipeline_answer)
     struct pg_config *cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
     struct pg_arena *carena = pg_arena_create(0);
     struct pg_host host = {base, "0.1.0", NULL};
-    struct fake_next next = {{fake_consume}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", ""};
+    struct fake_next next = {{fake_consume, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
     struct pg_diag diag;
     struct pg_component_ctx ctx;
     struct pg_status st;
@@ -235,6 +254,99 @@ PG_TEST(test_status_by_pipeline_answer)
     event_base_free(base);
 }
 
+static void shutdown_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pg_receiver_pprof.shutdown(arg);
+}
+
+/* block_on_overflow: a full exporter makes the request wait unanswered, then
+ * it is delivered (204) once there is room; past write_timeout it gets 503;
+ * on shutdown a held request gets 503 at once. Never consumed twice. */
+PG_TEST(test_held_while_exporter_full)
+{
+    static const char yaml[] = "server:\n  endpoint: 127.0.0.1:0\n  write_timeout: 300ms\n"
+                               "  workers: 0\n";
+    static const struct {
+        int block_polls;   /* -1: full for good */
+        bool shutdown;     /* shut the receiver down while the request is held */
+        int code;
+        int consumed;
+        const char *body;  /* in the answer */
+    } cases[] = {
+        {0, false, 204, 1, ""},
+        {5, false, 204, 1, ""},
+        {-1, false, 503, 0, "held 0 s (write_timeout)"},
+        {-1, true, 503, 0, "shutting down"},
+    };
+    size_t gz_len = 0;
+    uint8_t *gz = worked_example_gz(&gz_len);
+
+    CHECK(gz != NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && gz != NULL; i++) {
+        struct event_base *base = event_base_new();
+        struct pg_config *cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
+        struct pg_arena *carena = pg_arena_create(0);
+        struct pg_host host = {base, "0.1.0", NULL};
+        struct fake_next next = {{fake_consume, fake_would_block}, PG_ERR_OK, 0, 0, "", 0, "",
+                                 0, "", "", cases[i].block_polls, 0};
+        struct pg_diag diag;
+        struct pg_component_ctx ctx;
+        struct pg_status st;
+        struct reply r;
+        struct event *stop = NULL;
+        FILE *log = tmpfile();
+        void *state = NULL;
+        unsigned port;
+
+        pg_diag_init(&diag);
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.host = &host;
+        ctx.id = "pprof";
+        ctx.log_name = "receiver/pprof";
+        ctx.config = cfg->root;
+        ctx.config_arena = carena;
+        ctx.diag = &diag;
+        ctx.next = &next.base;
+        pg_log_set_stream(log);
+        CHECK_INT(pg_receiver_pprof.create(&ctx, &state), PG_ERR_OK);
+        CHECK_INT(pg_receiver_pprof.start(state, &st), PG_ERR_OK);
+        port = port_from_log(log);
+        if (cases[i].shutdown) {
+            struct timeval tv = {0, 50000};
+
+            stop = evtimer_new(base, shutdown_cb, state);
+            evtimer_add(stop, &tv);
+        }
+        CHECK_INT(post(base, port, gz, gz_len, &r), cases[i].code);
+        pg_log_set_stream(NULL);
+        if (r.code != cases[i].code || strstr(r.body, cases[i].body) == NULL) {
+            fprintf(stderr, "  case %zu: %d \"%s\"\n", i, r.code, r.body);
+        }
+        CHECK(strstr(r.body, cases[i].body) != NULL);
+        CHECK_INT(next.calls, cases[i].consumed);
+        if (cases[i].block_polls > 0) {
+            CHECK_INT(next.polls, cases[i].block_polls + 1); /* each poll asked once */
+        }
+        if (cases[i].code == 503) {
+            CHECK_STR(r.retry_after, "1");
+        }
+        if (stop != NULL) {
+            event_free(stop);
+        }
+        pg_receiver_pprof.shutdown(state);
+        CHECK(pg_receiver_pprof.idle(state));
+        pg_receiver_pprof.destroy(state);
+        fclose(log);
+        pg_diag_free(&diag);
+        pg_config_free(cfg);
+        pg_arena_destroy(carena);
+        event_base_free(base);
+    }
+    free(gz);
+}
+
 PG_TEST(test_config_errors)
 {
     static const struct {
@@ -282,4 +394,5 @@ PG_TEST(test_config_errors)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(test_status_by_pipeline_answer), PG_CASE(test_config_errors))
+PG_TEST_MAIN(PG_CASE(test_status_by_pipeline_answer), PG_CASE(test_held_while_exporter_full),
+             PG_CASE(test_config_errors))

@@ -95,18 +95,26 @@ static void fake_destroy(void *state)
     free(state);
 }
 
-static const struct pg_component_ops fake_recv = {"pprof", NULL, PG_KIND_RECEIVER, fake_fields, NULL,
-                                                  fake_create, fake_start, NULL, NULL, fake_shutdown,
-                                                  NULL, fake_destroy};
-static const struct pg_component_ops fake_proc = {"transform", NULL, PG_KIND_PROCESSOR, fake_fields, NULL,
-                                                  fake_create, fake_start, fake_process, NULL,
-                                                  fake_shutdown, NULL, fake_destroy};
-static const struct pg_component_ops fake_exp = {"otlp", "otlp_grpc", PG_KIND_EXPORTER, fake_fields, NULL,
-                                                 fake_create, fake_start, NULL, fake_consume,
-                                                 fake_shutdown, NULL, fake_destroy};
-static const struct pg_component_ops fake_ext = {"health_check", NULL, PG_KIND_EXTENSION, fake_fields, NULL,
-                                                 fake_create, fake_start, NULL, NULL, fake_shutdown,
-                                                 NULL, fake_destroy};
+/* knob 98: the exporter is full and asks senders to wait (block_on_overflow). */
+static bool fake_would_block(void *state, const struct pg_batch *b)
+{
+    (void)b;
+    return ((struct fake *)state)->knob == 98;
+}
+
+#define FAKE_OPS(type_, alias_, kind_, process_, consume_, would_block_)                           \
+    {.type = (type_), .alias = (alias_), .kind = (kind_), .fields = fake_fields, .doc = NULL,      \
+     .create = fake_create, .start = fake_start, .process = (process_), .consume = (consume_),      \
+     .would_block = (would_block_), .shutdown = fake_shutdown, .idle = NULL,                       \
+     .destroy = fake_destroy}
+static const struct pg_component_ops fake_recv =
+    FAKE_OPS("pprof", NULL, PG_KIND_RECEIVER, NULL, NULL, NULL);
+static const struct pg_component_ops fake_proc =
+    FAKE_OPS("transform", NULL, PG_KIND_PROCESSOR, fake_process, NULL, NULL);
+static const struct pg_component_ops fake_exp =
+    FAKE_OPS("otlp", "otlp_grpc", PG_KIND_EXPORTER, NULL, fake_consume, fake_would_block);
+static const struct pg_component_ops fake_ext =
+    FAKE_OPS("health_check", NULL, PG_KIND_EXTENSION, NULL, NULL, NULL);
 static const struct pg_component_ops *const registry[] = {&fake_recv, &fake_proc, &fake_exp, &fake_ext};
 
 PG_TEST(test_bad_graphs)
@@ -251,6 +259,43 @@ PG_TEST(test_busy_exporter_maps_to_busy)
     event_base_free(base);
 }
 
+/* The receiver's would_block asks every exporter of every pipeline it feeds,
+ * names the full one, and consumes nothing; before start it says no (consume
+ * answers that case). */
+PG_TEST(test_would_block_asks_every_exporter)
+{
+    static const char yaml[] = "receivers: {pprof: {}}\n"
+                               "exporters: {otlp: {}, otlp/full: {knob: 98}}\n"
+                               "service:\n"
+                               "  pipelines:\n"
+                               "    profiles: {receivers: [pprof], exporters: [otlp]}\n"
+                               "    profiles/2: {receivers: [pprof], exporters: [otlp/full]}\n";
+    struct event_base *base = event_base_new();
+    struct pg_config *cfg = pg_config_load_string("t.yaml", yaml, sizeof(yaml) - 1);
+    struct pg_service *svc;
+    struct pg_status st;
+    struct pg_batch *b = empty_batch();
+
+    n_exporters = 0;
+    memset(exported, 0, sizeof(exported));
+    svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+    CHECK(svc != NULL);
+    if (svc != NULL) {
+        pg_status_clear(&st);
+        CHECK(!pg_consumer_would_block(recv_next, b, &st));
+        CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+        pg_status_clear(&st);
+        CHECK(pg_consumer_would_block(recv_next, b, &st));
+        CHECK(strstr(st.msg, "exporter/otlp/full: sending queue is full") != NULL);
+        CHECK_INT(exported[0] + exported[1], 0);
+        CHECK_INT(b->refcnt, 1);
+        pg_service_free(svc);
+    }
+    pg_batch_unref(b);
+    pg_config_free(cfg);
+    event_base_free(base);
+}
+
 /* Processors are instantiated once per pipeline: a graph with many more
  * processor instances than component definitions must still build. */
 PG_TEST(test_many_pipelines)
@@ -282,4 +327,5 @@ PG_TEST(test_many_pipelines)
 }
 
 PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_fanout_and_lifecycle),
-             PG_CASE(test_busy_exporter_maps_to_busy), PG_CASE(test_many_pipelines))
+             PG_CASE(test_busy_exporter_maps_to_busy),
+             PG_CASE(test_would_block_asks_every_exporter), PG_CASE(test_many_pipelines))
