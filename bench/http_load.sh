@@ -13,6 +13,7 @@
 #      WORKERS (receiver server.workers; unset = the receiver's default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD=${PG_BUILD_DIR:-build}
 BIN=${PPROFGATE_BIN:-$BUILD/pprofgate}
 DISCARD=$BUILD/bench/discard_server
@@ -36,25 +37,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-# wrk script: method, body and the SDK's headers.
-cat > "$TMP/post.lua" <<LUA
-local f = assert(io.open("$(realpath "$BODY")", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/octet-stream"
-wrk.headers["Content-Encoding"] = "gzip"
-wrk.headers["Otel-Resource-Attributes"] = "telemetry.sdk.language=javascript,service.name=bench,profiler.type=wall"
-LUA
-
-wait_port() { # file regex -> port
-    for _ in $(seq 1 100); do
-        p=$(grep -oE "$2" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -1 || true)
-        [ -n "$p" ] && { echo "$p"; return 0; }
-        sleep 0.05
-    done
-    echo "http_load: server did not start:" >&2; cat "$1" >&2; return 1
-}
+write_post_lua "$BODY" "$TMP/post.lua"
 
 run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1, wrk's own CPU seconds in $TMP/wrkcpu.$1
     ( wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$TMP/post.lua" \
@@ -64,9 +47,10 @@ run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1, wrk's own CPU se
         > "$TMP/wrkcpu.$1"
     grep -E '^Requests/sec' "$TMP/wrk.$1" | awk '{print $2}'
 }
-cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; } # utime + stime of a pid
-# The same for one thread: the main thread (tid = pid) is the event loop.
-loop_ticks() { awk '{print $14 + $15}' /proc/"$1"/task/"$1"/stat; }
+stat_ticks() { awk '{print $14 + $15}' "$1"; } # utime + stime from a /proc stat file
+cpu_ticks() { stat_ticks /proc/"$1"/stat; } # a whole process
+# One thread: the main thread (tid = pid) is the event loop.
+loop_ticks() { stat_ticks /proc/"$1"/task/"$1"/stat; }
 # CPU microseconds per request: ticks before, ticks after, req/s
 us_per_req() { awk -v a="$1" -v b="$2" -v r="$3" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" \
     'BEGIN { if (r > 0) printf "%.0f", (b - a) / hz * 1e6 / (r * d); else print "?" }'; }
@@ -137,15 +121,15 @@ awk -v g="$IRPS" -v d="$DRPS" 'BEGIN { printf "inflate-only/discard: %.2f (one t
 # Ceiling for any gateway that must at least gunzip: every core busy with
 # inflate-only's work plus wrk's own per-request CPU (the load generator
 # shares the machine), as a fraction of the baseline's req/s.
+DUS=$(us_per_req "$DT0" "$DT1" "$DRPS"); IUS=$(us_per_req "$IT0" "$IT1" "$IRPS")
+GUS=$(us_per_req "$GT0" "$GT1" "$GRPS"); LUS=$(us_per_req "$GL0" "$GL1" "$GRPS")
 WRK_US=$(awk -v c="$(cat "$TMP/wrkcpu.$IPORT")" -v r="$IRPS" -v d="$DURATION" 'BEGIN { printf "%.0f", c * 1e6 / (r * d) }')
-IUS=$(us_per_req "$IT0" "$IT1" "$IRPS")
 awk -v n="$(nproc)" -v i="$IUS" -v w="$WRK_US" -v d="$DRPS" 'BEGIN {
     printf "ceiling if inflate-only used all %d cores: %.0f req/s = %.2f of discard (inflate %d us + wrk %d us per request)\n", n, n * 1e6 / (i + w), n * 1e6 / (i + w) / d, i, w }'
-echo "CPU per request: discard_server $(us_per_req "$DT0" "$DT1" "$DRPS") us, inflate-only $(us_per_req "$IT0" "$IT1" "$IRPS") us, pprofgate $(us_per_req "$GT0" "$GT1" "$GRPS") us (user+system)"
+echo "CPU per request: discard_server $DUS us, inflate-only $IUS us, pprofgate $GUS us (user+system)"
 # With workers, only the loop thread's share is serial: on a machine with
 # cores to spare for the workers, req/s is bounded by 1 / (loop CPU per
 # request), as the one-threaded discard server's is by its own.
-DUS=$(us_per_req "$DT0" "$DT1" "$DRPS"); LUS=$(us_per_req "$GL0" "$GL1" "$GRPS")
 echo "pprofgate event-loop thread: $LUS us per request (the rest ran on workers); discard_server/loop = $(awk -v d="$DUS" -v l="$LUS" 'BEGIN { if (l > 0) printf "%.2f", d / l; else print "?" }') (the ratio's bound when workers have cores of their own)"
 echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
 sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '

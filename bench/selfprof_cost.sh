@@ -9,6 +9,7 @@
 #      RATE (524288), PG_BUILD_DIR (build), PPROFGATE_BIN, BODY (a .pprof.gz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD=${PG_BUILD_DIR:-build}
 BIN=${PPROFGATE_BIN:-$BUILD/pprofgate}
 DURATION=${DURATION:-20}
@@ -32,24 +33,7 @@ GPID=
 cleanup() { [ -n "$GPID" ] && { kill "$GPID" 2>/dev/null || true; wait "$GPID" 2>/dev/null || true; }; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-cat > "$TMP/post.lua" <<LUA
-local f = assert(io.open("$(realpath "$BODY")", "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/octet-stream"
-wrk.headers["Content-Encoding"] = "gzip"
-wrk.headers["Otel-Resource-Attributes"] = "telemetry.sdk.language=javascript,service.name=bench,profiler.type=wall"
-LUA
-
-wait_port() { # file regex -> port
-    for _ in $(seq 1 100); do
-        p=$(grep -oE "$2" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -1 || true)
-        [ -n "$p" ] && { echo "$p"; return 0; }
-        sleep 0.05
-    done
-    echo "selfprof_cost: server did not start:" >&2; cat "$1" >&2; return 1
-}
+write_post_lua "$BODY" "$TMP/post.lua"
 
 # run <rate> <tag>: one gateway, one wrk run; prints req/s, keeps /metrics in $TMP/metrics.<tag>
 run() {

@@ -916,23 +916,33 @@ static void replay_fill(struct ox *ex)
 
 /* ---- component ops ------------------------------------------------------- */
 
+/* No room for one more request: the waiting room (queue_size requests; none
+ * when the queue is disabled) and every idle consumer are taken. */
+static bool queue_full(const struct ox *ex)
+{
+    return ex->q_len >= (ex->cfg.queue.enabled ? ex->q_cap : 0) + (ex->n_workers - ex->busy);
+}
+
+/* With batching, @samples more still fit the open merge (no queue slot needed). */
+static bool fits_pending(const struct ox *ex, size_t samples)
+{
+    return ex->pending != NULL && (ex->cfg.queue.batch.max_size == 0 ||
+                                   ex->pending->samples + samples <=
+                                       (size_t)ex->cfg.queue.batch.max_size);
+}
+
 static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_status *st)
 {
     struct ox *ex = state;
     size_t samples = pg_batch_sample_count(batch);
-    size_t free_workers = ex->n_workers - ex->busy;
-    /* The waiting room: queue_size requests (none when the queue is disabled,
-     * then only idle consumers can take work). */
-    size_t room = ex->cfg.queue.enabled ? ex->q_cap : 0;
 
     if (ex->shutting_down) {
         pg_metric_add(ex->m_enqueue_failed, samples);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "exporter %s is shutting down", ex->id);
     }
     if (ex->cfg.queue.has_batch && ex->cfg.queue.enabled) {
-        if (ex->pending != NULL && ex->cfg.queue.batch.max_size > 0 &&
-            ex->pending->samples + samples > (size_t)ex->cfg.queue.batch.max_size) {
-            if (ex->q_len >= room + free_workers) {
+        if (ex->pending != NULL && !fits_pending(ex, samples)) {
+            if (queue_full(ex)) {
                 goto full;
             }
             flush_pending(ex);
@@ -940,7 +950,7 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
         if (ex->pending == NULL) {
             struct timeval tv = tv_of(ex->cfg.queue.batch.flush_timeout);
 
-            if (ex->q_len >= room + free_workers) {
+            if (queue_full(ex)) {
                 goto full;
             }
             ex->pending = calloc(1, sizeof(*ex->pending));
@@ -970,7 +980,7 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
         }
         return PG_ERR_OK;
     }
-    if (ex->q_len >= room + free_workers) {
+    if (queue_full(ex)) {
         goto full;
     }
     {
@@ -1011,16 +1021,10 @@ full:
 static bool ox_would_block(void *state, const struct pg_batch *batch)
 {
     const struct ox *ex = state;
+    bool batching = ex != NULL && ex->cfg.queue.has_batch && ex->cfg.queue.enabled;
 
-    if (ex == NULL || !ex->cfg.queue.block_on_overflow || ex->shutting_down ||
-        ex->q_len < (ex->cfg.queue.enabled ? ex->q_cap : 0) + (ex->n_workers - ex->busy)) {
-        return false;
-    }
-    if (ex->cfg.queue.has_batch && ex->cfg.queue.enabled && ex->pending != NULL) {
-        size_t max = (size_t)ex->cfg.queue.batch.max_size;
-        return max > 0 && ex->pending->samples + pg_batch_sample_count(batch) > max;
-    }
-    return true;
+    return ex != NULL && ex->cfg.queue.block_on_overflow && !ex->shutting_down &&
+           queue_full(ex) && !(batching && fits_pending(ex, pg_batch_sample_count(batch)));
 }
 
 static void ox_destroy(void *state);

@@ -752,11 +752,13 @@ static enum pg_err decode_label(const struct pg_pprof *p, struct pg_pb r, size_t
          * (trace and span ids sit past string 127): same result as the loop. */
         struct pg_pb q = {r.p + 1, r.end};
         uint64_t k, v;
-        if (pg_pb_varint(&q, &k) && q.p < q.end && q.p[0] == 0x10 && (q.p++, true) &&
-            pg_pb_varint(&q, &v) && q.p == q.end) {
-            l->key = (int64_t)k;
-            l->str = (int64_t)v;
-            r.p = r.end;
+        if (pg_pb_varint(&q, &k) && q.p < q.end && q.p[0] == 0x10) {
+            q.p++;
+            if (pg_pb_varint(&q, &v) && q.p == q.end) {
+                l->key = (int64_t)k;
+                l->str = (int64_t)v;
+                r.p = r.end;
+            }
         }
     }
     while (r.p < r.end) {

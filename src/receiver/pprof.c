@@ -627,8 +627,10 @@ struct rx_pool {
     size_t in_flight;                 /* loop thread only: queued, running or done */
 };
 
+/* Ends a job: gives back its memory admission and frees it. */
 static void job_free(struct rx_job *job)
 {
+    pg_memlimit_release(job->admitted); /* issue 6 */
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -702,6 +704,21 @@ static bool client_gone(struct evhttp_request *req)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* Loop thread: the client closed its connection before its answer. Nobody
+ * will read it: drop the batch (the client retries or not; either way it did
+ * not see a 204). The reply only lets evhttp free the request and the
+ * connection. Frees @job. */
+static void abandon(struct rx *rx, struct rx_job *job)
+{
+    pg_metric_add(rx->m_abandoned, 1);
+    if (job->err == PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, job->stats.sample_records);
+    }
+    pg_log_debug(rx->log_name, "client went away before its answer; request dropped");
+    evhttp_send_reply(job->req, 503, NULL, NULL);
+    job_free(job);
+}
+
 /* Loop thread: hands job->batch to the pipeline and answers. Frees @job. */
 static void deliver(struct rx *rx, struct rx_job *job)
 {
@@ -718,7 +735,6 @@ static void deliver(struct rx *rx, struct rx_job *job)
         pg_metric_add(rx->m_accepted, job->stats.sample_records);
         reply(rx, req, 204, NULL);
     }
-    pg_memlimit_release(job->admitted); /* issue 6 */
     job_free(job);
 }
 
@@ -772,7 +788,6 @@ static void held_refuse(struct rx *rx, struct rx_job *job, enum pg_err err, cons
     pg_metric_add(rx->m_refused, job->stats.sample_records);
     pg_status_set(&st, err, "%s", why);
     fail(rx, job->req, err, &st);
-    pg_memlimit_release(job->admitted); /* issue 6 */
     job_free(job);
 }
 
@@ -791,12 +806,7 @@ static void on_held_timer(evutil_socket_t fd, short what, void *arg)
         char why[160];
 
         if (client_gone(job->req)) {
-            held_pop(rx);
-            pg_metric_add(rx->m_abandoned, 1);
-            pg_metric_add(rx->m_refused, job->stats.sample_records);
-            evhttp_send_reply(job->req, 503, NULL, NULL); /* lets evhttp free it */
-            pg_memlimit_release(job->admitted);
-            job_free(job);
+            abandon(rx, held_pop(rx));
             continue;
         }
         if (!pg_consumer_would_block(rx->next, job->batch, &job->st)) {
@@ -833,20 +843,13 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
     enum pg_err err = job->err;
 
     if (async && client_gone(req)) {
-        /* Nobody will read the answer: drop the batch (the client retries or
-         * not; either way it did not see a 204). The reply below only lets
-         * evhttp free the request and the connection. */
-        pg_metric_add(rx->m_abandoned, 1);
-        if (err == PG_ERR_OK) {
-            pg_metric_add(rx->m_refused, job->stats.sample_records);
-        }
-        pg_log_debug(rx->log_name, "client went away before its answer; request dropped");
-        evhttp_send_reply(req, 503, NULL, NULL);
-        goto out;
+        abandon(rx, job);
+        return;
     }
     if (err != PG_ERR_OK) {
         fail(rx, req, err, &job->st);
-        goto out;
+        job_free(job);
+        return;
     }
     /* issue 6: charged until the last exporter drops the batch. */
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
@@ -856,10 +859,6 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
         return;
     }
     deliver(rx, job);
-    return;
-out:
-    pg_memlimit_release(job->admitted); /* issue 6 */
-    job_free(job);
 }
 
 static void *worker_main(void *arg)
@@ -996,7 +995,6 @@ static void pool_destroy(struct rx *rx)
             lists[l] = job->next;
             pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
             fail(rx, job->req, PG_ERR_UNAVAILABLE, &st);
-            pg_memlimit_release(job->admitted); /* issue 6 */
             job_free(job);
         }
     }

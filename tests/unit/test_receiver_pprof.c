@@ -177,6 +177,66 @@ static unsigned port_from_log(FILE *log)
     return port;
 }
 
+/* A receiver started on its own loop with @yaml and @next; port from its log. */
+struct rx_fixture {
+    struct event_base *base;
+    struct pg_config *cfg;
+    struct pg_arena *carena;
+    struct pg_host host;
+    struct pg_diag diag;
+    FILE *log;
+    void *state;
+    unsigned port;
+};
+
+static bool rx_start(struct rx_fixture *fx, const char *yaml, struct fake_next *next)
+{
+    struct pg_component_ctx ctx;
+    struct pg_status st;
+
+    memset(fx, 0, sizeof(*fx));
+    fx->base = event_base_new();
+    fx->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
+    fx->carena = pg_arena_create(0);
+    fx->host = (struct pg_host){fx->base, "0.1.0", NULL};
+    fx->log = tmpfile();
+    pg_diag_init(&fx->diag);
+    CHECK(fx->cfg != NULL && fx->cfg->root != NULL);
+    if (fx->cfg == NULL || fx->cfg->root == NULL) {
+        return false;
+    }
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.host = &fx->host;
+    ctx.id = "pprof";
+    ctx.log_name = "receiver/pprof";
+    ctx.config = fx->cfg->root;
+    ctx.config_arena = fx->carena;
+    ctx.diag = &fx->diag;
+    ctx.next = &next->base;
+    pg_log_set_stream(fx->log);
+    CHECK_INT(pg_receiver_pprof.create(&ctx, &fx->state), PG_ERR_OK);
+    CHECK_INT(pg_receiver_pprof.start(fx->state, &st), PG_ERR_OK);
+    fx->port = port_from_log(fx->log);
+    CHECK(fx->port > 0);
+    return fx->port > 0;
+}
+
+/* Shuts the receiver down (it must be idle then) and frees everything. */
+static void rx_stop(struct rx_fixture *fx)
+{
+    pg_log_set_stream(NULL);
+    if (fx->state != NULL) {
+        pg_receiver_pprof.shutdown(fx->state);
+        CHECK(pg_receiver_pprof.idle(fx->state));
+        pg_receiver_pprof.destroy(fx->state);
+    }
+    fclose(fx->log);
+    pg_diag_free(&fx->diag);
+    pg_config_free(fx->cfg);
+    pg_arena_destroy(fx->carena);
+    event_base_free(fx->base);
+}
+
 PG_TEST(test_status_by_pipeline_answer)
 {
     static const char yaml[] = "server:\n  endpoint: 127.0.0.1:0\n  include_metadata: true\n"
@@ -192,47 +252,25 @@ PG_TEST(test_status_by_pipeline_answer)
         {PG_ERR_PROCESSING, 500, ""},
         {PG_ERR_INTERNAL, 500, ""},
     };
-    struct event_base *base = event_base_new();
-    struct pg_config *cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    struct pg_arena *carena = pg_arena_create(0);
-    struct pg_host host = {base, "0.1.0", NULL};
     struct fake_next next = {{fake_consume, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
-    struct pg_diag diag;
-    struct pg_component_ctx ctx;
-    struct pg_status st;
-    FILE *log = tmpfile();
-    void *state = NULL;
+    struct rx_fixture fx;
     size_t gz_len = 0;
     uint8_t *gz = worked_example_gz(&gz_len);
-    unsigned port;
 
-    CHECK(gz != NULL && cfg != NULL && cfg->root != NULL);
-    if (gz == NULL || cfg == NULL || cfg->root == NULL) {
+    CHECK(gz != NULL);
+    if (gz == NULL) {
         return;
     }
-    pg_diag_init(&diag);
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.host = &host;
-    ctx.id = "pprof";
-    ctx.log_name = "receiver/pprof";
-    ctx.config = cfg->root;
-    ctx.config_arena = carena;
-    ctx.diag = &diag;
-    ctx.next = &next.base;
-    pg_log_set_stream(log);
-    CHECK_INT(pg_receiver_pprof.create(&ctx, &state), PG_ERR_OK);
-    CHECK_INT(pg_receiver_pprof.start(state, &st), PG_ERR_OK);
-    port = port_from_log(log);
-    pg_log_set_stream(NULL);
-    CHECK(port > 0);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && port > 0; i++) {
-        struct reply r;
+    if (rx_start(&fx, yaml, &next)) {
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            struct reply r;
 
-        next.answer = cases[i].answer;
-        CHECK_INT(post(base, port, gz, gz_len, &r), cases[i].code);
-        CHECK_STR(r.retry_after, cases[i].retry_after);
-        if (cases[i].code != 204) {
-            CHECK(strstr(r.body, "fake pipeline says") != NULL);
+            next.answer = cases[i].answer;
+            CHECK_INT(post(fx.base, fx.port, gz, gz_len, &r), cases[i].code);
+            CHECK_STR(r.retry_after, cases[i].retry_after);
+            if (cases[i].code != 204) {
+                CHECK(strstr(r.body, "fake pipeline says") != NULL);
+            }
         }
     }
     CHECK_INT(next.calls, 5);
@@ -243,15 +281,8 @@ PG_TEST(test_status_by_pipeline_answer)
     CHECK_INT(next.raw_bytes, gz_len);
     CHECK_STR(next.receiver_id, "pprof");
     CHECK_STR(next.default_service, "fallback-svc");
-    pg_receiver_pprof.shutdown(state);
-    CHECK(pg_receiver_pprof.idle(state));
-    pg_receiver_pprof.destroy(state);
+    rx_stop(&fx);
     free(gz);
-    fclose(log);
-    pg_diag_free(&diag);
-    pg_config_free(cfg);
-    pg_arena_destroy(carena);
-    event_base_free(base);
 }
 
 static void shutdown_cb(evutil_socket_t fd, short what, void *arg)
@@ -285,42 +316,23 @@ PG_TEST(test_held_while_exporter_full)
 
     CHECK(gz != NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && gz != NULL; i++) {
-        struct event_base *base = event_base_new();
-        struct pg_config *cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-        struct pg_arena *carena = pg_arena_create(0);
-        struct pg_host host = {base, "0.1.0", NULL};
         struct fake_next next = {{fake_consume, fake_would_block}, PG_ERR_OK, 0, 0, "", 0, "",
                                  0, "", "", cases[i].block_polls, 0};
-        struct pg_diag diag;
-        struct pg_component_ctx ctx;
-        struct pg_status st;
+        struct rx_fixture fx;
         struct reply r;
         struct event *stop = NULL;
-        FILE *log = tmpfile();
-        void *state = NULL;
-        unsigned port;
 
-        pg_diag_init(&diag);
-        memset(&ctx, 0, sizeof(ctx));
-        ctx.host = &host;
-        ctx.id = "pprof";
-        ctx.log_name = "receiver/pprof";
-        ctx.config = cfg->root;
-        ctx.config_arena = carena;
-        ctx.diag = &diag;
-        ctx.next = &next.base;
-        pg_log_set_stream(log);
-        CHECK_INT(pg_receiver_pprof.create(&ctx, &state), PG_ERR_OK);
-        CHECK_INT(pg_receiver_pprof.start(state, &st), PG_ERR_OK);
-        port = port_from_log(log);
+        if (!rx_start(&fx, yaml, &next)) {
+            rx_stop(&fx);
+            continue;
+        }
         if (cases[i].shutdown) {
             struct timeval tv = {0, 50000};
 
-            stop = evtimer_new(base, shutdown_cb, state);
+            stop = evtimer_new(fx.base, shutdown_cb, fx.state);
             evtimer_add(stop, &tv);
         }
-        CHECK_INT(post(base, port, gz, gz_len, &r), cases[i].code);
-        pg_log_set_stream(NULL);
+        CHECK_INT(post(fx.base, fx.port, gz, gz_len, &r), cases[i].code);
         if (r.code != cases[i].code || strstr(r.body, cases[i].body) == NULL) {
             fprintf(stderr, "  case %zu: %d \"%s\"\n", i, r.code, r.body);
         }
@@ -335,14 +347,7 @@ PG_TEST(test_held_while_exporter_full)
         if (stop != NULL) {
             event_free(stop);
         }
-        pg_receiver_pprof.shutdown(state);
-        CHECK(pg_receiver_pprof.idle(state));
-        pg_receiver_pprof.destroy(state);
-        fclose(log);
-        pg_diag_free(&diag);
-        pg_config_free(cfg);
-        pg_arena_destroy(carena);
-        event_base_free(base);
+        rx_stop(&fx);
     }
     free(gz);
 }
