@@ -385,22 +385,6 @@ void pg_sampler_record_alloc(const void *p, uint64_t size, double weight, const 
     pthread_mutex_unlock(&g_lock);
 }
 
-bool pg_sampler_record_free(const void *p)
-{
-    bool found = false;
-    int saved = errno;
-    pthread_mutex_lock(&g_lock);
-    if (g_ready) {
-        struct pg_sampler_live *slot = live_find((uintptr_t)p);
-        if (slot != NULL) {
-            retire(slot);
-            found = true;
-        }
-    }
-    pthread_mutex_unlock(&g_lock);
-    errno = saved;
-    return found;
-}
 
 bool pg_sampler_take(const void *p, struct pg_sampler_live *out)
 {
@@ -418,6 +402,13 @@ bool pg_sampler_take(const void *p, struct pg_sampler_live *out)
     pthread_mutex_unlock(&g_lock);
     errno = saved;
     return found;
+}
+
+bool pg_sampler_record_free(const void *p)
+{
+    struct pg_sampler_live unused; /* a free has no use for the sample it retires */
+
+    return pg_sampler_take(p, &unused);
 }
 
 void pg_sampler_put_back(const struct pg_sampler_live *e)

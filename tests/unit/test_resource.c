@@ -9,39 +9,13 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "pg_test.h"
+#include "pg_test_processor.h"
 
 extern const struct pg_component_ops pg_processor_resource;
 
-struct fixture {
-    struct pg_config *cfg;
-    void *state;
-    enum pg_err err;
-};
-
-static void setup(struct fixture *f, const char *yaml)
+static void setup(struct pg_proc_fixture *f, const char *yaml)
 {
-    struct pg_component_ctx ctx;
-    const struct pg_cfg_node *procs;
-
-    memset(f, 0, sizeof(*f));
-    f->cfg = pg_config_load_string("res.yaml", yaml, strlen(yaml));
-    procs = f->cfg->root ? pg_cfg_get(f->cfg->root, "processors") : NULL;
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.id = "resource";
-    ctx.log_name = "processor/resource";
-    ctx.config = procs ? pg_cfg_get(procs, "resource") : NULL;
-    ctx.config_arena = f->cfg->arena;
-    ctx.diag = &f->cfg->diag;
-    f->err = pg_processor_resource.create(&ctx, &f->state);
-}
-
-static void teardown(struct fixture *f)
-{
-    if (f->state != NULL) {
-        pg_processor_resource.shutdown(f->state);
-        pg_processor_resource.destroy(f->state);
-    }
-    pg_config_free(f->cfg);
+    pg_proc_setup(f, &pg_processor_resource, yaml);
 }
 
 static void add_attr(struct pg_arena *a, struct pg_otlp_resource *r, const char *k, const char *v)
@@ -115,7 +89,7 @@ static const char *str(const struct pg_batch *b, const char *key)
 
 PG_TEST(actions)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch();
     struct pg_status st;
     const struct pg_otlp_anyvalue *v;
@@ -146,7 +120,7 @@ PG_TEST(actions)
     }
     if (f.state == NULL) {
         pg_batch_unref(b);
-        teardown(&f);
+        pg_proc_teardown(&f);
         return;
     }
     pg_status_clear(&st);
@@ -173,12 +147,12 @@ PG_TEST(actions)
     /* extract ran after path was updated to /new: no match, nothing added */
     CHECK(attr(b, "team") == NULL);
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(extract)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch();
     struct pg_status st;
 
@@ -194,7 +168,7 @@ PG_TEST(extract)
     CHECK_STR(str(b, "team"), "team-a");
     CHECK_STR(str(b, "path"), "/srv/team-a/cart");
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(config_errors)
@@ -225,7 +199,7 @@ PG_TEST(config_errors)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char yaml[512];
-        struct fixture f;
+        struct pg_proc_fixture f;
         bool found = false;
 
         snprintf(yaml, sizeof(yaml), "processors:\n  resource:\n%s", cases[i].yaml);
@@ -241,7 +215,7 @@ PG_TEST(config_errors)
             }
             pg_test_failures_++;
         }
-        teardown(&f);
+        pg_proc_teardown(&f);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "pg_test.h"
+#include "pg_test_processor.h"
 #include "pg_test_diag.h"
 
 extern const struct pg_component_ops pg_processor_transform;
@@ -20,37 +21,9 @@ extern const struct pg_component_ops pg_processor_transform;
     "environment=prod,service.version=1.2.3,owner=o'brien,service.name=cart-svc,profiler.type="    \
     "wall"
 
-struct fixture {
-    struct pg_config *cfg;
-    void *state;
-    enum pg_err err;
-};
-
-/* Loads @yaml (a `processors:` document) and creates processors::transform. */
-static void setup(struct fixture *f, const char *yaml)
+static void setup(struct pg_proc_fixture *f, const char *yaml)
 {
-    struct pg_component_ctx ctx;
-    const struct pg_cfg_node *procs;
-
-    memset(f, 0, sizeof(*f));
-    f->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    procs = f->cfg->root ? pg_cfg_get(f->cfg->root, "processors") : NULL;
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.id = "transform";
-    ctx.log_name = "processor/transform";
-    ctx.config = procs ? pg_cfg_get(procs, "transform") : NULL;
-    ctx.config_arena = f->cfg->arena;
-    ctx.diag = &f->cfg->diag;
-    f->err = pg_processor_transform.create(&ctx, &f->state);
-}
-
-static void teardown(struct fixture *f)
-{
-    if (f->state != NULL) {
-        pg_processor_transform.shutdown(f->state);
-        pg_processor_transform.destroy(f->state);
-    }
-    pg_config_free(f->cfg);
+    pg_proc_setup(f, &pg_processor_transform, yaml);
 }
 
 static struct pg_batch *mk_batch(const char *hdr, int np)
@@ -116,7 +89,7 @@ static size_t res_count(const struct pg_batch *b)
 
 PG_TEST(default_config_statement)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch(SDK_HDR, 2);
     struct pg_status st;
 
@@ -135,7 +108,7 @@ PG_TEST(default_config_statement)
     CHECK_STR(res_str(b, "telemetry.sdk.name"), "@coralogix/opentelemetry-profiling");
     CHECK_STR(res_str(b, "owner"), "o'brien");
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(error_modes)
@@ -144,7 +117,7 @@ PG_TEST(error_modes)
 
     for (int m = 0; m < 3; m++) {
         char yaml[1024];
-        struct fixture f;
+        struct pg_proc_fixture f;
         struct pg_batch *b = mk_batch(SDK_HDR, 1);
         struct pg_status st;
         enum pg_err err;
@@ -172,13 +145,13 @@ PG_TEST(error_modes)
             CHECK(strstr(st.msg, "never reached the end of a quoted value") != NULL);
         }
         pg_batch_unref(b);
-        teardown(&f);
+        pg_proc_teardown(&f);
     }
 }
 
 PG_TEST(groups_contexts_conditions)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch("service.name=x,tier=gold", 3);
     struct pg_status st;
     const struct pg_otlp_scopeprof *sp;
@@ -212,7 +185,7 @@ PG_TEST(groups_contexts_conditions)
     CHECK_INT(f.err, PG_ERR_OK);
     if (f.err != PG_ERR_OK) {
         pg_test_diag_has(&f.cfg->diag, "(none)");
-        teardown(&f);
+        pg_proc_teardown(&f);
         pg_batch_unref(b);
         return;
     }
@@ -226,12 +199,12 @@ PG_TEST(groups_contexts_conditions)
     CHECK_INT(sp->profiles[2]->dropped_attributes_count, 7);
     CHECK(sp->scope != NULL && strcmp(sp->scope->name, "renamed") == 0);
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(compile_diagnostics)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
 
     /* Column: the scalar starts at col 9 of line 5; the bad token is 13 in. */
     setup(&f, "processors:\n"
@@ -258,14 +231,14 @@ PG_TEST(compile_diagnostics)
     CHECK(pg_test_diag_has(&f.cfg->diag, "invalid condition: expected a value, found end of statement\n"
                           "    attributes[\"a\"] ==\n"
                           "                      ^"));
-    teardown(&f);
+    pg_proc_teardown(&f);
 
     setup(&f, "processors:\n"
               "  transform:\n"
               "    error_mode: loud\n");
     CHECK_INT(f.err, PG_ERR_CONFIG);
     CHECK(pg_test_diag_has(&f.cfg->diag, "\"loud\" is not one of: ignore, silent, propagate"));
-    teardown(&f);
+    pg_proc_teardown(&f);
 
     /* Quoted scalar: the column still lands on the token. */
     setup(&f, "processors:\n"
@@ -273,12 +246,12 @@ PG_TEST(compile_diagnostics)
               "    profile_statements: [\"set(resource.attributes[1], 2)\"]\n");
     CHECK_INT(f.err, PG_ERR_CONFIG);
     CHECK(pg_test_diag_has(&f.cfg->diag, "test.yaml:3:51: processors::transform: invalid statement:"));
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(empty_and_collector_keys)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch(NULL, 1);
     struct pg_batch *keep = pg_batch_ref(b);
     struct pg_status st;
@@ -289,7 +262,7 @@ PG_TEST(empty_and_collector_keys)
     CHECK_INT(f.err, PG_ERR_OK);
     CHECK_INT(pg_processor_transform.process(f.state, &b, &st), PG_ERR_OK);
     CHECK(b == keep); /* nothing to do: no copy */
-    teardown(&f);
+    pg_proc_teardown(&f);
     pg_batch_unref(keep);
 
     /* Shared batch: the processor works on a copy, the original is untouched. */
@@ -303,12 +276,12 @@ PG_TEST(empty_and_collector_keys)
     CHECK(res_str(keep, "k") == NULL);
     pg_batch_unref(keep);
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST(arena_cap_is_not_ignored)
 {
-    struct fixture f;
+    struct pg_proc_fixture f;
     struct pg_batch *b = mk_batch(NULL, 1);
     struct pg_status st;
     struct pg_arena *tiny;
@@ -331,7 +304,7 @@ PG_TEST(arena_cap_is_not_ignored)
     }
     pg_arena_destroy(tiny);
     pg_batch_unref(b);
-    teardown(&f);
+    pg_proc_teardown(&f);
 }
 
 PG_TEST_MAIN(PG_CASE(default_config_statement), PG_CASE(error_modes),

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * A processor created from a `processors:` YAML document, for unit tests. */
+#ifndef PG_TEST_PROCESSOR_H
+#define PG_TEST_PROCESSOR_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/component.h"
+#include "core/config.h"
+
+struct pg_proc_fixture {
+    const struct pg_component_ops *ops;
+    struct pg_config *cfg; /* owned */
+    void *state;           /* owned; NULL when create failed */
+    enum pg_err err;       /* what create() returned */
+    char log_name[64];     /* borrowed by the processor until destroy */
+};
+
+/* Loads @yaml and creates processors::<ops->type> from it (problems in cfg->diag). */
+static inline void pg_proc_setup(struct pg_proc_fixture *f, const struct pg_component_ops *ops,
+                                 const char *yaml)
+{
+    struct pg_component_ctx ctx;
+    const struct pg_cfg_node *procs;
+
+    memset(f, 0, sizeof(*f));
+    f->ops = ops;
+    snprintf(f->log_name, sizeof(f->log_name), "processor/%s", ops->type);
+    f->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
+    procs = f->cfg->root ? pg_cfg_get(f->cfg->root, "processors") : NULL;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.id = ops->type;
+    ctx.log_name = f->log_name;
+    ctx.config = procs ? pg_cfg_get(procs, ops->type) : NULL;
+    ctx.config_arena = f->cfg->arena;
+    ctx.diag = &f->cfg->diag;
+    f->err = ops->create(&ctx, &f->state);
+}
+
+static inline void pg_proc_teardown(struct pg_proc_fixture *f)
+{
+    if (f->state != NULL) {
+        f->ops->shutdown(f->state);
+        f->ops->destroy(f->state);
+    }
+    pg_config_free(f->cfg);
+}
+
+#endif
