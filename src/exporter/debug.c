@@ -1,25 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Exporter `debug`: prints what reached the end of the pipeline, in the
  * collector's debug-exporter formats, so operators can compare the two.
- * Formatting is synchronous into one reused buffer, then one write per
- * output; at `basic` only the summary line is built. */
+ * consume() only samples and queues a reference to the batch: a writer
+ * thread formats it into one reused buffer and writes it to every output.
+ * So neither a stalled terminal or pipe nor the formatting of a huge profile
+ * at `detailed` ever holds up the event loop; the queue is bounded and what
+ * does not fit is counted and logged, never waited for. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/batch.h"
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "exporter/debug_format.h"
 
 #define MAX_OUTPUTS 8
 /* A batch's text is capped so a huge profile cannot take the process down. */
 #define MAX_TEXT_BYTES (256u * 1024u * 1024u)
+/* Batches waiting for the writer: at most this many, holding at most this
+ * much batch memory (one batch is always taken, whatever its size). */
+#define MAX_QUEUED_BATCHES 1024u
+#define MAX_QUEUED_BYTES (64u * 1024u * 1024u)
+/* After the service's drain deadline, how long destroy() still gives the
+ * writer to finish before it abandons what is left. */
+#define WRITER_GRACE_MS 200
+#define POLL_MS 50
+#define POLL_QUEUE_MS 5
+#define LINGER_MS 200
 
 struct dbg_cfg {
     int verbosity;
@@ -46,8 +64,17 @@ static const struct pg_field dbg_fields[] = {
     {"output_paths", PG_FT_STRLIST, offsetof(struct dbg_cfg, output_paths), "stderr", 0, 0, NULL,
      NULL, 0, "stderr, stdout or files (appended)"},
     {"sending_queue", PG_FT_NODE, offsetof(struct dbg_cfg, sending_queue), NULL, 0, 0, NULL, NULL,
-     0, "accepted for collector configs and ignored: this exporter writes synchronously"},
+     0, "accepted for collector configs and ignored: output goes through this exporter's own "
+        "bounded queue"},
     PG_FIELD_END,
+};
+
+/* A batch waiting to be printed; the item holds one reference to it. */
+struct dbg_item {
+    struct dbg_item *next;
+    struct pg_batch *batch;
+    struct timespec at; /* when it was consumed: the summary line's ts */
+    size_t bytes;       /* its arena's footprint, counted against MAX_QUEUED_BYTES */
 };
 
 struct dbg {
@@ -56,12 +83,41 @@ struct dbg {
     int fds[MAX_OUTPUTS];
     bool owned[MAX_OUTPUTS];
     size_t n_fds;
-    struct pg_debug_buf buf;
+    /* consume() side (the pipeline's thread) */
     long window;          /* monotonic second of the sampling window */
     uint64_t in_window;   /* batches seen in it */
-    uint64_t dropped;     /* sampled away, reported in the log at destroy */
-    struct pg_log_ratelimit rl;
+    uint64_t sampled_out; /* sampled away, reported in the log at destroy */
+    struct pg_log_ratelimit rl_drop;
+    struct pg_metric *m_dropped;
+    /* the queue, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct dbg_item *head, **tail;
+    size_t q_len, q_bytes;
+    struct dbg_item *current; /* taken by the writer, not yet done with */
+    uint64_t dropped;         /* did not fit in the queue */
+    bool stop;
+    /* the writer thread */
+    pthread_t writer;
+    bool writer_started;
+    bool writer_done;         /* under mu: it returned */
+    bool abandon;             /* atomic: stop writing, even mid-batch */
+    bool sleeping;            /* under mu: in an untimed wait, needs a signal */
+    bool is_file[MAX_OUTPUTS]; /* regular file: no poll, one write */
+    struct pg_debug_buf buf;  /* writer only */
+    struct pg_log_ratelimit rl; /* writer only: write errors */
 };
+
+/* The writer's timed waits measure intervals: immune to clock steps. */
+static void cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
 
 static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
 {
@@ -95,17 +151,25 @@ static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
     d->buf.max = MAX_TEXT_BYTES;
     d->window = -1;
     d->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 5.0);
+    d->rl_drop = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 5.0);
+    pthread_mutex_init(&d->mu, NULL);
+    cond_init_monotonic(&d->cv);
+    d->tail = &d->head;
+    snprintf(path, sizeof(path), "exporter=\"%s\"", ctx->id);
+    d->m_dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total",
+                                     "Batches the debug exporter did not print because its "
+                                     "output was not keeping up",
+                                     path);
     if (d->cfg.sending_queue != NULL) {
-        pg_log_info(ctx->log_name, "sending_queue is ignored: the debug exporter writes "
-                                   "synchronously");
+        pg_log_info(ctx->log_name, "sending_queue is ignored: the debug exporter has its own "
+                                   "bounded queue");
     }
     *state = d;
     return PG_ERR_OK;
 }
 
-static enum pg_err dbg_start(void *state, struct pg_status *st)
+static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
 {
-    struct dbg *d = state;
     const struct pg_strlist *paths = &d->cfg.output_paths;
 
     if (paths->n == 0) {
@@ -153,51 +217,72 @@ static bool sample_ok(struct dbg *d)
            (n - (uint64_t)d->cfg.sampling_initial) % (uint64_t)d->cfg.sampling_thereafter == 0;
 }
 
-static void write_all(struct dbg *d, int fd, const char *p, size_t n)
+/* Writer thread. A pipe, terminal or socket is polled before each write of
+ * at most PIPE_BUF bytes (which then does not block on a pipe), so a writer
+ * facing a reader that stopped reading still notices destroy()'s abandon
+ * within POLL_MS. Regular files are written in one go. */
+static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
 {
+    const char *why = NULL;
+
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        size_t chunk = n;
+        ssize_t w;
 
-        if (w < 0) {
-            unsigned long suppressed = 0;
+        if (!d->is_file[i]) {
+            struct pollfd pfd = {.fd = d->fds[i], .events = POLLOUT};
+            int r;
 
-            if (errno == EINTR) {
+            if (__atomic_load_n(&d->abandon, __ATOMIC_ACQUIRE)) {
+                return;
+            }
+            r = poll(&pfd, 1, POLL_MS);
+            if (r == 0 || (r < 0 && errno == EINTR)) {
                 continue;
             }
-            if (pg_log_ratelimit_ok(&d->rl, &suppressed)) {
-                pg_log_warn(d->log_name, "write failed: %s (%lu similar lines suppressed)",
-                            strerror(errno), suppressed);
+            if (r < 0 || (pfd.revents & (POLLERR | POLLNVAL))) {
+                why = r < 0 ? strerror(errno) : "output error";
+                break;
             }
-            return;
+            chunk = n < PIPE_BUF ? n : PIPE_BUF;
+        }
+        w = write(d->fds[i], p, chunk);
+        if (w < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
+            }
+            why = strerror(errno);
+            break;
         }
         p += w;
         n -= (size_t)w;
     }
+    if (why != NULL) {
+        unsigned long suppressed = 0;
+
+        if (pg_log_ratelimit_ok(&d->rl, &suppressed)) {
+            pg_log_warn(d->log_name, "write failed: %s (%lu similar lines suppressed)", why,
+                        suppressed);
+        }
+    }
 }
 
-static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_status *st)
+/* Writer thread: formats one batch into d->buf and writes it everywhere. */
+static void print_batch(struct dbg *d, const struct dbg_item *it)
 {
-    struct dbg *d = state;
-    const struct pg_otlp_request *req = batch->req;
+    const struct pg_otlp_request *req = it->batch->req;
 
-    (void)st;
-    if (!sample_ok(d)) {
-        d->dropped++;
-        return PG_ERR_OK;
-    }
     pg_debug_buf_reset(&d->buf);
     if (d->cfg.use_internal_logger) {
-        struct timespec now;
         struct tm tm;
         char ts[40];
 
-        clock_gettime(CLOCK_REALTIME, &now);
-        gmtime_r(&now.tv_sec, &tm);
+        gmtime_r(&it->at.tv_sec, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
         pg_debug_buf_printf(&d->buf,
                             "ts=%s.%03ldZ level=info comp=%s msg=\"Profiles\" "
                             "resource_profiles=%zu sample_records=%zu\n",
-                            ts, now.tv_nsec / 1000000L, d->log_name,
+                            ts, it->at.tv_nsec / 1000000L, d->log_name,
                             pg_debug_resource_profiles(req), pg_debug_sample_records(req));
     } else {
         pg_debug_format_summary(&d->buf, req);
@@ -219,36 +304,233 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         d->buf.max = MAX_TEXT_BYTES;
     }
     for (size_t i = 0; i < d->n_fds; i++) {
-        write_all(d, d->fds[i], d->buf.p, d->buf.len);
+        write_all(d, i, d->buf.p, d->buf.len);
     }
     /* Do not keep a huge buffer around after one huge batch. */
     if (d->buf.cap > 16u * 1024u * 1024u) {
         pg_debug_buf_free(&d->buf);
+    }
+}
+
+/* Oldest first; after stop it still drains what was queued (the service
+ * waits for idle() up to its deadline), then returns. Under load a wake-up
+ * per batch would cost a context switch per request: after a batch the
+ * writer looks at the queue every POLL_QUEUE_MS, unasked, for LINGER_MS, and
+ * only then sleeps until consume() signals; an idle gateway costs nothing. */
+static void *writer_main(void *arg)
+{
+    struct dbg *d = arg;
+    int lingered = LINGER_MS; /* start asleep */
+
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        struct dbg_item *it;
+
+        while (d->head == NULL && !d->stop) {
+            if (lingered >= LINGER_MS) {
+                d->sleeping = true; /* the next consume() wakes us */
+                pthread_cond_wait(&d->cv, &d->mu);
+                d->sleeping = false;
+                lingered = 0;
+            } else {
+                struct timespec until;
+
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_nsec += POLL_QUEUE_MS * 1000000L;
+                until.tv_sec += until.tv_nsec / 1000000000L;
+                until.tv_nsec %= 1000000000L;
+                pthread_cond_timedwait(&d->cv, &d->mu, &until);
+                lingered += POLL_QUEUE_MS;
+            }
+        }
+        lingered = 0;
+        if (d->head == NULL || __atomic_load_n(&d->abandon, __ATOMIC_ACQUIRE)) {
+            break; /* destroy() frees what is left */
+        }
+        it = d->head;
+        d->head = it->next;
+        if (d->head == NULL) {
+            d->tail = &d->head;
+        }
+        d->current = it;
+        pthread_mutex_unlock(&d->mu);
+
+        print_batch(d, it);
+
+        pthread_mutex_lock(&d->mu);
+        d->current = NULL;
+        d->q_len--;
+        d->q_bytes -= it->bytes;
+        pthread_mutex_unlock(&d->mu);
+        pg_batch_unref(it->batch);
+        free(it);
+        pthread_mutex_lock(&d->mu);
+    }
+    d->writer_done = true;
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static enum pg_err dbg_start(void *state, struct pg_status *st)
+{
+    struct dbg *d = state;
+    enum pg_err err = open_outputs(d, st);
+    int e;
+
+    if (err != PG_ERR_OK) {
+        return err;
+    }
+    for (size_t i = 0; i < d->n_fds; i++) {
+        struct stat sb;
+
+        d->is_file[i] = fstat(d->fds[i], &sb) == 0 && S_ISREG(sb.st_mode);
+    }
+    e = pthread_create(&d->writer, NULL, writer_main, d);
+    if (e != 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot start the writer thread: %s",
+                             d->log_name, strerror(e));
+    }
+    d->writer_started = true;
+    return PG_ERR_OK;
+}
+
+/* Never blocks: queues a reference for the writer, or counts the batch as
+ * not printed when the writer is that far behind (a stalled terminal or
+ * pipe). The batch still reaches every other exporter either way. */
+static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_status *st)
+{
+    struct dbg *d = state;
+    struct dbg_item *it;
+    bool fits;
+    uint64_t dropped;
+    size_t waiting;
+
+    if (!sample_ok(d)) {
+        d->sampled_out++;
+        return PG_ERR_OK;
+    }
+    it = calloc(1, sizeof(*it));
+    if (it == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", d->log_name);
+    }
+    clock_gettime(CLOCK_REALTIME, &it->at);
+    it->bytes = pg_arena_footprint(batch->arena);
+    pthread_mutex_lock(&d->mu);
+    fits = !d->stop && (d->q_len == 0 || (d->q_len < MAX_QUEUED_BATCHES &&
+                                          d->q_bytes + it->bytes <= MAX_QUEUED_BYTES));
+    if (fits) {
+        it->batch = pg_batch_ref(batch);
+        *d->tail = it;
+        d->tail = &it->next;
+        d->q_len++;
+        d->q_bytes += it->bytes;
+        if (d->sleeping) {
+            pthread_cond_signal(&d->cv);
+        }
+    } else {
+        d->dropped++;
+    }
+    dropped = d->dropped;
+    waiting = d->q_len;
+    pthread_mutex_unlock(&d->mu);
+    if (!fits) {
+        unsigned long suppressed = 0;
+
+        free(it);
+        pg_metric_add(d->m_dropped, 1);
+        if (pg_log_ratelimit_ok(&d->rl_drop, &suppressed)) {
+            pg_log_warn(d->log_name,
+                        "output is not keeping up (%zu batches waiting): batch not printed, "
+                        "%llu so far (%lu similar lines suppressed)",
+                        waiting, (unsigned long long)dropped, suppressed);
+        }
     }
     return PG_ERR_OK;
 }
 
 static void dbg_shutdown(void *state)
 {
-    (void)state;
+    (void)state; /* intake ends with the pipeline; the writer keeps draining */
+}
+
+static bool dbg_idle(void *state)
+{
+    struct dbg *d = state;
+    bool idle;
+
+    pthread_mutex_lock(&d->mu);
+    idle = d->q_len == 0;
+    pthread_mutex_unlock(&d->mu);
+    return idle;
+}
+
+/* Stops the writer: gives it WRITER_GRACE_MS to drain, then tells it to
+ * abandon the rest (it notices within POLL_MS even on a stalled pipe). */
+static void stop_writer(struct dbg *d)
+{
+    bool done = false;
+
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    for (int waited = 0; waited < WRITER_GRACE_MS && !done; waited += 5) {
+        struct timespec nap = {0, 5 * 1000000L};
+
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&d->mu);
+        done = d->writer_done;
+        pthread_mutex_unlock(&d->mu);
+    }
+    __atomic_store_n(&d->abandon, true, __ATOMIC_RELEASE);
+    pthread_join(d->writer, NULL);
+    d->writer_started = false;
 }
 
 static void dbg_destroy(void *state)
 {
     struct dbg *d = state;
+    size_t unprinted = 0;
 
     if (d == NULL) {
         return;
     }
+    if (d->writer_started) {
+        stop_writer(d);
+    }
+    /* An abandoned writer leaves its item; what it never took is here too. */
+    if (d->current != NULL) {
+        pg_batch_unref(d->current->batch);
+        free(d->current);
+        unprinted++;
+    }
+    while (d->head != NULL) {
+        struct dbg_item *it = d->head;
+
+        d->head = it->next;
+        pg_batch_unref(it->batch);
+        free(it);
+        unprinted++;
+    }
+    if (unprinted > 0) {
+        pg_log_warn(d->log_name, "%zu batches were not printed: the output did not drain "
+                                 "before the shutdown deadline", unprinted);
+    }
     if (d->dropped > 0) {
+        pg_log_warn(d->log_name, "%llu batches were not printed because the output was not "
+                                 "keeping up", (unsigned long long)d->dropped);
+    }
+    if (d->sampled_out > 0) {
         pg_log_info(d->log_name, "%llu batches were not printed because of sampling",
-                    (unsigned long long)d->dropped);
+                    (unsigned long long)d->sampled_out);
     }
     for (size_t i = 0; i < d->n_fds; i++) {
         if (d->owned[i]) {
             close(d->fds[i]);
         }
     }
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
     pg_debug_buf_free(&d->buf);
     free(d);
 }
@@ -264,6 +546,6 @@ const struct pg_component_ops pg_exporter_debug = {
     .process = NULL,
     .consume = dbg_consume,
     .shutdown = dbg_shutdown,
-    .idle = NULL,
+    .idle = dbg_idle,
     .destroy = dbg_destroy,
 };

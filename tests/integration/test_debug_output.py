@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """Debug exporter output on the real binary: the worked example (otlp-profiles.md
 §3.5) at basic, normal and detailed, the collector's raw framing
-(use_internal_logger: false), sampling, and every real fixture (SDK pushes, Go
-runtime/pprof profiles) arriving with its samples."""
+(use_internal_logger: false), sampling, every real fixture (SDK pushes, Go
+runtime/pprof profiles) arriving with its samples, and an output nobody reads
+(a FIFO) never holding up requests or the other exporters."""
 
+import fcntl
 import glob
+import http.client
+import threading
 import json
 import os
 import re
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from pg_harness import FIXTURES, Gateway, Results, fixture, gzip_bytes, post, read  # noqa: E402
@@ -46,19 +51,34 @@ def text(gw, name):
         return ""
 
 
+def settled(gw, name, done, timeout=10):
+    """The exporter writes from its own thread after the 204: polls @name until
+    done(text) holds (or the timeout passes) and returns the text."""
+    deadline = time.time() + timeout
+    while True:
+        t = text(gw, name)
+        if done(t) or time.time() >= deadline:
+            return t
+        time.sleep(0.02)
+
+
+def summaries_in(t):
+    return t.count('msg="Profiles"') + t.count("Profiles\t{")
+
+
 with Gateway(CONFIG) as gw:
     s, _, b = post(gw.port, "/v1/pprof", gzip_bytes(PPROF), {"Content-Encoding": "gzip"})
     res.check("worked example accepted", s == 204, (s, b))
     for _ in range(2):  # two more, within the same second for the sampler
         post(gw.port, "/v1/pprof", gzip_bytes(PPROF), {"Content-Encoding": "gzip"})
 
-    basic = text(gw, "basic.out")
+    basic = settled(gw, "basic.out", lambda t: len(t.splitlines()) >= 3)
     summaries = re.findall(r'^ts=\S+ level=info comp=\S+ msg="Profiles" resource_profiles=1 '
                            r'sample_records=4$', basic, re.M)
     res.check("basic: one summary line per batch", len(summaries) == 3, basic[:400])
     res.check("basic: nothing else", len(basic.splitlines()) == 3, basic[:400])
 
-    normal = text(gw, "normal.out")
+    normal = settled(gw, "normal.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n"))
     res.check("normal: resource line", "ResourceProfiles #0" in normal, normal[:400])
     res.check("normal: scope line with name@version",
               re.search(r"^ScopeProfiles #0 \S+@\S+", normal, re.M) is not None, normal[:400])
@@ -66,7 +86,7 @@ with Gateway(CONFIG) as gw:
     res.check("normal: two profile lines of 2 samples per batch", len(prof_lines) == 6,
               normal[:600])
 
-    det = text(gw, "detailed.out")
+    det = settled(gw, "detailed.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n"))
     for needle in [
         "Mapping #1\n    Memory start: 4194304\n    Memory limit: 4849664\n",
         "Location #1\n    Mapping index: 1\n    Address: 4198400\n",
@@ -84,13 +104,13 @@ with Gateway(CONFIG) as gw:
         res.check(f"detailed: {needle.strip().splitlines()[0][:60]}", needle in det,
                   det[:300])
 
-    raw = text(gw, "raw.out")
+    raw = settled(gw, "raw.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n\n"))
     res.check("raw framing: collector summary line",
               raw.startswith('Profiles\t{"resource profiles": 1, "sample records": 4}\nResourceProfiles #0'),
               raw[:200])
     res.check("raw framing: blank line after the text", "\n\nProfiles\t{" in raw, raw[:600])
 
-    sampled = text(gw, "sampled.out")
+    sampled = settled(gw, "sampled.out", lambda t: len(t.splitlines()) >= 1)
     n = len(sampled.splitlines())
     res.check("sampling_initial 1, thereafter 0: fewer lines than batches", 1 <= n < 3, n)
 
@@ -112,12 +132,19 @@ with Gateway(CONFIG) as gw:
     res.check("found real fixtures", len(bodies) >= 4, [b[0] for b in bodies])
     with_samples = 0
     for name, body, hdrs in bodies:
-        det_len = len(text(gw, "detailed.out"))
+        before = text(gw, "detailed.out")
         s, _, b = post(gw.port, "/v1/pprof", body, hdrs)
-        new = text(gw, "detailed.out")[det_len:]
-        samples = len(re.findall(r"^    Sample #\d+$", new, re.M))
-        m = re.search(r"sample_records=(\d+)", new)
-        records = int(m.group(1)) if m else -1
+
+        def counts(t):
+            new = t[len(before):]
+            m = re.search(r"sample_records=(\d+)", new)
+            return len(re.findall(r"^    Sample #\d+$", new, re.M)), int(m.group(1)) if m else -1
+
+        # Complete when the printed samples reach the summary's count (a
+        # reader may see a long write half done).
+        new = settled(gw, "detailed.out", lambda t: counts(t)[0] == counts(t)[1])
+        samples, records = counts(new)
+        new = new[len(before):]
         with_samples += samples > 0
         # Some real profiles are empty (no contention, empty.pprof): the
         # printed samples must match the summary either way.
@@ -126,5 +153,85 @@ with Gateway(CONFIG) as gw:
     res.check("most fixtures carry samples", with_samples * 2 > len(bodies), with_samples)
     rc = gw.stop()
     res.check("clean exit", rc == 0, rc)
+
+
+# An output that stops being read (a FIFO whose reader never reads, as a
+# stalled terminal or log pipe): every request is still answered 204 at once,
+# the other exporter gets every batch, what did not fit is counted in
+# /metrics and logged, and once the reader catches up the gateway exits clean.
+STALL_CONFIG = """
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug/stalled: {verbosity: detailed, sampling_initial: 100000, output_paths: ["{tmp}/stall.fifo"]}
+  debug/file: {verbosity: basic, sampling_initial: 100000, output_paths: ["{tmp}/file.out"]}
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug/stalled, debug/file]
+  telemetry:
+    metrics: {address: "127.0.0.1:0"}
+"""
+SDK = read(fixture("sdk/push0.pprof.gz"))
+gw = Gateway(STALL_CONFIG)
+fifo = gw.path("stall.fifo")
+os.mkfifo(fifo)
+rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # open, never read (yet)
+try:
+    fcntl.fcntl(rfd, 1031, 4096)  # F_SETPIPE_SZ: fill it sooner
+except OSError:
+    pass
+N = 1500
+with gw:
+    codes = []
+    for _ in range(N):
+        s, _, b = post(gw.port, "/v1/pprof", SDK, {"Content-Encoding": "gzip"}, timeout=10)
+        codes.append(s)
+    res.check(f"stalled output: all {N} requests answered 204", codes.count(204) == N,
+              {c: codes.count(c) for c in set(codes)})
+    lines = settled(gw, "file.out", lambda t: len(t.splitlines()) >= N)
+    res.check("stalled output: the other debug exporter printed every batch",
+              len(lines.splitlines()) == N, len(lines.splitlines()))
+    m = gw.wait_log(r"serving /metrics on [0-9.]+:(\d+)")
+    dropped = -1
+    if m:
+        c = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
+        c.request("GET", "/metrics")
+        body = c.getresponse().read().decode()
+        c.close()
+        mm = re.search(r'^pprofgate_debug_exporter_dropped_batches_total\{exporter="debug/stalled"\} '
+                       r'(\d+)$', body, re.M)
+        dropped = int(mm.group(1)) if mm else -1
+    res.check("stalled output: batches not printed are counted in /metrics", dropped > 0, dropped)
+    res.check("stalled output: and logged at warn",
+              gw.wait_log(r'level=warn comp=exporter/debug/stalled msg="output is not keeping up') is not None,
+              gw.log()[-800:])
+
+    # The reader catches up: the writer drains its queue, shutdown is clean.
+    got = bytearray()
+    os.set_blocking(rfd, True)
+    try:
+        fcntl.fcntl(rfd, 1031, 1 << 20)  # F_SETPIPE_SZ: read it back quickly
+    except OSError:
+        pass
+
+    def drain():  # until the gateway exits and the write end closes
+        while True:
+            chunk = os.read(rfd, 1 << 20)
+            if not chunk:
+                break
+            got.extend(chunk)
+
+    t = threading.Thread(target=drain)
+    t.start()
+    rc = gw.stop(timeout=30)
+    t.join(timeout=10)
+    os.close(rfd)
+    res.check("stalled output: clean exit once the reader reads", rc == 0, gw.log()[-800:])
+    printed = got.count(b'msg="Profiles"')
+    res.check("stalled output: printed + not printed = all batches", printed + dropped == N,
+              (printed, dropped))
 
 res.finish()

@@ -260,9 +260,14 @@ with GrpcServer() as srv, Gateway(config(srv.port)) as gw:
     res.check("most fixtures accepted", accepted >= 10, accepted)
     dbg_fp = None
     for _ in range(100):
-        dbg_fp = fp_from_debug(gw.debug())
+        # Both print/send from their own threads after the 204s: wait until
+        # the debug output has every accepted push and the server has as
+        # many samples as it shows.
+        dbg = gw.debug()
+        dbg_fp = fp_from_debug(dbg)
         s = srv.stats()
-        if s["samples"] >= sum(dbg_fp.values()) and s["requests"] >= 1:
+        if (dbg.count('msg="Profiles"') >= accepted and s["samples"] >= sum(dbg_fp.values())
+                and s["requests"] >= 1):
             break
         time.sleep(0.1)
     time.sleep(0.3)

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from pg_harness import SOURCE_DIR, Gateway, Results, basic_config  # noqa: E402
@@ -51,7 +52,10 @@ with Gateway(cfg) as gw:
     res.check("client ran to completion", rc == 0 and "client done" in out, (rc, out, err[-800:]))
     res.check("client reported no failed export", "export failed" not in err, err[-800:])
 
-    gw.wait_debug(r"inuse_space", timeout=5)
+    # The debug exporter prints from its own thread, just after each 204.
+    deadline = time.time() + 5
+    while gw.debug().count('msg="Profiles"') < 4 and time.time() < deadline:
+        time.sleep(0.05)
     dbg = gw.debug()
     batches = re.findall(r'msg="Profiles" resource_profiles=(\d+) sample_records=(\d+)', dbg)
     print(f"     {len(batches)} batches: {batches}")

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from pg_harness import SOURCE_DIR, Gateway, Results, fixture, post  # noqa: E402
@@ -115,6 +116,16 @@ def read(path):
         return ""
 
 
+def wait_resources(path, match, n, timeout=5):
+    """The resources in @path that match, once there are @n of them (or at the timeout)."""
+    deadline = time.time() + timeout
+    while True:
+        got = [r for r in resources(read(path)) if match(r)]
+        if len(got) >= n or time.time() >= deadline:
+            return got
+        time.sleep(0.05)
+
+
 with Gateway(CONFIG) as gw:
     default_out = gw.path("default.out")
     collector_out = gw.path("collector.out")
@@ -124,10 +135,9 @@ with Gateway(CONFIG) as gw:
                               "deployment.environment=prod,team=a%2Cb,sp=hello%20world")
     res.check("clean client ran", rc == 0 and "client done" in out, (rc, out, err[-600:]))
     res.check("clean client: no failed export", "export failed" not in err, err[-600:])
-    gw._wait(lambda: read(default_out), r"clean-svc", 5)
-    gw._wait(lambda: read(collector_out), r"clean-svc", 5)
-    d = [r for r in resources(read(default_out)) if r.get("service.name") == "clean-svc"]
-    c = [r for r in resources(read(collector_out)) if r.get("service.name") == "clean-svc"]
+    # The debug exporter writes from its own thread: wait for both pushes.
+    d = wait_resources(default_out, lambda r: r.get("service.name") == "clean-svc", 2)
+    c = wait_resources(collector_out, lambda r: r.get("service.name") == "clean-svc", 2)
     res.check("default pipeline got the clean pushes", len(d) >= 2, len(d))
     res.check("collector pipeline got the clean pushes", len(c) >= 2, len(c))
     if d:
@@ -155,8 +165,7 @@ with Gateway(CONFIG) as gw:
     res.check("apostrophe client ran", rc == 0 and "client done" in out, (rc, out, err[-600:]))
     res.check("apostrophe client: no failed export (ignore mode)", "export failed" not in err,
               err[-600:])
-    gw._wait(lambda: read(default_out), r"quote-svc", 5)
-    d = [r for r in resources(read(default_out)) if r.get("service.name") == "quote-svc"]
+    d = wait_resources(default_out, lambda r: r.get("service.name") == "quote-svc", 2)
     res.check("default pipeline: apostrophe push keeps all attributes", len(d) >= 2, len(d))
     if d:
         a = d[0]
@@ -170,7 +179,8 @@ with Gateway(CONFIG) as gw:
     res.check("collector statement fails on the apostrophe and is logged at warn", m is not None,
               gw.log()[-1500:])
     coll = resources(read(collector_out))
-    lost = [r for r in coll if "owner" not in r and r.get("service.name", "").startswith("unknown_service")]
+    lost = wait_resources(collector_out, lambda r: "owner" not in r and
+                          r.get("service.name", "").startswith("unknown_service"), 2)
     res.check("collector pipeline: data still flows, attributes lost, service.name falls back",
               len(lost) >= 2, coll[-2:])
     res.check("gateway answered no errors", not re.findall(r"answered (5\d\d)", gw.log()),

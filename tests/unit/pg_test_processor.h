@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * A processor created from a `processors:` YAML document, for unit tests. */
+ * A processor or exporter created from a `processors:` / `exporters:` YAML
+ * document, for unit tests. */
 #ifndef PG_TEST_PROCESSOR_H
 #define PG_TEST_PROCESSOR_H
 
@@ -17,18 +18,20 @@ struct pg_proc_fixture {
     char log_name[64];     /* borrowed by the processor until destroy */
 };
 
-/* Loads @yaml and creates processors::<ops->type> from it (problems in cfg->diag). */
-static inline void pg_proc_setup(struct pg_proc_fixture *f, const struct pg_component_ops *ops,
-                                 const char *yaml)
+/* Loads @yaml and creates <section>::<ops->type> from it (problems in
+ * cfg->diag); @section is "processors" or "exporters". */
+static inline void pg_comp_setup(struct pg_proc_fixture *f, const struct pg_component_ops *ops,
+                                 const char *section, const char *yaml)
 {
     struct pg_component_ctx ctx;
     const struct pg_cfg_node *procs;
 
     memset(f, 0, sizeof(*f));
     f->ops = ops;
-    snprintf(f->log_name, sizeof(f->log_name), "processor/%s", ops->type);
+    snprintf(f->log_name, sizeof(f->log_name), "%.*s/%s",
+             (int)strlen(section) - 1, section, ops->type); /* "processor/x", "exporter/x" */
     f->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    procs = f->cfg->root ? pg_cfg_get(f->cfg->root, "processors") : NULL;
+    procs = f->cfg->root ? pg_cfg_get(f->cfg->root, section) : NULL;
     memset(&ctx, 0, sizeof(ctx));
     ctx.id = ops->type;
     ctx.log_name = f->log_name;
@@ -36,6 +39,12 @@ static inline void pg_proc_setup(struct pg_proc_fixture *f, const struct pg_comp
     ctx.config_arena = f->cfg->arena;
     ctx.diag = &f->cfg->diag;
     f->err = ops->create(&ctx, &f->state);
+}
+
+static inline void pg_proc_setup(struct pg_proc_fixture *f, const struct pg_component_ops *ops,
+                                 const char *yaml)
+{
+    pg_comp_setup(f, ops, "processors", yaml);
 }
 
 static inline void pg_proc_teardown(struct pg_proc_fixture *f)
