@@ -218,7 +218,8 @@ static bool sample_ok(struct dbg *d)
 }
 
 /* Writer thread. A pipe, terminal or socket is polled before each write of
- * at most PIPE_BUF bytes (which then does not block on a pipe), so a writer
+ * at most PIPE_BUF bytes of whole lines (which then does not block on a
+ * pipe and is not interleaved with other writers' lines), so a writer
  * facing a reader that stopped reading still notices destroy()'s abandon
  * within POLL_MS. Regular files are written in one go. */
 static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
@@ -245,6 +246,16 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
                 break;
             }
             chunk = n < PIPE_BUF ? n : PIPE_BUF;
+            if (chunk < n) {
+                /* Whole lines per write: a log line on the same pipe can
+                 * only land between lines. */
+                size_t cut = chunk;
+
+                while (cut > 0 && p[cut - 1] != '\n') {
+                    cut--;
+                }
+                chunk = cut > 0 ? cut : chunk;
+            }
         }
         w = write(d->fds[i], p, chunk);
         if (w < 0) {

@@ -6,6 +6,7 @@
  * write(2). Run under ASan too: a batch reference left behind is a leak. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -226,5 +227,86 @@ PG_TEST(test_sampling_counts_nothing_as_dropped)
     unlink(path);
 }
 
+struct pipe_reader {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+static void *read_all(void *arg)
+{
+    struct pipe_reader *r = arg;
+
+    for (;;) {
+        ssize_t n;
+
+        if (r->cap - r->len < 65536) {
+            r->cap = r->cap * 2 + 65536;
+            r->buf = realloc(r->buf, r->cap);
+        }
+        n = read(r->fd, r->buf + r->len, r->cap - r->len - 1);
+        if (n <= 0) {
+            break;
+        }
+        r->len += (size_t)n;
+    }
+    r->buf[r->len] = '\0';
+    return NULL;
+}
+
+/* Another writer on the same pipe (as log lines on a shared stderr) only
+ * ever lands between the exporter's lines. */
+PG_TEST(test_pipe_writes_whole_lines)
+{
+    char path[128], yaml[512];
+    struct pg_proc_fixture f;
+    struct pg_status st;
+    struct pipe_reader r = {0};
+    pthread_t reader;
+    struct pg_batch *b;
+    int wfd;
+    size_t marks = 0, misplaced = 0;
+
+    tmp_path(path, sizeof(path), "lines.fifo");
+    CHECK_INT(mkfifo(path, 0600), 0);
+    r.fd = open(path, O_RDONLY | O_NONBLOCK);
+    wfd = open(path, O_WRONLY);
+    CHECK(r.fd >= 0 && wfd >= 0);
+    fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) & ~O_NONBLOCK);
+    pthread_create(&reader, NULL, read_all, &r);
+    snprintf(yaml, sizeof(yaml),
+             "exporters:\n  debug:\n    verbosity: detailed\n    output_paths: [\"%s\"]\n", path);
+    pg_comp_setup(&f, &pg_exporter_debug, "exporters", yaml);
+    CHECK_INT(f.err, PG_ERR_OK);
+    CHECK_INT(f.err == PG_ERR_OK ? f.ops->start(f.state, &st) : PG_ERR_OK, PG_ERR_OK);
+    b = mk_batch(3000); /* ~150 KB of text: many PIPE_BUF chunks */
+    if (f.err == PG_ERR_OK) {
+        CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
+    }
+    for (int i = 0; i < 3000; i++) {
+        static const char mark[] = "MARK\n";
+
+        (void)!write(wfd, mark, sizeof(mark) - 1);
+        if (f.err == PG_ERR_OK && f.ops->idle(f.state)) {
+            break;
+        }
+    }
+    CHECK(f.err != PG_ERR_OK || wait_idle(&f));
+    pg_proc_teardown(&f);
+    close(wfd);
+    pthread_join(reader, NULL);
+    pg_batch_unref(b);
+    CHECK(strstr(r.buf, "ResourceProfiles #2999") != NULL);
+    for (const char *m = r.buf; (m = strstr(m, "MARK")) != NULL; m += 4) {
+        marks++;
+        misplaced += !(m == r.buf || m[-1] == '\n') || m[4] != '\n';
+    }
+    CHECK(marks > 0);
+    CHECK_INT(misplaced, 0);
+    free(r.buf);
+    close(r.fd);
+    unlink(path);
+}
+
 PG_TEST_MAIN(PG_CASE(test_prints_in_order_then_idle), PG_CASE(test_stalled_output_never_blocks),
-             PG_CASE(test_sampling_counts_nothing_as_dropped))
+             PG_CASE(test_sampling_counts_nothing_as_dropped), PG_CASE(test_pipe_writes_whole_lines))
