@@ -69,12 +69,15 @@ static const struct pg_field dbg_fields[] = {
     PG_FIELD_END,
 };
 
-/* A batch waiting to be printed; the item holds one reference to it. */
+/* A batch waiting to be printed. At `basic` the summary's counts are all
+ * the writer needs, so no batch is kept: nothing of the request's memory
+ * waits for the writer. Otherwise the item holds one reference. */
 struct dbg_item {
     struct dbg_item *next;
-    struct pg_batch *batch;
-    struct timespec at; /* when it was consumed: the summary line's ts */
-    size_t bytes;       /* its arena's footprint, counted against MAX_QUEUED_BYTES */
+    struct pg_batch *batch; /* NULL at basic */
+    struct timespec at;     /* when it was consumed: the summary line's ts */
+    size_t resource_profiles, sample_records;
+    size_t bytes;           /* the batch's arena footprint, counted against MAX_QUEUED_BYTES */
 };
 
 struct dbg {
@@ -281,7 +284,6 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
 /* Writer thread: formats one batch into d->buf and writes it everywhere. */
 static void print_batch(struct dbg *d, const struct dbg_item *it)
 {
-    const struct pg_otlp_request *req = it->batch->req;
 
     pg_debug_buf_reset(&d->buf);
     if (d->cfg.use_internal_logger) {
@@ -293,12 +295,14 @@ static void print_batch(struct dbg *d, const struct dbg_item *it)
         pg_debug_buf_printf(&d->buf,
                             "ts=%s.%03ldZ level=info comp=%s msg=\"Profiles\" "
                             "resource_profiles=%zu sample_records=%zu\n",
-                            ts, it->at.tv_nsec / 1000000L, d->log_name,
-                            pg_debug_resource_profiles(req), pg_debug_sample_records(req));
+                            ts, it->at.tv_nsec / 1000000L, d->log_name, it->resource_profiles,
+                            it->sample_records);
     } else {
-        pg_debug_format_summary(&d->buf, req);
+        pg_debug_format_summary(&d->buf, it->resource_profiles, it->sample_records);
     }
-    pg_debug_format_text(&d->buf, req, (enum pg_debug_verbosity)d->cfg.verbosity);
+    if (it->batch != NULL) {
+        pg_debug_format_text(&d->buf, it->batch->req, (enum pg_debug_verbosity)d->cfg.verbosity);
+    }
     if (!d->cfg.use_internal_logger && d->cfg.verbosity != PG_DEBUG_BASIC) {
         pg_debug_buf_append(&d->buf, "\n", 1);
     }
@@ -425,12 +429,16 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", d->log_name);
     }
     clock_gettime(CLOCK_REALTIME, &it->at);
-    it->bytes = pg_arena_footprint(batch->arena);
+    it->resource_profiles = pg_debug_resource_profiles(batch->req);
+    it->sample_records = pg_debug_sample_records(batch->req);
+    if (d->cfg.verbosity != PG_DEBUG_BASIC) {
+        it->bytes = pg_arena_footprint(batch->arena);
+    }
     pthread_mutex_lock(&d->mu);
     fits = !d->stop && (d->q_len == 0 || (d->q_len < MAX_QUEUED_BATCHES &&
                                           d->q_bytes + it->bytes <= MAX_QUEUED_BYTES));
     if (fits) {
-        it->batch = pg_batch_ref(batch);
+        it->batch = d->cfg.verbosity != PG_DEBUG_BASIC ? pg_batch_ref(batch) : NULL;
         *d->tail = it;
         d->tail = &it->next;
         d->q_len++;

@@ -455,10 +455,11 @@ size_t pg_debug_sample_records(const struct pg_otlp_request *req)
     return n;
 }
 
-void pg_debug_format_summary(struct pg_debug_buf *b, const struct pg_otlp_request *req)
+void pg_debug_format_summary(struct pg_debug_buf *b, size_t resource_profiles,
+                             size_t sample_records)
 {
     pg_debug_buf_printf(b, "Profiles\t{\"resource profiles\": %zu, \"sample records\": %zu}\n",
-                        pg_debug_resource_profiles(req), pg_debug_sample_records(req));
+                        resource_profiles, sample_records);
 }
 
 /* ---- normal ---------------------------------------------------------- */

@@ -38,7 +38,8 @@ size_t pg_debug_resource_profiles(const struct pg_otlp_request *req);
 
 /* The collector's raw summary (use_internal_logger: false):
  * `Profiles\t{"resource profiles": N, "sample records": M}\n`. */
-void pg_debug_format_summary(struct pg_debug_buf *b, const struct pg_otlp_request *req);
+void pg_debug_format_summary(struct pg_debug_buf *b, size_t resource_profiles,
+                             size_t sample_records);
 
 /* The collector's text block for @v (nothing for basic); @req borrowed. */
 void pg_debug_format_text(struct pg_debug_buf *b, const struct pg_otlp_request *req,

@@ -91,6 +91,7 @@ PG_TEST(test_prints_in_order_then_idle)
     for (size_t i = 0; i < N; i++) {
         b[i] = mk_batch(i + 1);
         CHECK_INT(f.ops->consume(f.state, b[i], &st), PG_ERR_OK);
+        CHECK_INT(refs(b[i]), 1); /* basic keeps only the counts, never the batch */
     }
     CHECK(wait_idle(&f));
     for (size_t i = 0; i < N; i++) {

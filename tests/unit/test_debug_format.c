@@ -109,7 +109,7 @@ PG_TEST(test_worked_example_basic)
     if (req != NULL) {
         CHECK_INT(pg_debug_sample_records(req), 4);
         CHECK_INT(pg_debug_resource_profiles(req), 1);
-        pg_debug_format_summary(&b, req);
+        pg_debug_format_summary(&b, pg_debug_resource_profiles(req), pg_debug_sample_records(req));
         CHECK_STR(b.p, "Profiles\t{\"resource profiles\": 1, \"sample records\": 4}\n");
         pg_debug_buf_reset(&b);
         pg_debug_format_text(&b, req, PG_DEBUG_BASIC);
