@@ -65,10 +65,29 @@ static char *tmp_path(char *buf, size_t size, const char *name)
     return buf;
 }
 
+/* Creates and starts exporters::debug with @settings (YAML lines, each
+ * indented four spaces) writing to @path; false (torn down) on failure. */
+static bool start_debug(struct pg_proc_fixture *f, const char *settings, const char *path)
+{
+    char yaml[512];
+    struct pg_status st;
+
+    snprintf(yaml, sizeof(yaml), "exporters:\n  debug:\n%s    output_paths: [\"%s\"]\n",
+             settings, path);
+    pg_comp_setup(f, &pg_exporter_debug, "exporters", yaml);
+    CHECK_INT(f->err, PG_ERR_OK);
+    if (f->err == PG_ERR_OK) {
+        CHECK_INT(f->ops->start(f->state, &st), PG_ERR_OK);
+        return true;
+    }
+    pg_proc_teardown(f);
+    return false;
+}
+
 PG_TEST(test_prints_in_order_then_idle)
 {
     enum { N = 40 };
-    char path[128], yaml[512];
+    char path[128];
     struct pg_proc_fixture f;
     struct pg_batch *b[N];
     struct pg_status st;
@@ -77,16 +96,9 @@ PG_TEST(test_prints_in_order_then_idle)
     const char *p;
 
     tmp_path(path, sizeof(path), "out.txt");
-    snprintf(yaml, sizeof(yaml),
-             "exporters:\n  debug:\n    verbosity: basic\n    sampling_initial: 1000\n"
-             "    output_paths: [\"%s\"]\n", path);
-    pg_comp_setup(&f, &pg_exporter_debug, "exporters", yaml);
-    CHECK_INT(f.err, PG_ERR_OK);
-    if (f.err != PG_ERR_OK) {
-        pg_proc_teardown(&f);
+    if (!start_debug(&f, "    verbosity: basic\n    sampling_initial: 1000\n", path)) {
         return;
     }
-    CHECK_INT(f.ops->start(f.state, &st), PG_ERR_OK);
     CHECK(f.ops->idle(f.state));
     for (size_t i = 0; i < N; i++) {
         b[i] = mk_batch(i + 1);
@@ -132,7 +144,7 @@ static void on_alarm(int sig)
 PG_TEST(test_stalled_output_never_blocks)
 {
     enum { N = 3000 };
-    char path[128], yaml[512];
+    char path[128];
     struct pg_proc_fixture f;
     struct pg_batch **b = calloc(N, sizeof(*b));
     struct pg_status st;
@@ -147,20 +159,14 @@ PG_TEST(test_stalled_output_never_blocks)
     rfd = open(path, O_RDONLY | O_NONBLOCK);
     CHECK(rfd >= 0);
     (void)fcntl(rfd, F_SETPIPE_SZ, 4096);
-    snprintf(yaml, sizeof(yaml),
-             "exporters:\n  debug:\n    verbosity: detailed\n    sampling_initial: 100000\n"
-             "    output_paths: [\"%s\"]\n", path);
-    pg_comp_setup(&f, &pg_exporter_debug, "exporters", yaml);
-    CHECK_INT(f.err, PG_ERR_OK);
-    if (f.err != PG_ERR_OK || rfd < 0 || b == NULL) {
-        pg_proc_teardown(&f);
-        free(b);
-        return;
-    }
     dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total", "",
                                 "exporter=\"debug\"");
     dropped0 = pg_metric_value(dropped);
-    CHECK_INT(f.ops->start(f.state, &st), PG_ERR_OK);
+    if (rfd < 0 || b == NULL ||
+        !start_debug(&f, "    verbosity: detailed\n    sampling_initial: 100000\n", path)) {
+        free(b);
+        return;
+    }
 
     signal(SIGALRM, on_alarm);
     alarm(60); /* a blocking consume() or destroy() ends the test here */
@@ -195,26 +201,19 @@ PG_TEST(test_stalled_output_never_blocks)
 
 PG_TEST(test_sampling_counts_nothing_as_dropped)
 {
-    char path[128], yaml[512];
+    char path[128];
     struct pg_proc_fixture f;
     struct pg_status st;
     struct pg_metric *dropped;
     int64_t dropped0;
 
     tmp_path(path, sizeof(path), "sampled.txt");
-    snprintf(yaml, sizeof(yaml),
-             "exporters:\n  debug:\n    sampling_initial: 1\n    sampling_thereafter: 0\n"
-             "    output_paths: [\"%s\"]\n", path);
-    pg_comp_setup(&f, &pg_exporter_debug, "exporters", yaml);
-    CHECK_INT(f.err, PG_ERR_OK);
-    if (f.err != PG_ERR_OK) {
-        pg_proc_teardown(&f);
-        return;
-    }
     dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total", "",
                                 "exporter=\"debug\"");
     dropped0 = pg_metric_value(dropped);
-    CHECK_INT(f.ops->start(f.state, &st), PG_ERR_OK);
+    if (!start_debug(&f, "    sampling_initial: 1\n    sampling_thereafter: 0\n", path)) {
+        return;
+    }
     for (int i = 0; i < 20; i++) {
         struct pg_batch *b = mk_batch(1);
 
@@ -259,7 +258,7 @@ static void *read_all(void *arg)
  * ever lands between the exporter's lines. */
 PG_TEST(test_pipe_writes_whole_lines)
 {
-    char path[128], yaml[512];
+    char path[128];
     struct pg_proc_fixture f;
     struct pg_status st;
     struct pipe_reader r = {0};
@@ -275,25 +274,17 @@ PG_TEST(test_pipe_writes_whole_lines)
     CHECK(r.fd >= 0 && wfd >= 0);
     fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) & ~O_NONBLOCK);
     pthread_create(&reader, NULL, read_all, &r);
-    snprintf(yaml, sizeof(yaml),
-             "exporters:\n  debug:\n    verbosity: detailed\n    output_paths: [\"%s\"]\n", path);
-    pg_comp_setup(&f, &pg_exporter_debug, "exporters", yaml);
-    CHECK_INT(f.err, PG_ERR_OK);
-    CHECK_INT(f.err == PG_ERR_OK ? f.ops->start(f.state, &st) : PG_ERR_OK, PG_ERR_OK);
     b = mk_batch(3000); /* ~150 KB of text: many PIPE_BUF chunks */
-    if (f.err == PG_ERR_OK) {
+    if (start_debug(&f, "    verbosity: detailed\n", path)) {
         CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
-    }
-    for (int i = 0; i < 3000; i++) {
-        static const char mark[] = "MARK\n";
+        for (int i = 0; i < 3000 && !f.ops->idle(f.state); i++) {
+            static const char mark[] = "MARK\n";
 
-        (void)!write(wfd, mark, sizeof(mark) - 1);
-        if (f.err == PG_ERR_OK && f.ops->idle(f.state)) {
-            break;
+            (void)!write(wfd, mark, sizeof(mark) - 1);
         }
+        CHECK(wait_idle(&f));
+        pg_proc_teardown(&f);
     }
-    CHECK(f.err != PG_ERR_OK || wait_idle(&f));
-    pg_proc_teardown(&f);
     close(wfd);
     pthread_join(reader, NULL);
     pg_batch_unref(b);
