@@ -188,7 +188,7 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
         } else if (strcmp(p, "stdout") == 0) {
             fd = STDOUT_FILENO;
         } else {
-            fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
             if (fd < 0) {
                 return pg_status_set(st, PG_ERR_IO, "%s: cannot open output %s: %s", d->log_name,
                                      p, strerror(errno));
@@ -483,27 +483,46 @@ static bool dbg_idle(void *state)
     return idle;
 }
 
-/* Stops the writer: gives it WRITER_GRACE_MS to drain, then tells it to
- * abandon the rest (it notices within POLL_MS even on a stalled pipe). */
-static void stop_writer(struct dbg *d)
+/* Waits up to @ms for the writer to return. */
+static bool writer_returned(struct dbg *d, int ms)
 {
     bool done = false;
 
+    for (int waited = 0; !done; waited += 5) {
+        struct timespec nap = {0, 5 * 1000000L};
+
+        pthread_mutex_lock(&d->mu);
+        done = d->writer_done;
+        pthread_mutex_unlock(&d->mu);
+        if (done || waited >= ms) {
+            break;
+        }
+        nanosleep(&nap, NULL);
+    }
+    return done;
+}
+
+/* Stops the writer: gives it WRITER_GRACE_MS to drain, then tells it to
+ * abandon the rest, which it notices within POLL_MS. False when it is still
+ * stuck inside one write(2) after that (a terminal stopped with ^S takes a
+ * whole chunk only when resumed): then it is detached and the state must
+ * outlive it. */
+static bool stop_writer(struct dbg *d)
+{
     pthread_mutex_lock(&d->mu);
     d->stop = true;
     pthread_cond_signal(&d->cv);
     pthread_mutex_unlock(&d->mu);
-    for (int waited = 0; waited < WRITER_GRACE_MS && !done; waited += 5) {
-        struct timespec nap = {0, 5 * 1000000L};
-
-        nanosleep(&nap, NULL);
-        pthread_mutex_lock(&d->mu);
-        done = d->writer_done;
-        pthread_mutex_unlock(&d->mu);
+    if (!writer_returned(d, WRITER_GRACE_MS)) {
+        __atomic_store_n(&d->abandon, true, __ATOMIC_RELEASE);
+        if (!writer_returned(d, 4 * POLL_MS)) {
+            pthread_detach(d->writer);
+            return false;
+        }
     }
-    __atomic_store_n(&d->abandon, true, __ATOMIC_RELEASE);
     pthread_join(d->writer, NULL);
     d->writer_started = false;
+    return true;
 }
 
 static void dbg_destroy(void *state)
@@ -514,8 +533,10 @@ static void dbg_destroy(void *state)
     if (d == NULL) {
         return;
     }
-    if (d->writer_started) {
-        stop_writer(d);
+    if (d->writer_started && !stop_writer(d)) {
+        /* Only at exit: leaving it (and what it holds) beats hanging. */
+        pg_log_warn(d->log_name, "output is blocked inside a write; leaving it behind");
+        return;
     }
     /* An abandoned writer leaves its item; what it never took is here too. */
     if (d->current != NULL) {
@@ -532,8 +553,8 @@ static void dbg_destroy(void *state)
         unprinted++;
     }
     if (unprinted > 0) {
-        pg_log_warn(d->log_name, "%zu batches were not printed: the output did not drain "
-                                 "before the shutdown deadline", unprinted);
+        pg_log_warn(d->log_name, "batches not printed, the output did not drain "
+                                 "before the shutdown deadline: %zu", unprinted);
     }
     if (d->dropped > 0) {
         pg_log_warn(d->log_name, "%llu batches were not printed because the output was not "

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -300,5 +301,50 @@ PG_TEST(test_pipe_writes_whole_lines)
     unlink(path);
 }
 
+/* A terminal stopped with ^S (output flow off): consume() does not wait,
+ * and destroy() gives up on the output and releases the batch. */
+PG_TEST(test_stopped_terminal)
+{
+    struct pg_proc_fixture f;
+    struct pg_status st;
+    struct termios tio;
+    struct pg_batch *b;
+    const char *name;
+    int m, s = -1;
+
+    m = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK(m >= 0);
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || (name = ptsname(m)) == NULL ||
+        (s = open(name, O_RDWR | O_NOCTTY)) < 0) {
+        fprintf(stderr, "  no pseudo-terminal here\n");
+        CHECK(false);
+        if (m >= 0) {
+            close(m);
+        }
+        return;
+    }
+    tcgetattr(s, &tio);
+    cfmakeraw(&tio);
+    tcsetattr(s, TCSANOW, &tio);
+    CHECK_INT(tcflow(s, TCOOFF), 0);
+    b = mk_batch(3000);
+    if (start_debug(&f, "    verbosity: detailed\n", name)) {
+        signal(SIGALRM, on_alarm);
+        alarm(60);
+        CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
+        CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
+        usleep(100 * 1000);
+        CHECK(!f.ops->idle(f.state));
+        pg_proc_teardown(&f);
+        alarm(0);
+    }
+    CHECK_INT(refs(b), 1);
+    pg_batch_unref(b);
+    tcflow(s, TCOON);
+    close(s);
+    close(m);
+}
+
 PG_TEST_MAIN(PG_CASE(test_prints_in_order_then_idle), PG_CASE(test_stalled_output_never_blocks),
-             PG_CASE(test_sampling_counts_nothing_as_dropped), PG_CASE(test_pipe_writes_whole_lines))
+             PG_CASE(test_sampling_counts_nothing_as_dropped), PG_CASE(test_pipe_writes_whole_lines),
+             PG_CASE(test_stopped_terminal))
