@@ -92,6 +92,7 @@ struct dbg {
     uint64_t sampled_out; /* sampled away, reported in the log at destroy */
     struct pg_log_ratelimit rl_drop;
     struct pg_metric *m_dropped;
+    struct pg_metric *m_queued; /* gauge: batches waiting for the writer */
     /* the queue, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -163,6 +164,8 @@ static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
                                      "Batches the debug exporter did not print because its "
                                      "output was not keeping up",
                                      path);
+    d->m_queued = pg_metric_gauge("pprofgate_debug_exporter_queue_batches",
+                                  "Batches waiting for the debug exporter's writer", path);
     if (d->cfg.sending_queue != NULL) {
         pg_log_info(ctx->log_name, "sending_queue is ignored: the debug exporter has its own "
                                    "bounded queue");
@@ -376,6 +379,7 @@ static void *writer_main(void *arg)
         d->current = NULL;
         d->q_len--;
         d->q_bytes -= it->bytes;
+        pg_metric_set(d->m_queued, (int64_t)d->q_len);
         pthread_mutex_unlock(&d->mu);
         pg_batch_unref(it->batch);
         free(it);
@@ -443,6 +447,7 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         d->tail = &it->next;
         d->q_len++;
         d->q_bytes += it->bytes;
+        pg_metric_set(d->m_queued, (int64_t)d->q_len);
         if (d->sleeping) {
             pthread_cond_signal(&d->cv);
         }

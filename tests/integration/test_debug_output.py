@@ -204,6 +204,10 @@ with gw:
         mm = re.search(r'^pprofgate_debug_exporter_dropped_batches_total\{exporter="debug/stalled"\} '
                        r'(\d+)$', body, re.M)
         dropped = int(mm.group(1)) if mm else -1
+        mq = re.search(r'^pprofgate_debug_exporter_queue_batches\{exporter="debug/stalled"\} (\d+)$',
+                       body, re.M)
+        res.check("stalled output: /metrics shows the batches waiting", mq and int(mq.group(1)) > 0,
+                  mq.group(0) if mq else body[-400:])
     res.check("stalled output: batches not printed are counted in /metrics", dropped > 0, dropped)
     res.check("stalled output: and logged at warn",
               gw.wait_log(r'level=warn comp=exporter/debug/stalled msg="output is not keeping up') is not None,
