@@ -6,7 +6,8 @@
 # duplicates only for calls the server handled but whose answer a stop cut) and the gateway's
 # RSS is flat (last sample <= 1.5x the one after warm-up).
 # usage: tests/soak/otlp_soak.sh [BUILD_DIR]     env: SOAK_SECONDS (600) FLAP_SECONDS (30)
-#        PUSH_PER_SEC (20)
+#        PUSH_PER_SEC (20) SOAK_DEBUG (a debug verbosity: adds a debug exporter writing to
+#        /dev/null beside otlp, so its writer thread soaks too)
 set -euo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$src/build}"
@@ -41,18 +42,20 @@ for meta in sorted(glob.glob(os.path.join(FIXTURES, "sdk", "push*.json"))):
     pushes.append((body, {k: v for k, v in h.items()
                           if k in ("content-type", "content-encoding", "otel-resource-attributes")}))
 
+debug = os.environ.get("SOAK_DEBUG", "")
 cfg = f"""
 receivers:
   pprof:
     server: {{endpoint: "127.0.0.1:0"}}
 exporters:
+  {"debug: {verbosity: " + debug + ", output_paths: [/dev/null]}" if debug else ""}
   otlp:
     endpoint: 127.0.0.1:{info['grpc_port']}
     tls: {{insecure: true}}
     retry_on_failure: {{initial_interval: 1s, max_interval: 5s, max_elapsed_time: 0s}}
 service:
   pipelines:
-    profiles: {{receivers: [pprof], exporters: [otlp]}}
+    profiles: {{receivers: [pprof], exporters: [{"debug, " if debug else ""}otlp]}}
 """
 try:
     with Gateway(cfg) as gw:
