@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Exporter `debug`: prints what reached the end of the pipeline, in the
  * collector's debug-exporter formats, so operators can compare the two.
- * consume() only samples and queues a reference to the batch: a writer
- * thread formats it into one reused buffer and writes it to every output.
+ * consume() only samples and queues the batch (a reference, or at `basic`
+ * just its two counts): a writer thread formats it into one reused buffer
+ * and writes it to every output.
  * So neither a stalled terminal or pipe nor the formatting of a huge profile
  * at `detailed` ever holds up the event loop; the queue is bounded and what
  * does not fit is counted and logged, never waited for. */
@@ -126,7 +127,7 @@ static void cond_init_monotonic(pthread_cond_t *cv)
 static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
 {
     struct dbg *d = calloc(1, sizeof(*d));
-    char path[256];
+    char path[256], labels[300];
     size_t problems;
 
     *state = NULL;
@@ -159,13 +160,13 @@ static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
     pthread_mutex_init(&d->mu, NULL);
     cond_init_monotonic(&d->cv);
     d->tail = &d->head;
-    snprintf(path, sizeof(path), "exporter=\"%s\"", ctx->id);
+    snprintf(labels, sizeof(labels), "exporter=\"%s\"", ctx->id);
     d->m_dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total",
                                      "Batches the debug exporter did not print because its "
                                      "output was not keeping up",
-                                     path);
+                                     labels);
     d->m_queued = pg_metric_gauge("pprofgate_debug_exporter_queue_batches",
-                                  "Batches waiting for the debug exporter's writer", path);
+                                  "Batches waiting for the debug exporter's writer", labels);
     if (d->cfg.sending_queue != NULL) {
         pg_log_info(ctx->log_name, "sending_queue is ignored: the debug exporter has its own "
                                    "bounded queue");
