@@ -5,10 +5,12 @@
  * OTLP request lives in the batch arena handed to the pipeline. Status codes
  * follow the error enum (docs/receiver.md lists where they differ from the
  * collector's and why). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +48,7 @@
 #define MAX_HEADER_BYTES (1024 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
-/* `server.workers: -1` means one worker per online CPU, capped here. */
+/* `server.workers: -1` means one worker per usable CPU, capped here. */
 #define MAX_WORKERS 64
 
 /* ---- config ---------------------------------------------------------- */
@@ -136,7 +138,7 @@ static const struct pg_field server_fields[] = {
     F("max_requests_per_connection", PG_FT_INT, struct rx_server_cfg, max_requests_per_connection,
       "0", 0, 1e9, "keep-alive requests before Connection: close (0 = no limit)"),
     F("workers", PG_FT_INT, struct rx_server_cfg, workers, "-1", -1, MAX_WORKERS,
-      "threads that inflate and translate bodies off the event loop (-1 = one per online CPU, "
+      "threads that inflate and translate bodies off the event loop (-1 = one per usable CPU, "
       "0 = inline on the loop); see docs/receiver.md"),
     PG_FIELD_END,
 };
@@ -926,10 +928,19 @@ static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static int online_cpus(void)
+/* The CPUs this process may run on (a cpuset, taskset or container limit
+ * narrows them; Go sizes GOMAXPROCS the same way), else the online ones. */
+static int usable_cpus(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long n = -1;
 
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        n = CPU_COUNT(&set);
+    }
+    if (n < 1) {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    }
     return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (int)n;
 }
 
@@ -1253,7 +1264,7 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         }
     }
     if (s->workers != 0) {
-        size_t n = s->workers < 0 ? (size_t)online_cpus() : (size_t)s->workers;
+        size_t n = s->workers < 0 ? (size_t)usable_cpus() : (size_t)s->workers;
         enum pg_err err = pool_start(rx, n, st);
 
         if (err != PG_ERR_OK) {

@@ -194,4 +194,18 @@ if large_gz is not None:
         res.check("in-flight answers are 204 or 503",
                   all(a in (204, 503) or isinstance(a, str) for a in answers), answers)
 
+# 5. The default (-1) follows the CPUs the process may use (taskset, cpuset), as GOMAXPROCS does.
+mine = os.sched_getaffinity(0)
+try:
+    os.sched_setaffinity(0, {min(mine)})  # the gateway inherits it
+    with Gateway(config(-1)) as gw:
+        res.check("workers -1 under a one-CPU affinity: 1 worker",
+                  re.search(r"listening on .*\b1 workers", gw.log()) is not None, gw.log()[-400:])
+finally:
+    os.sched_setaffinity(0, mine)
+with Gateway(config(-1)) as gw:
+    res.check(f"workers -1 with {len(mine)} usable CPUs: {min(len(mine), 64)} workers",
+              re.search(rf"listening on .*\b{min(len(mine), 64)} workers", gw.log()) is not None,
+              gw.log()[-400:])
+
 res.finish()
