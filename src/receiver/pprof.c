@@ -5,12 +5,10 @@
  * OTLP request lives in the batch arena handed to the pipeline. Status codes
  * follow the error enum (docs/receiver.md lists where they differ from the
  * collector's and why). */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +28,7 @@
 
 #include "core/arena.h"
 #include "core/batch.h"
+#include "core/cpus.h"
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -48,7 +47,7 @@
 #define MAX_HEADER_BYTES (1024 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
-/* `server.workers: -1` means one worker per usable CPU, capped here. */
+/* `server.workers: -1` means one worker per usable CPU (core/cpus.h), capped here. */
 #define MAX_WORKERS 64
 
 /* ---- config ---------------------------------------------------------- */
@@ -928,20 +927,12 @@ static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* The CPUs this process may run on (a cpuset, taskset or container limit
- * narrows them; Go sizes GOMAXPROCS the same way), else the online ones. */
-static int usable_cpus(void)
+/* What the process can use (affinity and cgroup quota), capped. */
+static int worker_default(void)
 {
-    cpu_set_t set;
-    long n = -1;
+    int n = pg_usable_cpus();
 
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        n = CPU_COUNT(&set);
-    }
-    if (n < 1) {
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    }
-    return n < 1 ? 1 : n > MAX_WORKERS ? MAX_WORKERS : (int)n;
+    return n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
 static enum pg_err pool_start(struct rx *rx, size_t n, struct pg_status *st)
@@ -1264,7 +1255,7 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         }
     }
     if (s->workers != 0) {
-        size_t n = s->workers < 0 ? (size_t)usable_cpus() : (size_t)s->workers;
+        size_t n = s->workers < 0 ? (size_t)worker_default() : (size_t)s->workers;
         enum pg_err err = pool_start(rx, n, st);
 
         if (err != PG_ERR_OK) {

@@ -194,7 +194,8 @@ if large_gz is not None:
         res.check("in-flight answers are 204 or 503",
                   all(a in (204, 503) or isinstance(a, str) for a in answers), answers)
 
-# 5. The default (-1) follows the CPUs the process may use (taskset, cpuset), as GOMAXPROCS does.
+# 5. The default (-1) follows the CPUs the process may use (taskset, cpuset, cgroup quota), as
+#    GOMAXPROCS does.
 mine = os.sched_getaffinity(0)
 try:
     os.sched_setaffinity(0, {min(mine)})  # the gateway inherits it
@@ -204,8 +205,9 @@ try:
 finally:
     os.sched_setaffinity(0, mine)
 with Gateway(config(-1)) as gw:
-    res.check(f"workers -1 with {len(mine)} usable CPUs: {min(len(mine), 64)} workers",
-              re.search(rf"listening on .*\b{min(len(mine), 64)} workers", gw.log()) is not None,
-              gw.log()[-400:])
+    # A cgroup CPU quota may lower it further (unit test test_cpus covers that).
+    m = re.search(r"listening on .*\b(\d+) workers", gw.log())
+    res.check(f"workers -1 with {len(mine)} CPUs in the affinity mask: 1..{min(len(mine), 64)} workers",
+              m is not None and 1 <= int(m.group(1)) <= min(len(mine), 64), gw.log()[-400:])
 
 res.finish()
