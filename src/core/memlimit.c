@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/cgroup.h"
 #include "core/log.h"
 #include "core/metrics.h"
 
@@ -274,22 +275,6 @@ bool pg_memlimit_over(struct pg_status *st)
     return false;
 }
 
-static uint64_t read_u64_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    unsigned long long v = 0;
-    char buf[64];
-
-    if (f == NULL) {
-        return 0;
-    }
-    if (fgets(buf, sizeof(buf), f) != NULL && strncmp(buf, "max", 3) != 0) {
-        v = strtoull(buf, NULL, 10);
-    }
-    fclose(f);
-    return v;
-}
-
 uint64_t pg_memlimit_total_memory(void)
 {
     uint64_t total = 0, cg;
@@ -306,12 +291,10 @@ uint64_t pg_memlimit_total_memory(void)
         }
         fclose(f);
     }
-    /* A container's limit is what the OOM killer enforces. v1 reports a
-     * huge number when unlimited; only a value below MemTotal counts. */
-    cg = read_u64_file("/sys/fs/cgroup/memory.max");
-    if (cg == 0) {
-        cg = read_u64_file("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    }
+    /* A container's limit is what the OOM killer enforces (its own cgroup's
+     * or an ancestor's). v1 reports a huge number when unlimited; only a
+     * value below MemTotal counts. */
+    cg = pg_cgroup_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup", "/sys/fs/cgroup/memory");
     if (cg != 0 && (total == 0 || cg < total)) {
         total = cg;
     }

@@ -28,7 +28,7 @@
 
 #include "core/arena.h"
 #include "core/batch.h"
-#include "core/cpus.h"
+#include "core/cgroup.h"
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -47,7 +47,7 @@
 #define MAX_HEADER_BYTES (1024 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
-/* `server.workers: -1` means one worker per usable CPU (core/cpus.h), capped here. */
+/* `server.workers: -1` means one worker per usable CPU (core/cgroup.h), capped here. */
 #define MAX_WORKERS 64
 
 /* ---- config ---------------------------------------------------------- */

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Usable CPUs: cgroup v2 cpu.max parsing, the quota of the process's cgroup
- * and its ancestors (v2), the v1 cfs files (also when a container's mount
- * shows its own cgroup as the root), all on fake trees under /tmp. */
+ * cgroup limits: cpu.max parsing, the CPU quota and memory limit of the
+ * process's cgroup and its ancestors (v2), the v1 files (also when a
+ * container's mount shows its own cgroup as the root), on fake trees under
+ * /tmp; and usable CPUs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/cpus.h"
+#include "core/cgroup.h"
 #include "pg_test.h"
 
 PG_TEST(test_cpu_max_parse)
@@ -68,6 +69,16 @@ static int quota(void)
     snprintf(v2, sizeof(v2), "%s/v2", g_root);
     snprintf(v1, sizeof(v1), "%s/v1cpu", g_root);
     return pg_cgroup_cpu_quota(self, v2, v1);
+}
+
+static uint64_t memory(void)
+{
+    char self[512], v2[512], v1[512];
+
+    snprintf(self, sizeof(self), "%s/self_cgroup", g_root);
+    snprintf(v2, sizeof(v2), "%s/v2", g_root);
+    snprintf(v1, sizeof(v1), "%s/v1mem", g_root);
+    return pg_cgroup_memory_limit(self, v2, v1);
 }
 
 static void fresh_root(const char *name)
@@ -134,10 +145,30 @@ PG_TEST(test_cgroup_v1)
     drop_root();
 }
 
+PG_TEST(test_memory_limit)
+{
+    fresh_root("mem2");
+    put("self_cgroup", "0::/system.slice/pprofgate.service\n"); /* a systemd unit, no cgroupns */
+    put("v2/system.slice/pprofgate.service/memory.max", "max\n");
+    put("v2/system.slice/memory.max", "536870912\n"); /* the slice's MemoryMax= */
+    CHECK_INT(memory(), 536870912);
+    put("v2/system.slice/pprofgate.service/memory.max", "268435456\n");
+    CHECK_INT(memory(), 268435456);
+    drop_root();
+
+    fresh_root("mem1");
+    put("self_cgroup", "4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n0::/\n");
+    put("v1mem/memory.limit_in_bytes", "1073741824\n"); /* the container's own mount root */
+    CHECK_INT(memory(), 1073741824);
+    CHECK_INT(quota(), 0); /* no cpu files: no CPU quota */
+    drop_root();
+}
+
 PG_TEST(test_unreadable_is_no_limit)
 {
     fresh_root("none");
     CHECK_INT(quota(), 0); /* no self_cgroup file */
+    CHECK_INT(memory(), 0);
     put("self_cgroup", "garbage\n\n1:cpu\n");
     CHECK_INT(quota(), 0);
     drop_root();
@@ -146,4 +177,4 @@ PG_TEST(test_unreadable_is_no_limit)
 
 PG_TEST_MAIN(PG_CASE(test_cpu_max_parse), PG_CASE(test_cgroup_v2_tightest_ancestor),
              PG_CASE(test_cgroup_v2_namespace_root), PG_CASE(test_cgroup_v1),
-             PG_CASE(test_unreadable_is_no_limit))
+             PG_CASE(test_memory_limit), PG_CASE(test_unreadable_is_no_limit))
