@@ -8,6 +8,7 @@
 
 enum pg_log_level pg_log_min_level = PG_LOG_INFO;
 static FILE *log_stream;
+static enum pg_log_encoding log_encoding = PG_LOG_LOGFMT;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "none"};
 
@@ -36,14 +37,51 @@ void pg_log_set_stream(FILE *f)
     log_stream = f;
 }
 
-/* Quotes the message: '"' and '\\' are escaped, control bytes become \xNN so
- * that request bytes cannot forge log lines. */
-static size_t quote_into(char *dst, size_t cap, const char *src)
+bool pg_log_parse_encoding(const char *s, enum pg_log_encoding *out)
+{
+    if (strcmp(s, "logfmt") == 0 || strcmp(s, "console") == 0) {
+        *out = PG_LOG_LOGFMT;
+        return true;
+    }
+    if (strcmp(s, "json") == 0) {
+        *out = PG_LOG_JSON;
+        return true;
+    }
+    return false;
+}
+
+void pg_log_set_encoding(enum pg_log_encoding e)
+{
+    log_encoding = e;
+}
+
+/* The length of the valid UTF-8 sequence at @p (1-4), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *p)
+{
+    size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+    }
+    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90)) {
+        return 0; /* overlong, surrogate, past U+10FFFF */
+    }
+    return n;
+}
+
+/* Appends @src quoted for @enc: '"' and '\\' escaped, newlines as \n, other
+ * control bytes as \xNN (logfmt) or \u00NN (JSON); in JSON a byte that is not
+ * valid UTF-8 becomes U+FFFD so the line stays valid JSON. Stops before
+ * @cap - 8 so the caller can close the line. */
+static size_t quote_into(char *dst, size_t o, size_t cap, const char *src,
+                         enum pg_log_encoding enc)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
 
-    for (const unsigned char *p = (const unsigned char *)src; *p != '\0' && o + 5 < cap; p++) {
+    for (const unsigned char *p = (const unsigned char *)src; *p != '\0' && o + 8 < cap; p++) {
         if (*p == '"' || *p == '\\') {
             dst[o++] = '\\';
             dst[o++] = (char)*p;
@@ -52,38 +90,108 @@ static size_t quote_into(char *dst, size_t cap, const char *src)
             dst[o++] = 'n';
         } else if (*p < 0x20 || *p == 0x7f) {
             dst[o++] = '\\';
-            dst[o++] = 'x';
+            if (enc == PG_LOG_JSON) {
+                dst[o++] = 'u';
+                dst[o++] = '0';
+                dst[o++] = '0';
+            } else {
+                dst[o++] = 'x';
+            }
             dst[o++] = hex[*p >> 4];
             dst[o++] = hex[*p & 15];
+        } else if (*p >= 0x80 && enc == PG_LOG_JSON) {
+            size_t n = utf8_len(p);
+
+            if (n == 0) {
+                memcpy(dst + o, "\\ufffd", 6);
+                o += 6;
+            } else if (o + n + 8 < cap) {
+                memcpy(dst + o, p, n);
+                o += n;
+                p += n - 1;
+            } else {
+                break;
+            }
         } else {
             dst[o++] = (char)*p;
         }
     }
-    dst[o] = '\0';
+    return o;
+}
+
+/* Appends printf output at *o, keeping the last 4 bytes of @cap for the
+ * line's end; output that does not fit is dropped whole. */
+static void append(char *buf, size_t *o, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t *o, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+
+    if (*o + 4 >= cap) {
+        return;
+    }
+    va_start(ap, fmt);
+    w = vsnprintf(buf + *o, cap - 4 - *o, fmt, ap);
+    va_end(ap);
+    if (w > 0 && (size_t)w < cap - 4 - *o) {
+        *o += (size_t)w;
+    } else {
+        buf[*o] = '\0';
+    }
+}
+
+size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *comp,
+                     const struct timespec *at, const char *msg, const char *const *keys,
+                     const long long *vals, size_t n)
+{
+    const char *level = level_names[lvl < PG_LOG_OFF ? lvl : PG_LOG_ERROR];
+    const bool json = log_encoding == PG_LOG_JSON;
+    char ts[40];
+    struct tm tm;
+    size_t o = 0;
+
+    gmtime_r(&at->tv_sec, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    comp = comp != NULL ? comp : "main";
+    if (json) {
+        append(buf, &o, cap, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"comp\":\"", ts,
+               at->tv_nsec / 1000000L, level);
+        o = quote_into(buf, o, cap, comp, PG_LOG_JSON);
+        append(buf, &o, cap, "\",\"msg\":\"");
+    } else {
+        append(buf, &o, cap, "ts=%s.%03ldZ level=%s comp=%s msg=\"", ts, at->tv_nsec / 1000000L,
+               level, comp);
+    }
+    o = quote_into(buf, o, cap, msg, log_encoding);
+    buf[o++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        append(buf, &o, cap, json ? ",\"%s\":%lld" : " %s=%lld", keys[i], vals[i]);
+    }
+    if (json) {
+        buf[o++] = '}';
+    }
+    buf[o++] = '\n';
+    buf[o] = '\0';
     return o;
 }
 
 void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
 {
     char msg[2048];
-    char quoted[4096];
-    char ts[40];
+    char line[4400];
     struct timespec now;
-    struct tm tm;
     va_list ap;
     FILE *out = log_stream ? log_stream : stderr;
+    size_t n;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    quote_into(quoted, sizeof(quoted), msg);
-
     clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    n = pg_log_format(line, sizeof(line), lvl, comp, &now, msg, NULL, NULL, 0);
     flockfile(out);
-    fprintf(out, "ts=%s.%03ldZ level=%s comp=%s msg=\"%s\"\n", ts, now.tv_nsec / 1000000L,
-            level_names[lvl < PG_LOG_OFF ? lvl : PG_LOG_ERROR], comp ? comp : "main", quoted);
+    fwrite(line, 1, n, out);
     fflush(out);
     funlockfile(out);
 }

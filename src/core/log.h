@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Leveled logging: one `key=value` line per event on stderr (or a file).
+ * Leveled logging: one line per event on stderr (or a file), `key=value`
+ * (logfmt, the default) or one JSON object (`telemetry.logs.encoding: json`).
  * Request-controlled text must go through %s arguments, never the format. */
 #ifndef PG_CORE_LOG_H
 #define PG_CORE_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 enum pg_log_level { PG_LOG_DEBUG = 0, PG_LOG_INFO, PG_LOG_WARN, PG_LOG_ERROR, PG_LOG_OFF };
 
@@ -17,9 +20,25 @@ void pg_log_set_level(enum pg_log_level lvl);
 /* Where log lines go; NULL means stderr. Borrowed, not closed. */
 void pg_log_set_stream(FILE *f);
 
+enum pg_log_encoding { PG_LOG_LOGFMT = 0, PG_LOG_JSON };
+/* "logfmt" or "console" (the collector's default: key=value lines here),
+ * "json"; false if unknown. */
+bool pg_log_parse_encoding(const char *s, enum pg_log_encoding *out);
+void pg_log_set_encoding(enum pg_log_encoding e);
+
+/* One line in the configured encoding into @buf, with integer fields after
+ * the message (for components that print log-shaped lines of their own, as
+ * the debug exporter's summary). Control bytes and invalid UTF-8 are escaped
+ * so request bytes cannot forge lines. Returns the length (at most @cap - 1;
+ * a line that does not fit is cut and still ends with a newline). */
+size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *comp,
+                     const struct timespec *at, const char *msg, const char *const *keys,
+                     const long long *vals, size_t n);
+
 /* @comp names the component instance, e.g. "receiver/pprof"; @msg is a
  * printf format for the message; the line reads
- *   ts=2026-11-30T10:00:00.123Z level=warn comp=receiver/pprof msg="..." */
+ *   ts=2026-11-30T10:00:00.123Z level=warn comp=receiver/pprof msg="..."
+ * or {"ts":"2026-11-30T10:00:00.123Z","level":"warn","comp":"receiver/pprof","msg":"..."} */
 void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -466,15 +466,22 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
         if (lvl != NULL) {
             if (lvl->kind != PG_CFG_SCALAR || !pg_log_parse_level(lvl->value, &l)) {
                 pg_diag_add(svc->diag, lvl, "service::telemetry::logs::level",
-                            "\"%s\" is not one of: debug, info, warn, error, none", lvl->value);
+                            "\"%s\" is not one of: debug, info, warn, error, none",
+                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)");
             } else {
                 pg_log_set_level(l);
             }
         }
-        if (enc != NULL && strcmp(enc->value, "console") != 0 && strcmp(enc->value, "logfmt") != 0) {
-            pg_diag_add(svc->diag, enc, "service::telemetry::logs::encoding",
-                        "\"%s\" is not supported; pprofgate writes key=value lines (logfmt)",
-                        enc->value);
+        if (enc != NULL) {
+            enum pg_log_encoding e;
+
+            if (enc->kind != PG_CFG_SCALAR || !pg_log_parse_encoding(enc->value, &e)) {
+                pg_diag_add(svc->diag, enc, "service::telemetry::logs::encoding",
+                            "\"%s\" is not one of: console (key=value lines), logfmt, json",
+                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)");
+            } else {
+                pg_log_set_encoding(e);
+            }
         }
     }
     met = pg_cfg_get(tel, "metrics");

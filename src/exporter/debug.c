@@ -288,19 +288,16 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
 /* Writer thread: formats one batch into d->buf and writes it everywhere. */
 static void print_batch(struct dbg *d, const struct dbg_item *it)
 {
-
     pg_debug_buf_reset(&d->buf);
     if (d->cfg.use_internal_logger) {
-        struct tm tm;
-        char ts[40];
+        static const char *const keys[] = {"resource_profiles", "sample_records"};
+        const long long vals[] = {(long long)it->resource_profiles,
+                                  (long long)it->sample_records};
+        char line[512];
+        size_t n = pg_log_format(line, sizeof(line), PG_LOG_INFO, d->log_name, &it->at,
+                                 "Profiles", keys, vals, 2);
 
-        gmtime_r(&it->at.tv_sec, &tm);
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-        pg_debug_buf_printf(&d->buf,
-                            "ts=%s.%03ldZ level=info comp=%s msg=\"Profiles\" "
-                            "resource_profiles=%zu sample_records=%zu\n",
-                            ts, it->at.tv_nsec / 1000000L, d->log_name, it->resource_profiles,
-                            it->sample_records);
+        pg_debug_buf_append(&d->buf, line, n);
     } else {
         pg_debug_format_summary(&d->buf, it->resource_profiles, it->sample_records);
     }

@@ -238,4 +238,42 @@ with gw:
     res.check("stalled output: printed + not printed = all batches", printed + dropped == N,
               (printed, dropped))
 
+# telemetry.logs.encoding: json (a collector setting log pipelines rely on):
+# every line on stderr is one JSON object, the debug summary included, and
+# request bytes in a logged reason cannot break it.
+JSON_CONFIG = """
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles: {receivers: [pprof], exporters: [debug]}
+  telemetry:
+    logs: {level: debug, encoding: json}
+"""
+with Gateway(JSON_CONFIG) as gw:
+    s, _, _ = post(gw.port, "/v1/pprof", SDK, {"Content-Encoding": "gzip"})
+    res.check("json logs: push accepted", s == 204, s)
+    s, _, _ = post(gw.port, "/v1/pprof", b"\x0a\x05\"\n\xff\x01\\", {})
+    res.check("json logs: bad body refused", s == 400, s)
+    settled(gw, "gateway.log", lambda t: 'answered 400' in t and '"sample_records":' in t)
+    rc = gw.stop()
+    lines = gw.log().splitlines()
+    parsed, bad = [], []
+    for ln in lines:
+        try:
+            parsed.append(json.loads(ln))
+        except ValueError:
+            bad.append(ln)
+    res.check("json logs: every line is a JSON object", lines and not bad, bad[:3])
+    res.check("json logs: ts, level, comp, msg on each",
+              all({"ts", "level", "comp", "msg"} <= set(p) for p in parsed), parsed[:2])
+    summary = [p for p in parsed if p.get("msg") == "Profiles"]
+    res.check("json logs: the debug summary is JSON with its counts",
+              summary and summary[0].get("resource_profiles") == 1
+              and summary[0].get("sample_records", 0) > 0, summary)
+    res.check("json logs: clean exit", rc == 0, rc)
+
 res.finish()
