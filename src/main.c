@@ -150,6 +150,7 @@ static int run(const char *path)
     pg_service_free(svc);
     pg_config_free(cfg);
     event_base_free(base);
+    pg_log_close_outputs(); /* every thread has ended */
     return rc;
 }
 

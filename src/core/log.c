@@ -2,6 +2,7 @@
  * Log line formatting: UTC timestamp, level, component, quoted message. */
 #include "core/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -9,6 +10,9 @@
 enum pg_log_level pg_log_min_level = PG_LOG_INFO;
 static FILE *log_stream;
 static enum pg_log_encoding log_encoding = PG_LOG_LOGFMT;
+static FILE *outputs[PG_LOG_MAX_OUTPUTS]; /* none: stderr */
+static bool owned[PG_LOG_MAX_OUTPUTS];    /* opened here, closed by pg_log_close_outputs */
+static size_t n_outputs;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "none"};
 
@@ -35,6 +39,53 @@ void pg_log_set_level(enum pg_log_level lvl)
 void pg_log_set_stream(FILE *f)
 {
     log_stream = f;
+}
+
+void pg_log_close_outputs(void)
+{
+    for (size_t i = 0; i < n_outputs; i++) {
+        if (owned[i]) {
+            fclose(outputs[i]);
+        }
+    }
+    n_outputs = 0;
+}
+
+bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t why_size)
+{
+    FILE *f[PG_LOG_MAX_OUTPUTS];
+    bool own[PG_LOG_MAX_OUTPUTS];
+
+    if (n > PG_LOG_MAX_OUTPUTS) {
+        snprintf(why, why_size, "at most %d log outputs", PG_LOG_MAX_OUTPUTS);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        own[i] = false;
+        if (strcmp(paths[i], "stderr") == 0) {
+            f[i] = stderr;
+        } else if (strcmp(paths[i], "stdout") == 0) {
+            f[i] = stdout;
+        } else {
+            f[i] = fopen(paths[i], "ae"); /* append, close-on-exec */
+            own[i] = true;
+            if (f[i] == NULL) {
+                snprintf(why, why_size, "cannot open log output %s: %s", paths[i],
+                         strerror(errno));
+                for (size_t j = 0; j < i; j++) {
+                    if (own[j]) {
+                        fclose(f[j]);
+                    }
+                }
+                return false;
+            }
+        }
+    }
+    pg_log_close_outputs();
+    memcpy(outputs, f, n * sizeof(*f));
+    memcpy(owned, own, n * sizeof(*own));
+    n_outputs = n;
+    return true;
 }
 
 bool pg_log_parse_encoding(const char *s, enum pg_log_encoding *out)
@@ -176,13 +227,20 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
     return o;
 }
 
+static void put_line(FILE *out, const char *line, size_t n)
+{
+    flockfile(out);
+    fwrite(line, 1, n, out);
+    fflush(out);
+    funlockfile(out);
+}
+
 void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
 {
     char msg[2048];
     char line[4400];
     struct timespec now;
     va_list ap;
-    FILE *out = log_stream ? log_stream : stderr;
     size_t n;
 
     va_start(ap, fmt);
@@ -190,10 +248,13 @@ void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
     va_end(ap);
     clock_gettime(CLOCK_REALTIME, &now);
     n = pg_log_format(line, sizeof(line), lvl, comp, &now, msg, NULL, NULL, 0);
-    flockfile(out);
-    fwrite(line, 1, n, out);
-    fflush(out);
-    funlockfile(out);
+    if (log_stream != NULL || n_outputs == 0) {
+        put_line(log_stream != NULL ? log_stream : stderr, line, n);
+        return;
+    }
+    for (size_t i = 0; i < n_outputs; i++) {
+        put_line(outputs[i], line, n);
+    }
 }
 
 bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_out)

@@ -17,8 +17,17 @@ extern enum pg_log_level pg_log_min_level;
 /* Parses "debug", "info", "warn", "error", "none"; returns false if unknown. */
 bool pg_log_parse_level(const char *s, enum pg_log_level *out);
 void pg_log_set_level(enum pg_log_level lvl);
-/* Where log lines go; NULL means stderr. Borrowed, not closed. */
+/* Where log lines go; NULL means stderr. Borrowed, not closed. Overrides
+ * the outputs below (for tests). */
 void pg_log_set_stream(FILE *f);
+
+/* `telemetry.logs.output_paths`: "stderr", "stdout" or files (appended),
+ * at most PG_LOG_MAX_OUTPUTS; every line goes to each. On failure nothing
+ * changes and @why says which path failed. Call before threads start. */
+#define PG_LOG_MAX_OUTPUTS 4
+bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t why_size);
+/* Back to stderr; closes the files opened above. At exit, after threads end. */
+void pg_log_close_outputs(void);
 
 enum pg_log_encoding { PG_LOG_LOGFMT = 0, PG_LOG_JSON };
 /* "logfmt" or "console" (the collector's default: key=value lines here),

@@ -73,6 +73,8 @@ struct pg_service {
     struct event *drain_timer;
     int64_t drain_deadline_ns;
     struct pg_metric *m_fallbacks;
+    const char *log_paths[PG_LOG_MAX_OUTPUTS]; /* telemetry.logs.output_paths (config arena) */
+    size_t n_log_paths;
 };
 
 static int64_t now_ns(void)
@@ -441,6 +443,31 @@ static void check_keys(struct pg_service *svc, const struct pg_cfg_node *map, co
     }
 }
 
+/* telemetry.logs.output_paths: a list of "stderr", "stdout" or file paths;
+ * opened at start (validate creates no files). */
+static void check_log_paths(struct pg_service *svc, const struct pg_cfg_node *paths)
+{
+    const char *where = "service::telemetry::logs::output_paths";
+
+    if (paths->kind != PG_CFG_SEQ) {
+        pg_diag_add(svc->diag, paths, where, "expected a list of paths (stderr, stdout or files)");
+        return;
+    }
+    if (paths->n > PG_LOG_MAX_OUTPUTS) {
+        pg_diag_add(svc->diag, paths, where, "at most %d outputs", PG_LOG_MAX_OUTPUTS);
+        return;
+    }
+    for (size_t i = 0; i < paths->n; i++) {
+        const struct pg_cfg_node *p = paths->items[i];
+
+        if (p->kind != PG_CFG_SCALAR || p->value == NULL || p->value[0] == '\0') {
+            pg_diag_add(svc->diag, p, where, "expected a path (stderr, stdout or a file)");
+            return;
+        }
+        svc->log_paths[svc->n_log_paths++] = p->value;
+    }
+}
+
 static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *tel,
                             const char **metrics_addr, const struct pg_cfg_node **metrics_node)
 {
@@ -462,6 +489,7 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
     if (logs != NULL) {
         const struct pg_cfg_node *lvl = pg_cfg_get(logs, "level");
         const struct pg_cfg_node *enc = pg_cfg_get(logs, "encoding");
+        const struct pg_cfg_node *paths = pg_cfg_get(logs, "output_paths");
         enum pg_log_level l;
         if (lvl != NULL) {
             if (lvl->kind != PG_CFG_SCALAR || !pg_log_parse_level(lvl->value, &l)) {
@@ -471,6 +499,9 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
             } else {
                 pg_log_set_level(l);
             }
+        }
+        if (paths != NULL) {
+            check_log_paths(svc, paths);
         }
         if (enc != NULL) {
             enum pg_log_encoding e;
@@ -784,6 +815,12 @@ static int start_rank(enum pg_kind k)
 
 enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st)
 {
+    char why[512];
+
+    if (svc->n_log_paths > 0 &&
+        !pg_log_open_outputs(svc->log_paths, svc->n_log_paths, why, sizeof(why))) {
+        return pg_status_set(st, PG_ERR_IO, "service::telemetry::logs::output_paths: %s", why);
+    }
     svc->state = SVC_STARTING;
     for (int rank = 0; rank < 4; rank++) {
         for (size_t i = 0; i < svc->n_order; i++) {

@@ -251,7 +251,7 @@ service:
   pipelines:
     profiles: {receivers: [pprof], exporters: [debug]}
   telemetry:
-    logs: {level: debug, encoding: json}
+    logs: {level: debug, encoding: json, output_paths: ["{tmp}/gw.jsonl", stderr]}
 """
 with Gateway(JSON_CONFIG) as gw:
     s, _, _ = post(gw.port, "/v1/pprof", SDK, {"Content-Encoding": "gzip"})
@@ -275,5 +275,11 @@ with Gateway(JSON_CONFIG) as gw:
               summary and summary[0].get("resource_profiles") == 1
               and summary[0].get("sample_records", 0) > 0, summary)
     res.check("json logs: clean exit", rc == 0, rc)
+    # output_paths: the file got the same log lines as stderr (the debug
+    # exporter's own output_paths default to stderr, so its summary is only there).
+    file_lines = text(gw, "gw.jsonl").splitlines()
+    log_only = [ln for ln in lines if '"msg":"Profiles"' not in ln]
+    res.check("logs.output_paths: the file has every log line", file_lines == log_only,
+              (len(file_lines), len(log_only)))
 
 res.finish()

@@ -5,6 +5,7 @@
  * still closes the line. */
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "pg_test.h"
@@ -108,5 +109,46 @@ PG_TEST(test_parse_encoding)
     CHECK(!pg_log_parse_encoding("JSON", &e));
 }
 
+static char *slurp(const char *path)
+{
+    static char buf[4096];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+    if (f != NULL) {
+        fclose(f);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+PG_TEST(test_outputs)
+{
+    char a[128], b[128], why[256] = "";
+    const char *two[2] = {a, b};
+    const char *bad[2] = {a, "/nonexistent-dir/x.log"};
+
+    snprintf(a, sizeof(a), "/tmp/pg-log-%d-a.txt", (int)getpid());
+    snprintf(b, sizeof(b), "/tmp/pg-log-%d-b.txt", (int)getpid());
+    unlink(a);
+    unlink(b);
+    CHECK(pg_log_open_outputs(two, 2, why, sizeof(why)));
+    pg_log_write(PG_LOG_ERROR, "test", "to both %d", 1);
+    CHECK(strstr(slurp(a), "msg=\"to both 1\"\n") != NULL);
+    CHECK(strstr(slurp(b), "msg=\"to both 1\"\n") != NULL);
+    /* A failing set changes nothing and says which path failed. */
+    CHECK(!pg_log_open_outputs(bad, 2, why, sizeof(why)));
+    CHECK(strstr(why, "/nonexistent-dir/x.log") != NULL);
+    pg_log_write(PG_LOG_ERROR, "test", "still both");
+    CHECK(strstr(slurp(b), "still both") != NULL);
+    CHECK(!pg_log_open_outputs(two, PG_LOG_MAX_OUTPUTS + 1, why, sizeof(why)));
+    pg_log_close_outputs();
+    pg_log_write(PG_LOG_ERROR, "test", "back on stderr");
+    CHECK(strstr(slurp(a), "back on stderr") == NULL);
+    unlink(a);
+    unlink(b);
+}
+
 PG_TEST_MAIN(PG_CASE(test_escaping_table), PG_CASE(test_fields),
-             PG_CASE(test_truncation_closes_the_line), PG_CASE(test_parse_encoding))
+             PG_CASE(test_truncation_closes_the_line), PG_CASE(test_parse_encoding),
+             PG_CASE(test_outputs))

@@ -153,6 +153,15 @@ PG_TEST(test_bad_graphs)
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {telemetry: {logs: {level: loud}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "\"loud\" is not one of"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {encoding: xml}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "\"xml\" is not one of: console (key=value lines), logfmt, json"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {output_paths: stderr}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "output_paths: expected a list of paths"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {output_paths: [a, b, c, d, e]}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "output_paths: at most 4 outputs"},
     };
     struct event_base *base = event_base_new();
 
