@@ -51,6 +51,19 @@ void pg_log_close_outputs(void)
     n_outputs = 0;
 }
 
+size_t pg_log_output_fds(int *fds, size_t max)
+{
+    size_t n = 0;
+
+    if (n_outputs == 0 && max > 0) {
+        fds[n++] = fileno(stderr);
+    }
+    for (size_t i = 0; i < n_outputs && n < max; i++) {
+        fds[n++] = fileno(outputs[i]);
+    }
+    return n;
+}
+
 bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t why_size)
 {
     FILE *f[PG_LOG_MAX_OUTPUTS];

@@ -28,6 +28,11 @@ void pg_log_set_stream(FILE *f);
 bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t why_size);
 /* Back to stderr; closes the files opened above. At exit, after threads end. */
 void pg_log_close_outputs(void);
+/* The descriptors log lines go to (stderr when no outputs are set), for
+ * writers that print log-shaped lines themselves (the debug exporter with
+ * use_internal_logger, as the collector's goes through its logger).
+ * Returns how many, at most @max. */
+size_t pg_log_output_fds(int *fds, size_t max);
 
 enum pg_log_encoding { PG_LOG_LOGFMT = 0, PG_LOG_JSON };
 /* "logfmt" or "console" (the collector's default: key=value lines here),

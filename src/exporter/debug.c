@@ -62,8 +62,9 @@ static const struct pg_field dbg_fields[] = {
     {"use_internal_logger", PG_FT_BOOL, offsetof(struct dbg_cfg, use_internal_logger), "true", 0,
      0, NULL, NULL, 0,
      "true: summary as a pprofgate log line; false: the collector's raw Profiles\\t{...} line"},
-    {"output_paths", PG_FT_STRLIST, offsetof(struct dbg_cfg, output_paths), "stderr", 0, 0, NULL,
-     NULL, 0, "stderr, stdout or files (appended)"},
+    {"output_paths", PG_FT_STRLIST, offsetof(struct dbg_cfg, output_paths), NULL, 0, 0, NULL,
+     NULL, 0, "stderr, stdout or files (appended); default: with use_internal_logger the log's "
+              "outputs (service::telemetry::logs::output_paths, stderr), else stderr"},
     {"sending_queue", PG_FT_NODE, offsetof(struct dbg_cfg, sending_queue), NULL, 0, 0, NULL, NULL,
      0, "accepted for collector configs and ignored: output goes through this exporter's own "
         "bounded queue"},
@@ -180,7 +181,12 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
     const struct pg_strlist *paths = &d->cfg.output_paths;
 
     if (paths->n == 0) {
-        d->fds[d->n_fds++] = STDERR_FILENO;
+        /* As the collector's, whose internal logger writes where its logs go. */
+        if (d->cfg.use_internal_logger) {
+            d->n_fds = pg_log_output_fds(d->fds, MAX_OUTPUTS);
+        } else {
+            d->fds[d->n_fds++] = STDERR_FILENO;
+        }
         return PG_ERR_OK;
     }
     for (size_t i = 0; i < paths->n; i++) {
