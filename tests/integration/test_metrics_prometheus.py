@@ -127,6 +127,16 @@ def main():
         r.read()
         res.check("other paths 404", r.status == 404, r.status)
         c.close()
+    # The collector's current form (address is deprecated there): one pull reader.
+    readers = CONFIG.replace('metrics: {address: "127.0.0.1:0"}',
+                             "metrics:\n      readers:\n        - pull: {exporter: {prometheus: "
+                             "{host: 127.0.0.1, port: 0, without_units: true}}}")
+    with Gateway(readers) as gw:
+        m = gw.wait_log(r"serving /metrics on 127\.0\.0\.1:(\d+)")
+        res.check("readers: pull prometheus serves /metrics", m is not None, gw.log()[-800:])
+        if m:
+            st, _, text = scrape(int(m.group(1)))
+            res.check("readers: GET /metrics 200 and parses", st == 200 and not parse(text)[1], st)
     res.finish()
 
 

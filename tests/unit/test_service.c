@@ -162,6 +162,15 @@ PG_TEST(test_bad_graphs)
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {telemetry: {logs: {output_paths: [a, b, c, d, e]}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "output_paths: at most 4 outputs"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {metrics: {readers: [{periodic: {exporter: {otlp: {}}}}]}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "periodic (push) readers are not supported"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {metrics: {readers: [{pull: {exporter: {prometheus: {host: h}}}}]}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "prometheus::port: expected a port number"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {metrics: {address: a, readers: []}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "address and readers both set"},
     };
     struct event_base *base = event_base_new();
 
