@@ -36,6 +36,7 @@
 #include "core/metrics.h"
 #include "pprof/translate.h"
 #include "receiver/http_request.h"
+#include "receiver/listener.h"
 #include "receiver/pprof_self.h"
 #include "receiver/auth.h" /* issue 6 */
 #include "receiver/tls.h"  /* issue 6 */
@@ -47,6 +48,8 @@
 #define MAX_HEADER_BYTES (1024 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
+/* Go's net.Listen asks for the kernel's maximum (net.core.somaxconn caps it). */
+#define LISTEN_BACKLOG (SOMAXCONN > 4096 ? SOMAXCONN : 4096)
 /* `server.workers: -1` means one worker per usable CPU (core/cgroup.h), capped here. */
 #define MAX_WORKERS 64
 
@@ -54,6 +57,7 @@
 
 struct rx_server_cfg {
     char *endpoint;
+    int transport; /* enum pg_transport */
     bool include_metadata;
     uint64_t max_request_body_size;
     struct pg_strlist compression_algorithms;
@@ -103,7 +107,10 @@ struct rx_cfg {
 
 static const struct pg_field server_fields[] = {
     F("endpoint", PG_FT_STR, struct rx_server_cfg, endpoint, "localhost:4040", 0, 0,
-      "host:port to listen on (\":4040\" = every interface)"),
+      "host:port to listen on (\":4040\" = every interface); with transport unix, a socket path"),
+    {"transport", PG_FT_ENUM, offsetof(struct rx_server_cfg, transport), "tcp", 0, 0, NULL,
+     pg_transport_names, 0, "tcp, tcp4 or tcp6 (one address family), unix (endpoint is a socket "
+                            "file, removed at shutdown)"},
     F("include_metadata", PG_FT_BOOL, struct rx_server_cfg, include_metadata, "false", 0, 0,
       "copy request headers into request metadata (for metadata[\"...\"] in transform)"),
     F("max_request_body_size", PG_FT_BYTES, struct rx_server_cfg, max_request_body_size, "20MiB",
@@ -200,8 +207,9 @@ struct rx {
     struct pg_consumer *next;      /* borrowed */
     struct pg_translate_opts topts;
     unsigned allowed;              /* PG_HTTP_ALLOW_* bits */
-    char listen_host[256];
+    char listen_host[256]; /* unix: the socket path */
     unsigned listen_port;
+    bool unix_path;        /* listen_host is a socket file we created */
     struct timeval timeout;
 
     struct pg_pprof_self *self;    /* owned; NULL without `self:` */
@@ -249,12 +257,8 @@ static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, 
     if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
         return PG_ERR_CONFIG;
     }
-    if (hlen == 0) {
-        snprintf(host, host_size, "0.0.0.0");
-    } else {
-        memcpy(host, h, hlen);
-        host[hlen] = '\0';
-    }
+    memcpy(host, h, hlen); /* "" = every interface of the transport's family */
+    host[hlen] = '\0';
     *port = (unsigned)p;
     return PG_ERR_OK;
 }
@@ -325,13 +329,27 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     if (rx->cfg.has_server) {
         const struct rx_server_cfg *s = &rx->cfg.server;
 
-        if (s->endpoint == NULL ||
-            parse_endpoint(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
-                           &rx->listen_port) != PG_ERR_OK) {
+        if (s->transport == PG_TRANSPORT_UNIX) {
+            snprintf(rx->listen_host, sizeof(rx->listen_host), "%s", s->endpoint ? s->endpoint : "");
+            if (!pg_listen_host_ok(PG_TRANSPORT_UNIX, rx->listen_host)) {
+                pg_diag_add(ctx->diag, ctx->config, path,
+                            "server::endpoint \"%s\": with transport unix, a socket file path of "
+                            "1 to 107 bytes",
+                            s->endpoint ? s->endpoint : "");
+                problems++;
+            }
+        } else if (s->endpoint == NULL ||
+                   parse_endpoint(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
+                                  &rx->listen_port) != PG_ERR_OK) {
             pg_diag_add(ctx->diag, ctx->config, path,
                         "server::endpoint \"%s\" is not host:port (e.g. localhost:4040, :4040, "
                         "[::1]:4040)",
                         s->endpoint ? s->endpoint : "");
+            problems++;
+        } else if (!pg_listen_host_ok((enum pg_transport)s->transport, rx->listen_host)) {
+            pg_diag_add(ctx->diag, ctx->config, path,
+                        "server::endpoint \"%s\" is not an address of transport %s",
+                        s->endpoint, pg_transport_names[s->transport]);
             problems++;
         }
         for (size_t i = 0; i < s->compression_algorithms.n; i++) {
@@ -1228,19 +1246,41 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     if (rx->held_ev == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
     }
-    rx->sock = evhttp_bind_socket_with_handle(rx->http, rx->listen_host, (ev_uint16_t)port);
-    if (rx->sock == NULL) {
-        int e = errno;
+    if (s->transport == PG_TRANSPORT_TCP) {
+        const char *host = rx->listen_host[0] ? rx->listen_host : "0.0.0.0";
 
-        evhttp_free(rx->http);
-        rx->http = NULL;
-        return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s: %s", rx->log_name,
-                             s->endpoint, e ? strerror(e) : "bind failed");
+        rx->sock = evhttp_bind_socket_with_handle(rx->http, host, (ev_uint16_t)port);
+        if (rx->sock == NULL) {
+            int e = errno;
+
+            evhttp_free(rx->http);
+            rx->http = NULL;
+            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s: %s", rx->log_name,
+                                 s->endpoint, e ? strerror(e) : "bind failed");
+        }
+        /* libevent listens with a backlog of 128: a burst of new connections
+         * past it waits out a 1 s SYN retransmit. Ask for the kernel's maximum
+         * (net.core.somaxconn caps it), as Go's net.Listen does. */
+        (void)listen(evhttp_bound_socket_get_fd(rx->sock), LISTEN_BACKLOG);
+    } else {
+        char why[256];
+        int fd = pg_listen((enum pg_transport)s->transport, rx->listen_host, port, LISTEN_BACKLOG,
+                           why, sizeof(why));
+
+        rx->sock = fd >= 0 ? evhttp_accept_socket_with_handle(rx->http, fd) : NULL;
+        if (rx->sock == NULL) {
+            if (fd >= 0) {
+                close(fd);
+                snprintf(why, sizeof(why), "out of memory");
+            }
+            evhttp_free(rx->http);
+            rx->http = NULL;
+            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s): %s", rx->log_name,
+                                 s->endpoint, pg_transport_names[s->transport], why);
+        }
+        rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
     }
-    /* libevent listens with a backlog of 128: a burst of new connections
-     * past it waits out a 1 s SYN retransmit. Ask for the kernel's maximum
-     * (net.core.somaxconn caps it), as Go's net.Listen does. */
-    (void)listen(evhttp_bound_socket_get_fd(rx->sock), SOMAXCONN > 4096 ? SOMAXCONN : 4096);
+
     if (getsockname(evhttp_bound_socket_get_fd(rx->sock), (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {
             struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
@@ -1263,10 +1303,26 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         }
     }
     /* Integration tests read the bound port from this line (endpoint :0). */
-    pg_log_info(rx->log_name, "listening on %s:%u (POST %s, max body %llu bytes, %zu workers)",
-                addr, port, PPROF_PATH, (unsigned long long)max_body,
-                rx->pool != NULL ? rx->pool->n_threads : 0);
+    if (rx->unix_path) {
+        pg_log_info(rx->log_name, "listening on unix:%s (POST %s, max body %llu bytes, %zu workers)",
+                    rx->listen_host, PPROF_PATH, (unsigned long long)max_body,
+                    rx->pool != NULL ? rx->pool->n_threads : 0);
+    } else {
+        pg_log_info(rx->log_name, "listening on %s%s%s:%u (POST %s, max body %llu bytes, %zu "
+                    "workers)", strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
+                    port, PPROF_PATH, (unsigned long long)max_body,
+                    rx->pool != NULL ? rx->pool->n_threads : 0);
+    }
     return PG_ERR_OK;
+}
+
+/* Go's unix listener removes its socket file on close; so does pprofgate. */
+static void remove_socket_file(struct rx *rx)
+{
+    if (rx->unix_path) {
+        unlink(rx->listen_host);
+        rx->unix_path = false;
+    }
 }
 
 static void rx_shutdown(void *state)
@@ -1286,6 +1342,7 @@ static void rx_shutdown(void *state)
         evhttp_del_accept_socket(rx->http, rx->sock);
         rx->sock = NULL;
     }
+    remove_socket_file(rx);
 }
 
 static bool rx_idle(void *state)
@@ -1311,6 +1368,7 @@ static void rx_destroy(void *state)
     if (rx->http != NULL) {
         evhttp_free(rx->http);
     }
+    remove_socket_file(rx);
     if (rx->ssl_ctx != NULL) { /* issue 6: after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
     }
