@@ -61,24 +61,33 @@ static void put(const char *rel, const char *text)
     }
 }
 
+/* The fake tree's /proc/self/cgroup, v2 root and v1 controller root (@v1). */
+struct fake_paths {
+    char self[512], v2[512], v1[512];
+};
+
+static struct fake_paths paths(const char *v1)
+{
+    struct fake_paths p;
+
+    snprintf(p.self, sizeof(p.self), "%s/self_cgroup", g_root);
+    snprintf(p.v2, sizeof(p.v2), "%s/v2", g_root);
+    snprintf(p.v1, sizeof(p.v1), "%s/%s", g_root, v1);
+    return p;
+}
+
 static int quota(void)
 {
-    char self[512], v2[512], v1[512];
+    struct fake_paths p = paths("v1cpu");
 
-    snprintf(self, sizeof(self), "%s/self_cgroup", g_root);
-    snprintf(v2, sizeof(v2), "%s/v2", g_root);
-    snprintf(v1, sizeof(v1), "%s/v1cpu", g_root);
-    return pg_cgroup_cpu_quota(self, v2, v1);
+    return pg_cgroup_cpu_quota(p.self, p.v2, p.v1);
 }
 
 static uint64_t memory(void)
 {
-    char self[512], v2[512], v1[512];
+    struct fake_paths p = paths("v1mem");
 
-    snprintf(self, sizeof(self), "%s/self_cgroup", g_root);
-    snprintf(v2, sizeof(v2), "%s/v2", g_root);
-    snprintf(v1, sizeof(v1), "%s/v1mem", g_root);
-    return pg_cgroup_memory_limit(self, v2, v1);
+    return pg_cgroup_memory_limit(p.self, p.v2, p.v1);
 }
 
 static void fresh_root(const char *name)
