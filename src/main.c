@@ -29,7 +29,9 @@ static void usage(FILE *out)
             "usage: pprofgate [--config FILE]          run the gateway (default config/pprofgate.yaml)\n"
             "       pprofgate validate --config FILE   check a config; lists every problem\n"
             "       pprofgate components               list receivers, processors, exporters, extensions\n"
-            "       pprofgate --version                print the version and OTLP proto version\n");
+            "       pprofgate --version                print the version and OTLP proto version\n"
+            "--config also takes file:PATH and --config=FILE; --feature-gates=... (the\n"
+            "collector's, e.g. +service.profilesSupport) is accepted and has no effect.\n");
 }
 
 static void print_version(void)
@@ -154,10 +156,33 @@ static int run(const char *path)
     return rc;
 }
 
+/* The collector's --config takes a URI: a bare path or file:PATH is what
+ * pprofgate reads; env:, yaml:, http: and the like are refused by name.
+ * One --config only (the collector merges several). */
+static int set_config(const char **config, int *n_config, const char *v)
+{
+    const char *colon = strchr(v, ':');
+
+    if (++*n_config > 1) {
+        fprintf(stderr, "one --config only: pprofgate does not merge configs\n");
+        return 2;
+    }
+    if (strncmp(v, "file:", 5) == 0) {
+        v += 5;
+    } else if (colon != NULL && colon > v && strspn(v, "abcdefghijklmnopqrstuvwxyz") ==
+                                                  (size_t)(colon - v)) {
+        fprintf(stderr, "--config %s: only file paths (or file:PATH) are supported\n", v);
+        return 2;
+    }
+    *config = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *config = "config/pprofgate.yaml";
     const char *cmd = "run";
+    int n_config = 0, bad;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -166,9 +191,20 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s needs a file\n", a);
                 return 2;
             }
-            config = argv[++i];
+            if ((bad = set_config(&config, &n_config, argv[++i])) != 0) {
+                return bad;
+            }
         } else if (strncmp(a, "--config=", 9) == 0) {
-            config = a + 9;
+            if ((bad = set_config(&config, &n_config, a + 9)) != 0) {
+                return bad;
+            }
+        } else if (strcmp(a, "--feature-gates") == 0 || strncmp(a, "--feature-gates=", 16) == 0) {
+            /* Collector manifests pass +service.profilesSupport; profiles are
+             * all pprofgate does, so every gate is accepted as a no-op. */
+            if (a[15] == '\0' && ++i >= argc) {
+                fprintf(stderr, "--feature-gates needs a value\n");
+                return 2;
+            }
         } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0 || strcmp(a, "version") == 0) {
             print_version();
             return 0;

@@ -48,6 +48,16 @@ done
 "$BIN" validate --config "$tmp/nope.yaml" >"$tmp/o" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "cannot open config" "$tmp/o" && ok "missing file" || bad "missing file" "$(cat "$tmp/o")"
 
+# The collector's command line, as k8s manifests pass it, works unchanged.
+"$BIN" validate --config="file:$SRC/config/pprofgate.yaml" --feature-gates=+service.profilesSupport >"$tmp/o" 2>&1 \
+    && ok "collector flags: --config=file:PATH --feature-gates=..." || bad "collector flags" "$(cat "$tmp/o")"
+"$BIN" validate --feature-gates +service.profilesSupport -c "$SRC/config/pprofgate.yaml" >"$tmp/o" 2>&1 \
+    && ok "collector flags: --feature-gates VALUE" || bad "--feature-gates VALUE" "$(cat "$tmp/o")"
+"$BIN" validate --config=env:PG_CFG >"$tmp/o" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "only file paths" "$tmp/o" && ok "--config=env:... refused by name" || bad "env: URI" "$(cat "$tmp/o")"
+"$BIN" validate --config a.yaml --config b.yaml >"$tmp/o" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "one --config only" "$tmp/o" && ok "two --config refused" || bad "two --config" "$(cat "$tmp/o")"
+
 "$BIN" --frobnicate >"$tmp/o" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q usage "$tmp/o" && ok "unknown argument" || bad "unknown argument"
 
