@@ -478,7 +478,8 @@ static void pull_reader(struct pg_service *svc, const struct pg_cfg_node *reader
     static const char *const reader_keys[] = {"pull", "periodic", NULL};
     static const char *const pull_keys[] = {"exporter", NULL};
     static const char *const exp_keys[] = {"prometheus", NULL};
-    /* The layout options change metric names we already fix; accepted. */
+    /* The naming options are accepted (configs carry them) and said to be
+     * ignored: pprofgate's metric names are fixed. */
     static const char *const prom_keys[] = {"host", "port", "without_scope_info",
                                             "without_units", "without_type_suffix", NULL};
     const char *where = "service::telemetry::metrics::readers";
@@ -513,6 +514,12 @@ static void pull_reader(struct pg_service *svc, const struct pg_cfg_node *reader
     }
     check_keys(svc, prom, "service::telemetry::metrics::readers::pull::exporter::prometheus",
                prom_keys);
+    for (size_t i = 2; prom_keys[i] != NULL; i++) {
+        if (pg_cfg_get(prom, prom_keys[i]) != NULL) {
+            pg_log_info("service", "%s::pull::exporter::prometheus::%s is ignored: pprofgate's "
+                                   "metric names are fixed", where, prom_keys[i]);
+        }
+    }
     host = pg_cfg_get(prom, "host");
     port = pg_cfg_get(prom, "port");
     v = port != NULL && port->kind == PG_CFG_SCALAR ? strtol(port->value, &end, 10) : -1;
