@@ -42,7 +42,9 @@ static int stale_unix_socket(const char *path)
     if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) {
         return 0;
     }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* Non-blocking: a live listener with a full backlog answers EAGAIN
+     * (live) instead of making the start wait. */
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         return 0;
     }
