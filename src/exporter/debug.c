@@ -64,7 +64,7 @@ static const struct pg_field dbg_fields[] = {
      "true: summary as a pprofgate log line; false: the collector's raw Profiles\\t{...} line"},
     {"output_paths", PG_FT_STRLIST, offsetof(struct dbg_cfg, output_paths), NULL, 0, 0, NULL,
      NULL, 0, "stderr, stdout or files (appended); default: with use_internal_logger the log's "
-              "outputs (service::telemetry::logs::output_paths, stderr), else stderr"},
+              "outputs (service::telemetry::logs::output_paths, stderr), else stdout"},
     {"sending_queue", PG_FT_NODE, offsetof(struct dbg_cfg, sending_queue), NULL, 0, 0, NULL, NULL,
      0, "accepted for collector configs and ignored: output goes through this exporter's own "
         "bounded queue"},
@@ -181,11 +181,12 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
     const struct pg_strlist *paths = &d->cfg.output_paths;
 
     if (paths->n == 0) {
-        /* As the collector's, whose internal logger writes where its logs go. */
+        /* As the collector's: its internal logger writes where its logs go;
+         * without it the exporter's own zap logger defaults to stdout. */
         if (d->cfg.use_internal_logger) {
             d->n_fds = pg_log_output_fds(d->fds, MAX_OUTPUTS);
         } else {
-            d->fds[d->n_fds++] = STDERR_FILENO;
+            d->fds[d->n_fds++] = STDOUT_FILENO;
         }
         return PG_ERR_OK;
     }
