@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from pg_harness import FIXTURES, Gateway, Results, fixture, gzip_bytes, post, read  # noqa: E402
+from pg_harness import BIN, FIXTURES, Gateway, Results, fixture, gzip_bytes, post, read  # noqa: E402
 
 res = Results()
 PPROF = read(fixture("debug/worked_example.pprof"))
@@ -283,5 +283,38 @@ with Gateway(JSON_CONFIG) as gw:
               (len(file_lines), len(lines)))
     res.check("logs.output_paths: the debug summary went there too",
               any('"msg":"Profiles"' in ln for ln in file_lines), file_lines[-3:])
+
+# Default destinations as the collector's: with use_internal_logger: false
+# and no output_paths the raw framing goes to stdout, not stderr.
+probe = socket.socket()
+probe.bind(("127.0.0.1", 0))
+free_port = probe.getsockname()[1]
+probe.close()
+raw_cfg = gw.path("raw-default.yaml")
+with open(raw_cfg, "w") as f:
+    f.write(f"""
+receivers: {{pprof: {{server: {{endpoint: "127.0.0.1:{free_port}"}}}}}}
+exporters: {{debug: {{use_internal_logger: false}}}}
+service:
+  pipelines: {{profiles: {{receivers: [pprof], exporters: [debug]}}}}
+""")
+proc = subprocess.Popen([BIN, "--config", raw_cfg], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+try:
+    for _ in range(100):
+        try:
+            s, _, _ = post(free_port, "/v1/pprof", SDK, {"Content-Encoding": "gzip"})
+            break
+        except OSError:
+            time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+finally:
+    if proc.poll() is None:
+        proc.kill()
+res.check("raw framing without output_paths: 204", s == 204, s)
+res.check("raw framing without output_paths goes to stdout",
+          b'Profiles\t{"resource profiles": 1' in out and b"Profiles\t" not in err,
+          (out[:200], err[-300:]))
 
 res.finish()
