@@ -8,11 +8,14 @@ runtime/pprof profiles) arriving with its samples, and an output nobody reads
 import fcntl
 import glob
 import http.client
-import threading
 import json
 import os
 import re
+import signal
+import socket
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
