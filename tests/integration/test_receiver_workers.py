@@ -16,7 +16,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from pg_harness import Gateway, Results, fixture, gzip_bytes, post, read  # noqa: E402
+from pg_harness import Gateway, Results, basic_config, fixture, gzip_bytes, post, read  # noqa: E402
 
 SOURCE_DIR = os.environ.get("PG_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -24,26 +24,8 @@ SOURCE_DIR = os.environ.get("PG_SOURCE_DIR",
 res = Results()
 
 
-def config(workers, level="info", extra=""):
-    return f"""
-receivers:
-  pprof:
-    server:
-      endpoint: "127.0.0.1:0"
-      workers: {workers}
-{extra}
-exporters:
-  debug:
-    verbosity: basic
-    output_paths: ["{{debug}}"]
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      exporters: [debug]
-  telemetry:
-    logs: {{level: {level}}}
-"""
+def config(workers, level="info"):
+    return basic_config("basic", server_extra=f"      workers: {workers}", log_level=level)
 
 
 SDK = fixture("sdk/push0.pprof.gz")

@@ -244,7 +244,7 @@ class Gateway:
             self._logf = None
 
 
-def basic_config(debug_verbosity="detailed", server_extra="", debug_extra=""):
+def basic_config(debug_verbosity="detailed", server_extra="", debug_extra="", log_level="info"):
     """A receiver on 127.0.0.1:0 feeding one debug exporter writing to {debug}."""
     return f"""
 receivers:
@@ -263,5 +263,5 @@ service:
       receivers: [pprof]
       exporters: [debug]
   telemetry:
-    logs: {{level: info}}
+    logs: {{level: {log_level}}}
 """
