@@ -3,15 +3,17 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum pg_log_level pg_log_min_level = PG_LOG_INFO;
 static FILE *log_stream;
 static enum pg_log_encoding log_encoding = PG_LOG_LOGFMT;
-static FILE *outputs[PG_LOG_MAX_OUTPUTS]; /* none: stderr */
-static bool owned[PG_LOG_MAX_OUTPUTS];    /* opened here, closed by pg_log_close_outputs */
+static int outputs[PG_LOG_MAX_OUTPUTS];     /* fds; none: stderr */
+static bool outputs_owned[PG_LOG_MAX_OUTPUTS]; /* opened here, closed by pg_log_close_outputs */
 static size_t n_outputs;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "none"};
@@ -41,11 +43,24 @@ void pg_log_set_stream(FILE *f)
     log_stream = f;
 }
 
+int pg_output_open(const char *path, bool *owned)
+{
+    *owned = false;
+    if (strcmp(path, "stderr") == 0) {
+        return STDERR_FILENO;
+    }
+    if (strcmp(path, "stdout") == 0) {
+        return STDOUT_FILENO;
+    }
+    *owned = true;
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+}
+
 void pg_log_close_outputs(void)
 {
     for (size_t i = 0; i < n_outputs; i++) {
-        if (owned[i]) {
-            fclose(outputs[i]);
+        if (outputs_owned[i]) {
+            close(outputs[i]);
         }
     }
     n_outputs = 0;
@@ -56,17 +71,17 @@ size_t pg_log_output_fds(int *fds, size_t max)
     size_t n = 0;
 
     if (n_outputs == 0 && max > 0) {
-        fds[n++] = fileno(stderr);
+        fds[n++] = STDERR_FILENO;
     }
     for (size_t i = 0; i < n_outputs && n < max; i++) {
-        fds[n++] = fileno(outputs[i]);
+        fds[n++] = outputs[i];
     }
     return n;
 }
 
 bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t why_size)
 {
-    FILE *f[PG_LOG_MAX_OUTPUTS];
+    int fd[PG_LOG_MAX_OUTPUTS];
     bool own[PG_LOG_MAX_OUTPUTS];
 
     if (n > PG_LOG_MAX_OUTPUTS) {
@@ -74,29 +89,20 @@ bool pg_log_open_outputs(const char *const *paths, size_t n, char *why, size_t w
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        own[i] = false;
-        if (strcmp(paths[i], "stderr") == 0) {
-            f[i] = stderr;
-        } else if (strcmp(paths[i], "stdout") == 0) {
-            f[i] = stdout;
-        } else {
-            f[i] = fopen(paths[i], "ae"); /* append, close-on-exec */
-            own[i] = true;
-            if (f[i] == NULL) {
-                snprintf(why, why_size, "cannot open log output %s: %s", paths[i],
-                         strerror(errno));
-                for (size_t j = 0; j < i; j++) {
-                    if (own[j]) {
-                        fclose(f[j]);
-                    }
+        fd[i] = pg_output_open(paths[i], &own[i]);
+        if (fd[i] < 0) {
+            snprintf(why, why_size, "cannot open log output %s: %s", paths[i], strerror(errno));
+            while (i-- > 0) {
+                if (own[i]) {
+                    close(fd[i]);
                 }
-                return false;
             }
+            return false;
         }
     }
     pg_log_close_outputs();
-    memcpy(outputs, f, n * sizeof(*f));
-    memcpy(owned, own, n * sizeof(*own));
+    memcpy(outputs, fd, n * sizeof(*fd));
+    memcpy(outputs_owned, own, n * sizeof(*own));
     n_outputs = n;
     return true;
 }
@@ -240,12 +246,22 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
     return o;
 }
 
-static void put_line(FILE *out, const char *line, size_t n)
+/* One write per line where it fits: whole lines, not interleaved with the
+ * debug exporter's writer on the same fd. */
+static void put_line(int fd, const char *line, size_t n)
 {
-    flockfile(out);
-    fwrite(line, 1, n, out);
-    fflush(out);
-    funlockfile(out);
+    while (n > 0) {
+        ssize_t w = write(fd, line, n);
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return; /* nowhere left to report it */
+        }
+        line += w;
+        n -= (size_t)w;
+    }
 }
 
 void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
@@ -261,9 +277,15 @@ void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
     va_end(ap);
     clock_gettime(CLOCK_REALTIME, &now);
     n = pg_log_format(line, sizeof(line), lvl, comp, &now, msg, NULL, NULL, 0);
-    if (log_stream != NULL || n_outputs == 0) {
-        put_line(log_stream != NULL ? log_stream : stderr, line, n);
+    if (log_stream != NULL) {
+        flockfile(log_stream);
+        fwrite(line, 1, n, log_stream);
+        fflush(log_stream);
+        funlockfile(log_stream);
         return;
+    }
+    if (n_outputs == 0) {
+        put_line(STDERR_FILENO, line, n);
     }
     for (size_t i = 0; i < n_outputs; i++) {
         put_line(outputs[i], line, n);

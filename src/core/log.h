@@ -21,6 +21,11 @@ void pg_log_set_level(enum pg_log_level lvl);
  * the outputs below (for tests). */
 void pg_log_set_stream(FILE *f);
 
+/* Opens an output named as `output_paths` name them: "stderr" and "stdout"
+ * are the process's own (*@owned false), anything else a file opened for
+ * append (*@owned true: the caller closes it). The fd, or -1 with errno. */
+int pg_output_open(const char *path, bool *owned);
+
 /* `telemetry.logs.output_paths`: "stderr", "stdout" or files (appended),
  * at most PG_LOG_MAX_OUTPUTS; every line goes to each. On failure nothing
  * changes and @why says which path failed. Call before threads start. */

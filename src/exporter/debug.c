@@ -8,7 +8,6 @@
  * at `detailed` ever holds up the event loop; the queue is bounded and what
  * does not fit is counted and logged, never waited for. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -191,20 +190,11 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
         return PG_ERR_OK;
     }
     for (size_t i = 0; i < paths->n; i++) {
-        const char *p = paths->v[i];
-        int fd;
+        int fd = pg_output_open(paths->v[i], &d->owned[d->n_fds]);
 
-        if (strcmp(p, "stderr") == 0) {
-            fd = STDERR_FILENO;
-        } else if (strcmp(p, "stdout") == 0) {
-            fd = STDOUT_FILENO;
-        } else {
-            fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
-            if (fd < 0) {
-                return pg_status_set(st, PG_ERR_IO, "%s: cannot open output %s: %s", d->log_name,
-                                     p, strerror(errno));
-            }
-            d->owned[d->n_fds] = true;
+        if (fd < 0) {
+            return pg_status_set(st, PG_ERR_IO, "%s: cannot open output %s: %s", d->log_name,
+                                 paths->v[i], strerror(errno));
         }
         d->fds[d->n_fds++] = fd;
     }
