@@ -234,15 +234,25 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
     return PG_ERR_OK;
 }
 
+int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port)
+{
+    return snprintf(buf, size, strchr(addr, ':') != NULL ? "[%s]:%u" : "%s:%u", addr, port);
+}
+
 char *pg_http_format_peer(struct pg_arena *arena, const char *addr, unsigned port)
 {
+    int n;
+    char *s;
+
     if (addr == NULL) {
         return NULL;
     }
-    if (strchr(addr, ':') != NULL) {
-        return pg_arena_sprintf(arena, "[%s]:%u", addr, port);
+    n = pg_http_hostport(NULL, 0, addr, port);
+    s = n >= 0 ? pg_arena_alloc(arena, (size_t)n + 1) : NULL;
+    if (s != NULL) {
+        pg_http_hostport(s, (size_t)n + 1, addr, port);
     }
-    return pg_arena_sprintf(arena, "%s:%u", addr, port);
+    return s;
 }
 
 bool pg_http_header_ok(const char *name, const char *value)

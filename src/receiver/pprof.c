@@ -1200,6 +1200,7 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     char addr[INET6_ADDRSTRLEN] = "?";
+    char where[sizeof(rx->listen_host) + 8]; /* unix:PATH or HOST:PORT, for the log */
     unsigned port = rx->listen_port;
     uint64_t max_body = s->max_request_body_size;
 
@@ -1302,17 +1303,15 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
             return err; /* rx_destroy joins what started */
         }
     }
-    /* Integration tests read the bound port from this line (endpoint :0). */
     if (rx->unix_path) {
-        pg_log_info(rx->log_name, "listening on unix:%s (POST %s, max body %llu bytes, %zu workers)",
-                    rx->listen_host, PPROF_PATH, (unsigned long long)max_body,
-                    rx->pool != NULL ? rx->pool->n_threads : 0);
+        snprintf(where, sizeof(where), "unix:%s", rx->listen_host);
     } else {
-        pg_log_info(rx->log_name, "listening on %s%s%s:%u (POST %s, max body %llu bytes, %zu "
-                    "workers)", strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "",
-                    port, PPROF_PATH, (unsigned long long)max_body,
-                    rx->pool != NULL ? rx->pool->n_threads : 0);
+        pg_http_hostport(where, sizeof(where), addr, port);
     }
+    /* Integration tests read the bound port from this line (endpoint :0). */
+    pg_log_info(rx->log_name, "listening on %s (POST %s, max body %llu bytes, %zu workers)", where,
+                PPROF_PATH, (unsigned long long)max_body,
+                rx->pool != NULL ? rx->pool->n_threads : 0);
     return PG_ERR_OK;
 }
 
