@@ -7,6 +7,7 @@ must be pprofgate's own (build output goes to the run log), only the gateway's
 targets are built, and a push through the default config is answered 204."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def main():
     with open(out_path, errors="replace") as f:
         text = f.read()
     res.check("SIGTERM: the gateway exits cleanly", "exited cleanly" in text, text[-800:])
+    shutil.rmtree(tmp, ignore_errors=True)
     res.finish()
 
 
