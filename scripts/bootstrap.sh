@@ -3,7 +3,7 @@
 #   scripts/bootstrap.sh          build and run the gateway (make run): compiler,
 #                                 cmake, the libraries' -dev packages, protoc-c, curl
 #   scripts/bootstrap.sh --test   that, plus the test peers (make test): clang and
-#                                 its fuzzer runtime, wrk, openssl, python3-yaml,
+#                                 its fuzzer runtime, wrk, openssl, python3-yaml, iproute2,
 #                                 Node/npm and the npm packages in tests/node
 # Go is not installed here (tests that use it look on PATH, then /usr/local/go,
 # and report "NOT RUN" without it); Debian's golang-go is too old for them.
@@ -20,7 +20,7 @@ esac
 runtime=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev
          libevent-dev libnghttp2-dev zlib1g-dev libdeflate-dev libyaml-dev libpcre2-dev
          libssl-dev libunwind-dev curl)
-testing=(clang libclang-rt-14-dev protobuf-compiler wrk openssl python3 python3-yaml procps
+testing=(clang libclang-rt-14-dev protobuf-compiler wrk openssl python3 python3-yaml procps iproute2
          nodejs npm)
 
 pkgs=("${runtime[@]}")
