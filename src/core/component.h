@@ -99,6 +99,11 @@ struct pg_component_ops {
     bool (*idle)(void *state);
     /* Frees state; logs what could not be delivered. After shutdown(). */
     void (*destroy)(void *state);
+    /* Processors, optional: the first statement/setting that reads request
+     * metadata (headers), or NULL. Receivers, optional: non-NULL when their
+     * batches carry metadata (the setting that turns it on). The service
+     * warns when a pipeline reads what one of its receivers drops. */
+    const char *(*metadata_use)(void *state);
 };
 
 /* The registry (defined in src/components.c, above core). NULL-terminated. */

@@ -623,6 +623,34 @@ static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *te
     }
 }
 
+/* A processor that reads request headers behind a receiver that drops them
+ * sees nothing, silently (an empty Otel-Resource-Attributes): said at start
+ * and by `validate`, once per pair. */
+static void warn_metadata(struct pg_service *svc)
+{
+    for (size_t i = 0; i < svc->n_defs; i++) {
+        struct instance *rx = svc->defs[i].kind == PG_KIND_RECEIVER ? svc->defs[i].inst : NULL;
+        if (rx == NULL || rx->ops->metadata_use == NULL || rx->ops->metadata_use(rx->state)) {
+            continue;
+        }
+        for (size_t p = 0; p < rx->fan.n; p++) {
+            const struct pipeline *pl = rx->fan.pipes[p];
+            for (size_t j = 0; j < pl->n_procs; j++) {
+                const struct instance *pi = pl->procs[j];
+                const char *what =
+                    pi->ops->metadata_use ? pi->ops->metadata_use(pi->state) : NULL;
+                if (what != NULL) {
+                    pg_log_warn("service",
+                                "pipeline %s: %s reads request headers (%s) but receiver "
+                                "%s drops them (include_metadata is not true), so it always "
+                                "sees none; set include_metadata: true in the receiver",
+                                pl->id, pi->log_name, what, rx->id);
+                }
+            }
+        }
+    }
+}
+
 struct pg_service *pg_service_build(struct pg_config *cfg,
                                     const struct pg_component_ops *const *reg, size_t n_reg,
                                     struct event_base *base, struct pg_diag *diag)
@@ -881,6 +909,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     if (diag->n > before) {
         goto fail;
     }
+    warn_metadata(svc);
     svc->diag = NULL;
     return svc;
 fail:

@@ -233,7 +233,7 @@ static void handle_index(struct pprof_ext *x, struct evhttp_request *req)
              "/debug/pprof/heap     in-use heap (inuse_space default); ?seconds=N for a delta\n"
              "/debug/pprof/allocs   the same samples, alloc_space default; ?seconds=N for a delta\n"
              "/debug/pprof/symbol   symbolz: POST 0xADDR+0xADDR... -> \"0xADDR name\" lines\n"
-             "/api/v1/debug/pprof/heap  alias of /debug/pprof/heap\n\n"
+             "/api/v1/debug/pprof/...  alias of every path above\n\n"
              "View: go tool pprof http://<this endpoint>/debug/pprof/heap\n",
              pg_selfprof_enabled() ? "on" : pg_selfprof_why_off(),
              (unsigned long long)pg_selfprof_rate());
@@ -248,6 +248,13 @@ static void on_request(struct evhttp_request *req, void *arg)
         pg_admin_reply_text(&x->http, req, 414, "request path too long");
         return;
     }
+    /* /api/v1/debug/pprof/ is an alias of the whole tree: go tool pprof
+     * asks for symbols at the sibling of the profile it fetched, so the
+     * alias needs its own symbol (and index) route, not only heap. */
+    if (strncmp(path, "/api/v1/debug/pprof", 19) == 0 &&
+        (path[19] == '\0' || path[19] == '/')) {
+        memmove(path, path + 7, strlen(path + 7) + 1);
+    }
     if (strcmp(path, "/debug/pprof/symbol") == 0) {
         handle_symbol(x, req);
         return;
@@ -255,11 +262,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     enum pg_selfprof_view view;
     const char *name = NULL;
     bool index = false;
-    if (strcmp(path, "/debug/pprof/heap") == 0 || strcmp(path, "/api/v1/debug/pprof/heap") == 0) {
+    if (strcmp(path, "/debug/pprof/heap") == 0) {
         view = PG_SELFPROF_HEAP;
         name = "heap";
-    } else if (strcmp(path, "/debug/pprof/allocs") == 0 ||
-               strcmp(path, "/api/v1/debug/pprof/allocs") == 0) {
+    } else if (strcmp(path, "/debug/pprof/allocs") == 0) {
         view = PG_SELFPROF_ALLOCS;
         name = "allocs";
     } else if (strcmp(path, "/debug/pprof/") == 0 || strcmp(path, "/debug/pprof") == 0) {

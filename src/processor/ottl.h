@@ -105,6 +105,11 @@ enum pg_ottl_ctx pg_ottl_stmt_ctx(const struct pg_ottl_stmt *s);
 enum pg_ottl_ctx pg_ottl_cond_ctx(const struct pg_ottl_cond *c);
 const char *pg_ottl_stmt_text(const struct pg_ottl_stmt *s);
 const char *pg_ottl_cond_text(const struct pg_ottl_cond *c);
+/* True when a path reads request headers (metadata["k"],
+ * otelcol.client.metadata["k"]): those are empty unless the receiver keeps
+ * them (include_metadata). */
+bool pg_ottl_stmt_reads_metadata(const struct pg_ottl_stmt *s);
+bool pg_ottl_cond_reads_metadata(const struct pg_ottl_cond *c);
 
 /* ---- evaluate ------------------------------------------------------- */
 

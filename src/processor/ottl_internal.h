@@ -139,12 +139,14 @@ struct pg_ottl_stmt {
     enum pg_ottl_ctx ctx;
     struct ottl_expr *call;  /* E_CALL of an editor */
     struct ottl_expr *where; /* or NULL */
+    bool metadata;           /* reads metadata[...] or otelcol.client.metadata[...] */
 };
 
 struct pg_ottl_cond {
     const char *text;
     enum pg_ottl_ctx ctx;
     struct ottl_expr *expr;
+    bool metadata;
 };
 
 /* The function table (ottl_funcs.c), NULL-name terminated. */

@@ -62,6 +62,7 @@ struct parser {
     int depth;
     enum pg_ottl_ctx ctx;     /* given, or INFER */
     enum pg_ottl_ctx needed;  /* finest context seen in paths */
+    bool metadata;            /* a path reads request metadata */
 };
 
 const char *pg_ottl_ctx_name(enum pg_ottl_ctx ctx)
@@ -562,6 +563,7 @@ static struct ottl_expr *parse_path(struct parser *ps, const struct tok *first)
             return NULL;
         }
         e->u.path.id = bare ? P_METADATA : P_OTELCOL_METADATA;
+        ps->metadata = true;
         e->u.path.meta_key = e->keys[0].s;
         e->keys++;
         e->nkeys--;
@@ -1246,6 +1248,7 @@ struct pg_ottl_stmt *pg_ottl_compile(struct pg_arena *arena, const char *text,
     }
     s->text = pg_arena_strdup(arena, text);
     s->ctx = ctx == PG_OTTL_CTX_INFER ? ps.needed : ctx;
+    s->metadata = ps.metadata;
     return s->text ? s : NULL;
 }
 
@@ -1268,6 +1271,7 @@ struct pg_ottl_cond *pg_ottl_compile_condition(struct pg_arena *arena, const cha
     }
     c->text = pg_arena_strdup(arena, text);
     c->ctx = ctx == PG_OTTL_CTX_INFER ? ps.needed : ctx;
+    c->metadata = ps.metadata;
     return c->text ? c : NULL;
 }
 
@@ -1289,4 +1293,14 @@ const char *pg_ottl_stmt_text(const struct pg_ottl_stmt *s)
 const char *pg_ottl_cond_text(const struct pg_ottl_cond *c)
 {
     return c->text;
+}
+
+bool pg_ottl_stmt_reads_metadata(const struct pg_ottl_stmt *s)
+{
+    return s->metadata;
+}
+
+bool pg_ottl_cond_reads_metadata(const struct pg_ottl_cond *c)
+{
+    return c->metadata;
 }

@@ -562,6 +562,17 @@ static void ra_destroy(void *state)
     (void)state; /* config arena owns everything */
 }
 
+static const char *ra_metadata_use(void *state)
+{
+    const struct ra_state *t = state;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->actions[i].from_context != NULL) {
+            return "from_context: metadata.<header>";
+        }
+    }
+    return NULL;
+}
+
 const struct pg_component_ops pg_processor_resource = {
     .type = "resource",
     .alias = NULL,
@@ -575,4 +586,5 @@ const struct pg_component_ops pg_processor_resource = {
     .shutdown = ra_shutdown,
     .idle = NULL,
     .destroy = ra_destroy,
+    .metadata_use = ra_metadata_use,
 };

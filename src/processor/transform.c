@@ -48,7 +48,7 @@ struct tf_state {
 };
 
 static const struct pg_field tf_fields[] = {
-    {"error_mode", PG_FT_ENUM, offsetof(struct tf_config, error_mode), "ignore", 0, 0, NULL,
+    {"error_mode", PG_FT_ENUM, offsetof(struct tf_config, error_mode), "propagate", 0, 0, NULL,
      tf_modes, PG_NO_PRESENT,
      "what a failing statement does: ignore (warn, go on), silent, propagate (fail the request)"},
     {"profile_statements", PG_FT_NODE, offsetof(struct tf_config, profile_statements), NULL, 0, 0,
@@ -429,6 +429,24 @@ static void tf_shutdown(void *state)
     (void)state;
 }
 
+static const char *tf_metadata_use(void *state)
+{
+    const struct tf_state *t = state;
+    for (size_t g = 0; g < t->ngroups; g++) {
+        for (size_t i = 0; i < t->groups[g].nconds; i++) {
+            if (pg_ottl_cond_reads_metadata(t->groups[g].conds[i])) {
+                return pg_ottl_cond_text(t->groups[g].conds[i]);
+            }
+        }
+        for (size_t i = 0; i < t->groups[g].nstmts; i++) {
+            if (pg_ottl_stmt_reads_metadata(t->groups[g].stmts[i])) {
+                return pg_ottl_stmt_text(t->groups[g].stmts[i]);
+            }
+        }
+    }
+    return NULL;
+}
+
 static void tf_destroy(void *state)
 {
     /* Everything, including PCRE2 code, lives in the config arena. */
@@ -448,4 +466,5 @@ const struct pg_component_ops pg_processor_transform = {
     .shutdown = tf_shutdown,
     .idle = NULL,
     .destroy = tf_destroy,
+    .metadata_use = tf_metadata_use,
 };

@@ -1376,6 +1376,12 @@ static void rx_destroy(void *state)
     free(rx);
 }
 
+static const char *rx_metadata_use(void *state)
+{
+    const struct rx *rx = state;
+    return rx->cfg.server.include_metadata ? "include_metadata: true" : NULL;
+}
+
 const struct pg_component_ops pg_receiver_pprof = {
     .type = "pprof",
     .alias = NULL,
@@ -1389,4 +1395,5 @@ const struct pg_component_ops pg_receiver_pprof = {
     .shutdown = rx_shutdown,
     .idle = rx_idle,
     .destroy = rx_destroy,
+    .metadata_use = rx_metadata_use,
 };

@@ -61,6 +61,59 @@ done
 "$BIN" --frobnicate >"$tmp/o" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q usage "$tmp/o" && ok "unknown argument" || bad "unknown argument"
 
+# Statements that read request headers behind a receiver that drops them:
+# valid (the collector accepts it too) but warned about, by validate and at start.
+meta_cfg() { # include_metadata, processors block, processor list
+    cat <<YAML
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0", include_metadata: $1}
+processors:
+$2
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles/in: {receivers: [pprof], processors: [$3], exporters: [debug]}
+YAML
+}
+tf_meta='  transform:
+    profile_statements:
+      - merge_maps(resource.attributes, ParseResourceAttributes(metadata["otel-resource-attributes"]), "upsert")'
+tf_cond='  transform:
+    profile_statements:
+      - context: resource
+        conditions:
+          - Len(otelcol.client.metadata["x-team"]) > 0
+        statements:
+          - set(attributes["team"], "x")'
+tf_plain='  transform:
+    profile_statements:
+      - set(resource.attributes["metadata"], "metadata[x]")'
+res_ctx='  resource:
+    attributes: [{key: team, from_context: metadata.x-team, action: upsert}]'
+warn_re='level=warn comp=service msg="pipeline profiles/in: processor/PROC reads request headers .* but receiver pprof drops them'
+check_meta() { # name, want (warn|none), include_metadata, block, proc
+    meta_cfg "$3" "$4" "$5" >"$tmp/meta.yaml"
+    "$BIN" validate --config "$tmp/meta.yaml" >"$tmp/o" 2>&1; rc=$?
+    if [ "$2" = warn ]; then
+        [ $rc -eq 0 ] && grep -qE "${warn_re/PROC/$5}" "$tmp/o" && ok "validate warns: $1" || bad "validate warns: $1 (rc=$rc)" "$(cat "$tmp/o")"
+    else
+        [ $rc -eq 0 ] && ! grep -q "level=warn" "$tmp/o" && ok "no warning: $1" || bad "no warning: $1 (rc=$rc)" "$(cat "$tmp/o")"
+    fi
+}
+check_meta "metadata[...] without include_metadata" warn false "$tf_meta" transform
+check_meta "otelcol.client.metadata in a condition" warn false "$tf_cond" transform
+check_meta "resource from_context metadata.*" warn false "$res_ctx" resource
+check_meta "include_metadata: true" none true "$tf_meta" transform
+check_meta "\"metadata\" only as a key and a string" none false "$tf_plain" transform
+meta_cfg false "$tf_meta" transform >"$tmp/meta.yaml"
+"$BIN" --config "$tmp/meta.yaml" >"$tmp/meta.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "running with" "$tmp/meta.log" && break; sleep 0.05; done
+kill -TERM $pid; wait $pid; pid=
+grep -qE "${warn_re/PROC/transform}" "$tmp/meta.log" && ok "the start log says it too" || bad "start log warns" "$(cat "$tmp/meta.log")"
+
 # Start with the default config on a free port, then SIGTERM: exit 0.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 PPROFGATE_ENDPOINT=127.0.0.1:$port "$BIN" --config "$SRC/config/pprofgate.yaml" >"$tmp/run.log" 2>&1 &

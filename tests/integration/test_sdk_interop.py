@@ -17,7 +17,7 @@ from pg_harness import SOURCE_DIR, Gateway, Results, basic_config  # noqa: E402
 res = Results()
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "node", "node_modules")
 if not os.path.isdir(os.path.join(NODE_MODULES, "@coralogix", "opentelemetry-profiling")):
-    res.check("SDK installed in tests/node (run scripts/bootstrap.sh)", False, NODE_MODULES)
+    res.check("SDK installed in tests/node (run scripts/bootstrap.sh --test)", False, NODE_MODULES)
     res.finish()
 
 # Busy work with recognisable function names, profiled for ~3 collections.

@@ -26,7 +26,7 @@ from pg_harness import SOURCE_DIR, Gateway, Results, fixture, post  # noqa: E402
 res = Results()
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "node", "node_modules")
 if not os.path.isdir(os.path.join(NODE_MODULES, "@coralogix", "opentelemetry-profiling")):
-    res.check("SDK installed in tests/node (run scripts/bootstrap.sh)", False, NODE_MODULES)
+    res.check("SDK installed in tests/node (run scripts/bootstrap.sh --test)", False, NODE_MODULES)
     res.finish()
 
 CONFIG = r"""

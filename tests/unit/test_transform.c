@@ -113,9 +113,11 @@ PG_TEST(default_config_statement)
 
 PG_TEST(error_modes)
 {
-    static const char *const modes[] = {"ignore", "silent", "propagate"};
+    /* The last row leaves error_mode out: the collector's default, propagate. */
+    static const char *const modes[] = {"error_mode: ignore", "error_mode: silent",
+                                        "error_mode: propagate", "# error_mode: (default)"};
 
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         char yaml[1024];
         struct pg_proc_fixture f;
         struct pg_batch *b = mk_batch(SDK_HDR, 1);
@@ -125,7 +127,7 @@ PG_TEST(error_modes)
         snprintf(yaml, sizeof(yaml),
                  "processors:\n"
                  "  transform:\n"
-                 "    error_mode: %s\n"
+                 "    %s\n"
                  "    profile_statements:\n"
                  "      - set(resource.attributes, ParseKeyValue(metadata[\"otel-resource-"
                  "attributes\"], \"=\", \",\"))\n"

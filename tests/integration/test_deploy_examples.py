@@ -1,0 +1,405 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The shipped deployment files, run as their platform runs them, without a
+cluster or a Docker daemon (tests/integration/lib/pg_deploy.py does what the
+kubelet and the image would): private network and mount namespaces, the
+gateway in a chroot built from docker/Dockerfile, as its user, read-only.
+
+1. docker/k8s-sidecar.yaml: the pod's env resolved by the kubelet's rules
+   (fieldRefs, $(VAR) in order), the ConfigMap mounted where the manifest
+   says, the emptyDir spool, the securityContext; the probes dial the pod IP;
+   the app container's env drives the real Node SDK pushing to localhost;
+   what reaches the node-local OTLP server (tests/node/grpc_server.mjs on the
+   node IP, port 4317 as written) must carry the decoded attributes and the
+   kubelet-expanded pod facts.
+2. The image's built-in config (docker/pprofgate.yaml) with the image's user,
+   env, entrypoint and cmd and --read-only: pushes to the container's port
+   arrive decoded in its output.
+3. docs/security.md's recipe: config/sidecar-otlp.yaml mounted over the
+   built-in config, a named volume on /var/lib/pprofgate, --read-only: the
+   spool is created in the volume, pushes reach the OTLP server decoded, the
+   app's own k8s.* attributes are kept and none is set empty outside
+   Kubernetes; without the volume, start fails with the documented reason."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from pg_harness import BIN, SOURCE_DIR, Results  # noqa: E402
+
+if os.environ.get("PG_DEPLOY_NS") != "1":
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        print("NOT RUN: needs root, unshare and ip (private network/mount namespaces, chroot, "
+              "setuid) to run the image and the pod without Docker or a cluster", flush=True)
+        sys.exit(77)
+    # Temp trees are removed here, outside the namespaces: inside, host
+    # directories are bound into them.
+    top = tempfile.mkdtemp(prefix="pg-deploy-")
+    r = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--fork",
+                        sys.executable, os.path.abspath(__file__)],
+                       env=dict(os.environ, PG_DEPLOY_NS="1", TMPDIR=top))
+    shutil.rmtree(top, ignore_errors=True)
+    sys.exit(r.returncode)
+
+try:
+    import yaml  # noqa: E402  (python3-yaml, installed by scripts/bootstrap.sh --test)
+except ImportError:
+    print("NOT RUN: python3 has no yaml module (python3-yaml) to read the manifests", flush=True)
+    sys.exit(77)
+
+import pg_deploy as dp  # noqa: E402
+
+NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "node", "node_modules")
+SERVER = os.path.join(SOURCE_DIR, "tests", "node", "grpc_server.mjs")
+POD = {"name": "checkout-6b7d9c5f4-x2x9k", "namespace": "shop", "uid": "3f1c2a9e-0001",
+       "node_name": "node-a", "pod_ip": "10.244.1.7", "host_ip": "127.0.0.1",
+       "labels": {"app": "checkout"}, "annotations": {}}
+DOCKER_IP = "172.17.0.2"
+SDK_NAME = "@coralogix/opentelemetry-profiling"
+
+CLIENT = r"""
+const { ProfilingProvider } = require('@coralogix/opentelemetry-profiling');
+function pgDeployBurn(ms) { const end = Date.now() + ms; let x = 0; while (Date.now() < end) { x += Math.sqrt(x + 1); } return x; }
+(async () => {
+  const p = new ProfilingProvider({ collectionIntervalMs: 600 });
+  await p.start();
+  const t = setInterval(() => pgDeployBurn(30), 40);
+  await new Promise(r => setTimeout(r, 900));
+  clearInterval(t);
+  await p.stop();
+  console.log('client done');
+})().catch(e => { console.error('client error', e); process.exit(2); });
+"""
+
+res = Results()
+
+
+def run_app(env):
+    """The app container: the real SDK with exactly the env it was given."""
+    e = dict(env, NODE_PATH=NODE_MODULES, PATH=os.environ.get("PATH", dp.DEFAULT_PATH))
+    try:
+        r = subprocess.run(["node", "-e", CLIENT], env=e, capture_output=True, text=True,
+                           timeout=60, cwd=os.path.join(SOURCE_DIR, "tests", "node"))
+        return r.returncode, r.stdout, r.stderr
+    except subprocess.TimeoutExpired as ex:
+        return -1, ex.stdout or "", ex.stderr or ""
+
+
+class OtlpServer:
+    def __init__(self, port):
+        self.proc = subprocess.Popen(["node", SERVER, "--port", str(port)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.control = json.loads(self.proc.stdout.readline())["control_port"]
+
+    def resources(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.control}/requests", timeout=10) as r:
+            reqs = json.loads(r.read())
+        out = []
+        for req in reqs:
+            strings = req.get("dictionary", {}).get("stringTable", [""])
+            for rp in req.get("resourceProfiles", []):
+                attrs = {}
+                for kv in (rp.get("resource") or {}).get("attributes", []):
+                    v = kv.get("value") or {}
+                    if "stringValueStrindex" in v:
+                        attrs[kv["key"]] = strings[int(v["stringValueStrindex"])]
+                    else:
+                        attrs[kv["key"]] = next(iter(v.values()), "") if v else ""
+                out.append(attrs)
+        return out
+
+    def wait(self, pred, timeout=15):
+        end = time.time() + timeout
+        while time.time() < end:
+            got = [a for a in self.resources() if pred(a)]
+            if got:
+                return got
+            time.sleep(0.2)
+        return []
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def wait_text(path, needle, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if needle in read(path):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def new_image(tmp, notes):
+    return dp.Image(os.path.join(SOURCE_DIR, "docker", "Dockerfile"), SOURCE_DIR,
+                    {"/build/pprofgate": BIN}, notes)
+
+
+def build_steps(rootfs, image):
+    """The exec-form RUN steps (the build-time validate), in the image."""
+    for argv, user in image.run_exec:
+        p = rootfs.popen(argv, dict(image.env), dp.image_user(image, user),
+                         stdout=subprocess.PIPE)
+        out = p.communicate(timeout=30)[0].decode(errors="replace")
+        res.check(f"image build step RUN {' '.join(argv)[:60]}", p.returncode == 0, out[-800:])
+
+
+# ---- the kubelet's rules, on their own -----------------------------------------
+
+def kubelet_rules():
+    table = [  # (env list, name, expected)
+        ([{"name": "A", "value": "x-$(B)"}, {"name": "B", "value": "b"}], "A", "x-$(B)"),
+        ([{"name": "B", "value": "b"}, {"name": "A", "value": "x-$(B)"}], "A", "x-b"),
+        ([{"name": "A", "value": "$$(B)"}, {"name": "B", "value": "b"}], "A", "$(B)"),
+        ([{"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+          {"name": "E", "value": "$(P):13133"}], "E", "10.244.1.7:13133"),
+    ]
+    ok = all(dp.container_env({"env": env}, POD, {})[name] == want for env, name, want in table)
+    res.check("kubelet rules: $(VAR) expands only after VAR is defined; $$ escapes; fieldRef",
+              ok, [dp.container_env({"env": e}, POD, {})[n] for e, n, _ in table])
+
+
+# ---- 1. Kubernetes sidecar ---------------------------------------------------------
+
+def k8s_sidecar():
+    path = os.path.join(SOURCE_DIR, "docker", "k8s-sidecar.yaml")
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    cms = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
+    deps = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Pod")]
+    res.check("k8s manifest: one workload", len(deps) == 1, [d["kind"] for d in docs])
+    spec = deps[0]["spec"]["template"]["spec"] if deps[0]["kind"] != "Pod" else deps[0]["spec"]
+    gw = [c for c in spec["containers"] if "pprofgate" in c["image"]]
+    apps = [c for c in spec["containers"] if "pprofgate" not in c["image"]]
+    res.check("k8s manifest: a pprofgate container and an app container", gw and apps)
+    gw, app = gw[0], apps[0]
+    tmp = tempfile.mkdtemp(prefix="pg-k8s-")
+    notes = []
+    image = new_image(tmp, notes)
+    rootfs = dp.Rootfs(tmp, image)
+    # volumes
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    pod_sc = spec.get("securityContext", {}) or {}
+    fs_group = pod_sc.get("fsGroup")
+    spool_dirs = []
+    for vm in gw.get("volumeMounts", []):
+        v = vols[vm["name"]]
+        host = os.path.join(tmp, "vol-" + vm["name"])
+        os.makedirs(host)
+        if "configMap" in v:
+            for k, text in cms[v["configMap"]["name"]]["data"].items():
+                with open(os.path.join(host, k), "w") as f:
+                    f.write(text)
+            os.chmod(host, 0o755)
+        elif "emptyDir" in v:
+            os.chmod(host, 0o777)  # the kubelet's emptyDir mode
+            if fs_group is not None:
+                os.chown(host, 0, fs_group)
+                os.chmod(host, 0o2777)
+            spool_dirs.append(host)
+        else:
+            raise ValueError(f"volume {vm['name']}: kind not emulated")
+        rootfs.bind(host, vm["mountPath"], ro=bool(vm.get("readOnly")))
+    sc = gw.get("securityContext", {}) or {}
+    uid_s, gid_s = dp.image_user(image, image.user).split(":")
+    uid = sc.get("runAsUser", pod_sc.get("runAsUser", int(uid_s)))
+    gid = sc.get("runAsGroup", pod_sc.get("runAsGroup", int(gid_s)))
+    res.check("k8s: runAsNonRoot holds for the image's/pod's user",
+              not sc.get("runAsNonRoot") or uid != 0, uid)
+    dp.net_setup([POD["pod_ip"], POD["host_ip"]])
+    rootfs.mount(read_only_root=bool(sc.get("readOnlyRootFilesystem")))
+
+    env = dict(image.env)
+    env.update(dp.container_env(gw, POD, cms))
+    argv = [dp.expand(a, env) for a in (gw.get("command") or image.entrypoint)]
+    argv += [dp.expand(a, env) for a in (gw.get("args") if "args" in gw else image.cmd)]
+    app_env = dp.container_env(app, POD, cms)
+    res.check("k8s: the app's OTEL_RESOURCE_ATTRIBUTES is fully expanded",
+              "$(" not in app_env.get("OTEL_RESOURCE_ATTRIBUTES", "$(")
+              and f"k8s.pod.name={POD['name']}" in app_env["OTEL_RESOURCE_ATTRIBUTES"],
+              app_env.get("OTEL_RESOURCE_ATTRIBUTES"))
+    otlp = env.get("OTLP_ENDPOINT", "")
+    res.check("k8s: the OTLP endpoint is the node's (status.hostIP)",
+              otlp.startswith(POD["host_ip"] + ":"), otlp)
+    port = int(otlp.rsplit(":", 1)[1]) if otlp[-1:].isdigit() else 4317
+    server = OtlpServer(port)
+    log = os.path.join(tmp, "pprofgate.log")
+    groups = [fs_group] if fs_group is not None else []
+    with open(log, "wb") as lf:
+        proc = rootfs.popen(argv, env, f"{uid}:{gid}", groups=groups,
+                            workdir=gw.get("workingDir", image.workdir), stdout=lf)
+    try:
+        ports = {p["name"]: p["containerPort"] for p in gw.get("ports", []) if "name" in p}
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            if kind in gw:
+                res.check(f"k8s: {kind} at the pod IP succeeds",
+                          dp.wait_probe(gw[kind], POD["pod_ip"], ports, 10), read(log)[-1500:])
+        rc, out, err = run_app(app_env)
+        res.check("k8s: the app (real SDK, the manifest's env) pushed", rc == 0
+                  and "client done" in out and "export failed" not in err, (rc, err[-600:]))
+        got = server.wait(lambda a: a.get("service.name") == "checkout")
+        res.check("k8s: profiles reach the node-local OTLP server", len(got) > 0,
+                  (server.resources()[:2], read(log)[-1500:]))
+        if got:
+            a = got[0]
+            want = {"k8s.pod.name": POD["name"], "k8s.namespace.name": POD["namespace"],
+                    "k8s.node.name": POD["node_name"], "k8s.container.name": "app",
+                    "deployment.environment.name": "prod", "telemetry.sdk.name": SDK_NAME}
+            res.check("k8s: resource attributes decoded and expanded as the kubelet does",
+                      all(a.get(k) == v for k, v in want.items()),
+                      {k: a.get(k) for k in want})
+            res.check("k8s: no attribute left encoded or unexpanded",
+                      not [v for v in a.values() if isinstance(v, str) and ("$(" in v or "%2" in v
+                                                                            or "%40" in v)], a)
+        spools = [os.path.join(d, "file_storage") for d in spool_dirs]
+        res.check("k8s: the spool lives on the emptyDir",
+                  any(os.path.isdir(s) and os.listdir(s) for s in spools), spools)
+        res.check("k8s: SIGTERM exits 0", stop(proc) == 0, read(log)[-1000:])
+        res.check("k8s: no warning or error logged",
+                  "level=warn" not in read(log) and "level=error" not in read(log), read(log)[-1500:])
+    finally:
+        stop(proc)
+        server.close()
+
+
+# ---- 2. the image's built-in config; 3. the security.md volume recipe --------------
+
+def docker_runs():
+    tmp = tempfile.mkdtemp(prefix="pg-docker-")
+    notes = []
+    image = new_image(tmp, notes)
+    builtin = [dst for _, dst, _ in image.files if dst.endswith(".yaml")]
+    res.check("image: a built-in config is copied in", len(builtin) == 1, image.files)
+    res.check("image: runs as a non-root user", dp.image_user(image, image.user)[:2] != "0:",
+              image.user)
+    user = dp.image_user(image, image.user)
+    # a second root with the volume recipe: the named volume takes the image
+    # directory's owner, as Docker fills a new named volume from the image.
+    rootfs = dp.Rootfs(tmp, image)
+    vol = os.path.join(tmp, "pprofgate-spool")
+    os.makedirs(vol)
+    spool_dir = "/var/lib/pprofgate"
+    if spool_dir in image.dirs:
+        o_uid, o_gid, o_mode = image.dirs[spool_dir]
+        os.chown(vol, o_uid, o_gid)
+        os.chmod(vol, o_mode)
+    res.check("image: creates /var/lib/pprofgate for the user", image.dirs.get(spool_dir, (0,))[0]
+              == int(user.split(":")[0]), image.dirs)
+    tmp2 = os.path.join(tmp, "recipe")
+    os.makedirs(tmp2)
+    recipe = dp.Rootfs(tmp2, image)
+    recipe.bind(vol, spool_dir, ro=False)
+    recipe.bind(os.path.join(SOURCE_DIR, "config", "sidecar-otlp.yaml"), builtin[0], ro=True)
+    tmp3 = os.path.join(tmp, "novolume")
+    os.makedirs(tmp3)
+    novol = dp.Rootfs(tmp3, image)
+    novol.bind(os.path.join(SOURCE_DIR, "config", "sidecar-otlp.yaml"), builtin[0], ro=True)
+    dp.net_setup([DOCKER_IP])
+    rootfs.mount(read_only_root=True)
+    recipe.mount(read_only_root=True)
+    novol.mount(read_only_root=True)
+    build_steps(rootfs, image)
+    argv = image.entrypoint + image.cmd
+
+    # 2. built-in config, docker run --read-only -p 4040:4040 pprofgate
+    log = os.path.join(tmp, "builtin.log")
+    with open(log, "wb") as lf:
+        proc = rootfs.popen(argv, dict(image.env), user, workdir=image.workdir, stdout=lf)
+    try:
+        res.check("image: listens on the published port", wait_text(log, ":4040"), read(log)[-800:])
+        rc, out, err = run_app({"OTEL_PROFILES_EXPORTER": "pprof", "OTEL_SERVICE_NAME": "docker-svc",
+                                "OTEL_EXPORTER_PPROF_ENDPOINT": f"http://{DOCKER_IP}:4040/v1/pprof",
+                                "OTEL_RESOURCE_ATTRIBUTES": "team=a%2Cb,deployment.environment.name=prod"})
+        res.check("image: the SDK pushed to the container", rc == 0 and "client done" in out,
+                  (rc, err[-600:]))
+        ok = wait_text(log, "service.name=docker-svc")
+        text = read(log)
+        res.check("image: pushes arrive with the SDK's resource, decoded",
+                  ok and "team=a,b" in text and f"telemetry.sdk.name={SDK_NAME}" in text
+                  and "unknown_service" not in text, text[-1500:])
+        res.check("image: SIGTERM exits 0", stop(proc) == 0, read(log)[-800:])
+    finally:
+        stop(proc)
+
+    # 3. security.md: a named volume on /var/lib/pprofgate, sidecar-otlp.yaml mounted
+    server = OtlpServer(4317)
+    env = dict(image.env, OTLP_ENDPOINT="127.0.0.1:4317")
+    log = os.path.join(tmp, "recipe.log")
+    with open(log, "wb") as lf:
+        proc = recipe.popen(argv, env, user, workdir=image.workdir, stdout=lf)
+    try:
+        res.check("volume recipe: starts read-only with the spool on the volume",
+                  wait_text(log, "running with"), read(log)[-1500:])
+        rc, out, err = run_app({"OTEL_PROFILES_EXPORTER": "pprof", "OTEL_SERVICE_NAME": "spool-svc",
+                                "OTEL_EXPORTER_PPROF_ENDPOINT": f"http://{DOCKER_IP}:4040/v1/pprof",
+                                "OTEL_RESOURCE_ATTRIBUTES": "k8s.namespace.name=own-ns,owner=o'brien"})
+        res.check("volume recipe: the SDK pushed", rc == 0 and "client done" in out, (rc, err[-600:]))
+        got = server.wait(lambda a: a.get("service.name") == "spool-svc")
+        res.check("sidecar-otlp.yaml: pushes reach the OTLP server", len(got) > 0, read(log)[-1500:])
+        if got:
+            a = got[0]
+            res.check("sidecar-otlp.yaml: decoded, the app's own k8s.namespace.name kept",
+                      a.get("k8s.namespace.name") == "own-ns" and a.get("owner") == "o'brien"
+                      and a.get("telemetry.sdk.name") == SDK_NAME, a)
+            res.check("sidecar-otlp.yaml: outside Kubernetes no k8s.* is set empty",
+                      "k8s.pod.name" not in a and all(v != "" for k, v in a.items()
+                                                      if k.startswith("k8s.")), a)
+        res.check("volume recipe: the spool is in the volume",
+                  os.path.isdir(os.path.join(vol, "file_storage", "exporter_otlp")),
+                  os.listdir(vol))
+        res.check("volume recipe: SIGTERM exits 0", stop(proc) == 0, read(log)[-800:])
+    finally:
+        stop(proc)
+        server.close()
+
+    # Without the volume, the read-only root refuses the spool, with the reason.
+    log = os.path.join(tmp, "novol.log")
+    with open(log, "wb") as lf:
+        proc = novol.popen(argv, dict(image.env, OTLP_ENDPOINT="127.0.0.1:4317"), user,
+                           workdir=image.workdir, stdout=lf)
+    rc = proc.wait(20)
+    text = read(log)
+    res.check("no volume: start fails with the documented reason",
+              rc == 1 and "cannot create directory /var/lib/pprofgate/file_storage: "
+              "Read-only file system" in text, (rc, text[-800:]))
+    with open(os.path.join(SOURCE_DIR, "docs", "security.md")) as f:
+        doc = f.read()
+    line = next((ln for ln in text.splitlines() if "cannot create directory" in ln), "")
+    res.check("security.md quotes that log line as it is",
+              bool(line) and line.split(" ", 1)[-1] in doc, line)
+
+
+def main():
+    if not os.path.isdir(NODE_MODULES):
+        res.check("SDK installed in tests/node (run scripts/bootstrap.sh --test)", False)
+        res.finish()
+    kubelet_rules()
+    k8s_sidecar()
+    docker_runs()
+    res.finish()
+
+
+if __name__ == "__main__":
+    main()
