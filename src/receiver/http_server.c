@@ -543,6 +543,18 @@ static void start_body(struct pg_httpd_conn *c)
     if (r->answered) {
         return;
     }
+    if (!r->h.chunked && r->h.content_length != PG_HTTP_NO_LENGTH &&
+        r->h.content_length > s->lim.max_body) {
+        /* The handler's check comes first (so auth answers before size);
+         * this one holds for handlers without it. Nothing was read. */
+        char why[160];
+
+        snprintf(why, sizeof(why), "request body of %llu bytes exceeds max_request_body_size "
+                 "(%llu bytes)", (unsigned long long)r->h.content_length,
+                 (unsigned long long)s->lim.max_body);
+        pg_httpd_reply(&r->pub, 413, why);
+        return;
+    }
     if (c->body_done) {
         body_complete(c);
         return;
@@ -634,15 +646,6 @@ static void read_head(struct pg_httpd_conn *c)
         memcpy(r->path, r->h.target, plen);
         r->path[plen] = '\0';
         r->pub.path = r->path;
-    }
-    if (!r->h.chunked && r->h.content_length != PG_HTTP_NO_LENGTH &&
-        r->h.content_length > s->lim.max_body) {
-        snprintf(why, sizeof(why), "request body of %llu bytes exceeds max_request_body_size "
-                 "(%llu bytes)", (unsigned long long)r->h.content_length,
-                 (unsigned long long)s->lim.max_body);
-        /* No 100 Continue was sent: the body is not read. */
-        pg_httpd_reply(&r->pub, 413, why);
-        return;
     }
     start_body(c);
 }

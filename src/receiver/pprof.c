@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +57,10 @@
 /* Failed authentications per peer: a burst, then one per second. */
 #define AUTH_FAIL_BURST 10.0
 #define AUTH_FAIL_PER_SEC 1.0
+/* Bodies up to this size are translated on the loop even with workers: an
+ * SDK push costs ~150 us, less than the hand-off, and it never queues behind
+ * a large profile (small pushes keep their latency under a flood). */
+#define INLINE_MAX_BODY (64 * 1024)
 /* Chunked bodies reserve memory in steps of this many body bytes. */
 #define CHUNKED_RESERVE_STEP (256 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
@@ -900,10 +906,25 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
     deliver(rx, job);
 }
 
+/* Workers run at a lower priority than the loop (Linux nice is per
+ * thread): a flood of large bodies then cannot starve accepting, answering
+ * and the small pushes the loop translates itself. */
+#define WORKER_NICE 5
+
 static void *worker_main(void *arg)
 {
     struct rx *rx = arg;
     struct rx_pool *pool = rx->pool;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+
+    errno = 0;
+    {
+        int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+
+        if (errno == 0) {
+            (void)setpriority(PRIO_PROCESS, (id_t)tid, cur + WORKER_NICE);
+        }
+    }
 
     for (;;) {
         struct rx_job *job;
@@ -1114,7 +1135,7 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
                                                         &job->md_st);
         }
     }
-    if (rx->pool != NULL) {
+    if (rx->pool != NULL && len > INLINE_MAX_BODY) {
         struct rx_pool *pool = rx->pool;
 
         pool->in_flight++;
@@ -1131,15 +1152,18 @@ finish:
 }
 
 /* What a body of @len bytes may cost while it is decoded and translated:
- * the body, then up to three times its inflated size (inflated bytes, the
- * translator's tables and the OTLP message), the inflated size estimated as
- * 4x the body (pprof gzips 3-5x) capped at the per-layer limit. Capped at the
- * soft limit so a lone request always fits an idle gateway. */
+ * the body (and its copy), then ADMIT_INFLATED_FACTOR times its inflated
+ * size (inflated bytes, the translator's tables, the OTLP message and its
+ * batch: a 2 MB gzip of 7.5 MB raw raises VmHWM by ~45 MB), the inflated
+ * size estimated as 4x the body (pprof gzips 3-5x) capped at the per-layer
+ * limit. Capped at the soft limit so a lone request always fits an idle
+ * gateway. */
+#define ADMIT_INFLATED_FACTOR 6
 static size_t admission_estimate(const struct rx *rx, uint64_t len)
 {
     uint64_t layer = rx->topts.limits.max_inflated_bytes;
     uint64_t inflated = len * 4 < layer ? len * 4 : layer;
-    uint64_t est = len + 3 * inflated;
+    uint64_t est = len + ADMIT_INFLATED_FACTOR * inflated;
     uint64_t soft = pg_memlimit_soft_limit();
 
     if (soft > 0 && est > soft) {
@@ -1169,7 +1193,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     struct rx *rx = arg;
     struct pg_http_codings codings;
     struct pg_status st;
-    char msg[96];
+    char msg[160];
     enum pg_err err;
 
     if (strcmp(req->path, PPROF_PATH) != 0) {
@@ -1179,6 +1203,18 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     if (rx->auth != NULL) {
         const struct pg_peer_key *key = req->peer_key;
         double now = mono_seconds();
+        const struct evkeyval *kv;
+        int n_auth = 0;
+
+        TAILQ_FOREACH(kv, req->in, next)
+        {
+            n_auth += strcasecmp(kv->key, "Authorization") == 0;
+        }
+        if (n_auth > 1) {
+            /* Which one counts would differ between a proxy and us. */
+            reply(rx, req, 400, "more than one Authorization header");
+            return false;
+        }
 
         if (pg_peer_ratelimit_blocked(rx->auth_rl, key, now)) {
             evhttp_add_header(req->out, "Retry-After", "1");
@@ -1201,6 +1237,14 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     err = request_codings(rx, req->in, &codings, &st);
     if (err != PG_ERR_OK) {
         fail(rx, req, err, &st);
+        return false;
+    }
+    if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
+        req->content_length > rx->cfg.server.max_request_body_size) {
+        snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
+                 "(%llu bytes)", (unsigned long long)req->content_length,
+                 (unsigned long long)rx->cfg.server.max_request_body_size);
+        reply(rx, req, 413, msg);
         return false;
     }
     /* Memory before the body: from Content-Length now, or step by step as
