@@ -46,6 +46,10 @@
 #define ACCEPT_PAUSE_US 100000
 #define LINGER_S 1.0
 #define LINGER_MAX_BYTES (64u << 20)
+/* Bytes all lingering connections together may drop per second (and at
+ * once): a lone refused upload is drained so its client reads the answer;
+ * a flood of them is cut off (reset) instead of costing the loop its CPU. */
+#define LINGER_BUDGET_PER_S (32.0 * 1024 * 1024)
 /* The minimum body rate is judged after this long, so a slow start (TCP
  * slow start, a client preparing its stream) is not penalised. */
 #define BODY_RATE_GRACE_S 2.0
@@ -101,6 +105,7 @@ struct pg_httpd {
     struct pg_httpd_conn *conns;
     size_t open, cap;
     bool draining;
+    double linger_tokens, linger_last; /* the shared drain budget */
 };
 
 static double now_s(void)
@@ -715,12 +720,20 @@ static void read_body(struct pg_httpd_conn *c)
 
 static void linger_read(struct pg_httpd_conn *c)
 {
+    struct pg_httpd *s = c->srv;
     struct evbuffer *in = bufferevent_get_input(c->bev);
     size_t n = evbuffer_get_length(in);
+    double now = now_s();
 
+    s->linger_tokens += (now - s->linger_last) * LINGER_BUDGET_PER_S;
+    if (s->linger_tokens > LINGER_BUDGET_PER_S) {
+        s->linger_tokens = LINGER_BUDGET_PER_S;
+    }
+    s->linger_last = now;
+    s->linger_tokens -= (double)n;
     evbuffer_drain(in, n);
     c->lingered += n;
-    if (c->lingered > LINGER_MAX_BYTES) {
+    if (c->lingered > LINGER_MAX_BYTES || s->linger_tokens < 0) {
         conn_close(c);
     }
 }
@@ -984,6 +997,8 @@ struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
     s->ops = *ops;
     s->arg = arg;
     s->lfd = fd;
+    s->linger_tokens = LINGER_BUDGET_PER_S;
+    s->linger_last = now_s();
     s->cap = lim->max_connections > 0 ? lim->max_connections : SIZE_MAX;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         size_t fds = rl.rlim_cur > 2 * FD_HEADROOM ? (size_t)rl.rlim_cur - FD_HEADROOM
