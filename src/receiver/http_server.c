@@ -196,7 +196,7 @@ static void event_report(struct pg_httpd *s, int ev, const char *peer)
  * closes (nothing waits for it to drain). */
 static void raw_answer(struct pg_httpd_conn *c, int code, const char *reason)
 {
-    char buf[256];
+    char buf[320];
     int n;
 
     if (c->srv->ssl_ctx != NULL) {
@@ -204,9 +204,9 @@ static void raw_answer(struct pg_httpd_conn *c, int code, const char *reason)
     }
     n = snprintf(buf, sizeof(buf),
                  "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                 "Connection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
+                 "%sConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
                  code, code == 408 ? "Request Timeout" : "Service Unavailable",
-                 strlen(reason) + 1, reason);
+                 code == 503 ? "Retry-After: 1\r\n" : "", strlen(reason) + 1, reason);
     if (n > 0 && (size_t)n < sizeof(buf)) {
         (void)!send(c->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
     }

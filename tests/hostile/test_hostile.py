@@ -582,8 +582,11 @@ with gateway(FLOOD) as gw:
     figure(f"large-body flood: 40 clients x 3 pushes of {len(BIG) >> 10} KiB gzip in {took:.1f} s, "
            f"peak RSS {hwm // 1024} MiB / limit {LIMIT_MIB} MiB = {ratio:.2f}, status mix {mix}")
     res.check("flood: peak RSS <= limit_mib", ratio <= 1.0, (hwm, LIMIT_MIB))
-    res.check("flood: some admitted, the rest 503 with nothing else",
-              mix.get("204", 0) > 0 and set(mix) <= {"204", "503"}, mix)
+    # Past the shared drain budget a refused upload is reset instead of
+    # drained (the memory issue's "close if the client sends it anyway").
+    res.check("flood: some admitted, the rest 503 or closed, nothing else",
+              mix.get("204", 0) > 0 and
+              set(mix) <= {"204", "503", "BrokenPipeError", "ConnectionResetError"}, mix)
     check_probe("large-body flood", probe)
     res.check("flood: SIGTERM exit 0", gw.stop() == 0, gw.log()[-800:])
 
