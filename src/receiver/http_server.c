@@ -461,17 +461,14 @@ static void refuse(struct pg_httpd_conn *c, int code, const char *why)
         conn_close(c);
         return;
     }
-    /* Framing cannot be trusted after a bad head: never keep the connection. */
+    /* Framing cannot be trusted after a bad head: never keep the
+     * connection, and drop (linger) whatever the client still sends so it
+     * can read the answer. */
     c->req->h.keep_alive = false;
-    if (c->state == S_HEAD) {
-        c->req->h.chunked = false;
-        c->req->h.content_length = PG_HTTP_NO_LENGTH;
-        c->linger = true;
-    }
+    c->req->h.chunked = false;
+    c->req->h.content_length = PG_HTTP_NO_LENGTH;
     pg_httpd_reply(&c->req->pub, code, why);
-    if (c->state == S_WRITE && code != 408) {
-        c->linger = c->srv->ssl_ctx == NULL;
-    }
+    c->linger = true;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -804,10 +801,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
             bufferevent_disable(c->bev, EV_READ);
             return;
         }
-        if (c->state == S_HEAD && c->started && c->req == NULL) {
-            /* half a head, then EOF: nothing to answer */
-        }
-        conn_close(c);
+        conn_close(c); /* half a request then EOF: nothing to answer */
     }
 }
 
