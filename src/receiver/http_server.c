@@ -212,6 +212,49 @@ static void raw_answer(struct pg_httpd_conn *c, int code, const char *reason)
     }
 }
 
+/* The deadline judges the client, not the loop's backlog: bytes the client
+ * sent in time may still sit in the socket because the loop was busy. Reads
+ * them now (plain TCP, bounded by what the phase may still take) and runs
+ * the state machine; true when the phase is over. */
+static bool catch_up(struct pg_httpd_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct pg_httpd *s = c->srv;
+    size_t open_before = s->open;
+    enum conn_state before = c->state;
+    uint64_t got = c->body_got;
+    size_t room;
+
+    if (c->srv->ssl_ctx != NULL) {
+        return false;
+    }
+    if (before == S_HEAD) {
+        size_t have = evbuffer_get_length(in);
+
+        room = have < c->srv->lim.max_header_bytes + 1 ? c->srv->lim.max_header_bytes + 1 - have
+                                                       : 0;
+    } else if (c->req != NULL && !c->req->h.chunked &&
+               c->req->h.content_length != PG_HTTP_NO_LENGTH) {
+        room = (size_t)(c->req->h.content_length - c->body_got);
+    } else {
+        room = (size_t)c->srv->lim.max_body;
+    }
+    while (room > 0) {
+        int n = evbuffer_read(in, c->fd, room > (1u << 20) ? (1 << 20) : (int)room);
+
+        if (n <= 0) {
+            break;
+        }
+        room -= (size_t)n;
+    }
+    process(c);
+    if (s->open < open_before) {
+        return true; /* closed on the way (out of memory): @c is gone */
+    }
+    return c->state != before || (before == S_BODY && c->body_got != got && c->deadline > now_s()) ||
+           (before == S_HEAD && c->req != NULL);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_httpd_conn *c = arg;
@@ -224,6 +267,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     if (c->deadline > 0 && now_s() + 0.0005 < c->deadline) {
         set_deadline(c, c->deadline); /* moved later meanwhile */
         return;
+    }
+    if ((c->state == S_HEAD && c->started) || c->state == S_BODY) {
+        if (catch_up(c)) {
+            return;
+        }
     }
     switch (c->state) {
     case S_HEAD:
