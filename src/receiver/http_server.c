@@ -30,7 +30,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -38,6 +37,7 @@
 #include "receiver/conn_limits.h"
 #include "receiver/http_parse.h"
 #include "receiver/http_request.h"
+#include "receiver/tls.h"
 
 /* fds kept free below RLIMIT_NOFILE for everything that is not a client
  * connection: health_check and admin listeners, exporters, spool files. */
@@ -928,18 +928,7 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
     s->conns = c;
     s->open++;
     if (s->ssl_ctx != NULL) {
-        SSL *ssl = SSL_new(s->ssl_ctx);
-
-        c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                      BEV_OPT_CLOSE_ON_FREE)
-                     : NULL;
-        if (c->bev == NULL && ssl != NULL) {
-            SSL_free(ssl);
-        }
-        if (c->bev != NULL) {
-            /* Many HTTP clients close without close_notify; not an error. */
-            bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
-        }
+        c->bev = pg_tls_server_bev(s->base, fd, s->ssl_ctx);
     } else {
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }

@@ -750,8 +750,8 @@ static bool client_gone(struct pg_httpd_req *req)
 
 /* Loop thread: the client closed its connection before its answer. Nobody
  * will read it: drop the batch (the client retries or not; either way it did
- * not see a 204). The reply only lets evhttp free the request and the
- * connection. Frees @job. */
+ * not see a 204). The reply (not counted as an answer) only lets the server
+ * end the request and the connection. Frees @job. */
 static void abandon(struct rx *rx, struct rx_job *job)
 {
     pg_metric_add(rx->m_abandoned, 1);
