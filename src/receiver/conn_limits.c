@@ -1,127 +1,164 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Per-connection limits (see conn_limits.h). A small chained hash maps each
- * evhttp connection to its request count; the entry is the close callback's
- * argument, so forgetting a connection needs no lookup. Single-threaded: the
- * receiver's event loop owns it. */
+ * Per-peer connection counts and failed-attempt limits (see conn_limits.h). */
 #include "receiver/conn_limits.h"
 
-#include <stdint.h>
+#include <netinet/in.h>
 #include <stdlib.h>
-
-#include <event2/http.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #define N_BUCKETS 1024
 
-struct conn_entry {
-    struct conn_entry *next;
-    struct conn_entry **pprev; /* the pointer that points at us, for O(1) unlink */
-    struct pg_conn_limits *owner;
-    struct evhttp_connection *evcon;
-    size_t requests;
-    int refused;               /* counted against no limit: it is being closed */
+struct peer_entry {
+    struct peer_entry *next;
+    struct pg_peer_key key;
+    size_t n;
 };
 
-struct pg_conn_limits {
-    size_t max_connections, max_requests;
-    size_t open;
-    struct conn_entry *buckets[N_BUCKETS];
+struct pg_peer_counts {
+    struct peer_entry *buckets[N_BUCKETS];
 };
 
-static size_t bucket_of(const struct evhttp_connection *evcon)
+void pg_peer_key_from_sockaddr(const struct sockaddr *sa, struct pg_peer_key *k)
 {
-    uintptr_t p = (uintptr_t)evcon;
-    return (size_t)((p >> 4) ^ (p >> 14)) % N_BUCKETS;
-}
-
-struct pg_conn_limits *pg_conn_limits_new(size_t max_connections, size_t max_requests)
-{
-    struct pg_conn_limits *l = calloc(1, sizeof(*l));
-    if (l != NULL) {
-        l->max_connections = max_connections;
-        l->max_requests = max_requests;
+    memset(k, 0, sizeof(*k));
+    if (sa == NULL) {
+        return;
     }
-    return l;
-}
-
-static void unlink_entry(struct conn_entry *e)
-{
-    *e->pprev = e->next;
-    if (e->next != NULL) {
-        e->next->pprev = e->pprev;
-    }
-    if (!e->refused) {
-        e->owner->open--;
+    if (sa->sa_family == AF_INET) {
+        memcpy(k->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        k->family = 4;
+    } else if (sa->sa_family == AF_INET6) {
+        memcpy(k->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        k->family = 6;
+    } else if (sa->sa_family == AF_UNIX) {
+        k->family = 1;
     }
 }
 
-void pg_conn_limits_free(struct pg_conn_limits *l)
+static size_t hash_key(const struct pg_peer_key *k)
 {
-    if (l == NULL) {
+    uint64_t h = 1469598103934665603ULL ^ k->family; /* FNV-1a */
+
+    for (size_t i = 0; i < sizeof(k->addr); i++) {
+        h = (h ^ k->addr[i]) * 1099511628211ULL;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+static bool same(const struct pg_peer_key *a, const struct pg_peer_key *b)
+{
+    return a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+struct pg_peer_counts *pg_peer_counts_new(void)
+{
+    return calloc(1, sizeof(struct pg_peer_counts));
+}
+
+void pg_peer_counts_free(struct pg_peer_counts *t)
+{
+    if (t == NULL) {
         return;
     }
     for (size_t i = 0; i < N_BUCKETS; i++) {
-        while (l->buckets[i] != NULL) {
-            struct conn_entry *e = l->buckets[i];
-            /* The server is gone (or going): never call us back. */
-            evhttp_connection_set_closecb(e->evcon, NULL, NULL);
-            unlink_entry(e);
+        while (t->buckets[i] != NULL) {
+            struct peer_entry *e = t->buckets[i];
+
+            t->buckets[i] = e->next;
             free(e);
         }
     }
-    free(l);
+    free(t);
 }
 
-static void on_close(struct evhttp_connection *evcon, void *arg)
+static struct peer_entry **find(const struct pg_peer_counts *t, const struct pg_peer_key *k)
 {
-    struct conn_entry *e = arg;
-    /* Once only, even if evhttp resets the connection before freeing it. */
-    evhttp_connection_set_closecb(evcon, NULL, NULL);
-    unlink_entry(e);
-    free(e);
+    struct peer_entry **pp = (struct peer_entry **)&t->buckets[hash_key(k) % N_BUCKETS];
+
+    while (*pp != NULL && !same(&(*pp)->key, k)) {
+        pp = &(*pp)->next;
+    }
+    return pp;
 }
 
-enum pg_conn_verdict pg_conn_limits_on_request(struct pg_conn_limits *l,
-                                               struct evhttp_connection *evcon)
+size_t pg_peer_counts_get(const struct pg_peer_counts *t, const struct pg_peer_key *k)
 {
-    size_t b;
-    struct conn_entry *e;
+    struct peer_entry **pp = find(t, k);
 
-    if (l == NULL || evcon == NULL || (l->max_connections == 0 && l->max_requests == 0)) {
-        return PG_CONN_OK;
-    }
-    b = bucket_of(evcon);
-    for (e = l->buckets[b]; e != NULL && e->evcon != evcon; e = e->next) {
-    }
-    if (e == NULL) {
-        e = calloc(1, sizeof(*e));
+    return *pp != NULL ? (*pp)->n : 0;
+}
+
+bool pg_peer_counts_inc(struct pg_peer_counts *t, const struct pg_peer_key *k)
+{
+    struct peer_entry **pp = find(t, k);
+
+    if (*pp == NULL) {
+        struct peer_entry *e = calloc(1, sizeof(*e));
+
         if (e == NULL) {
-            return PG_CONN_LAST; /* cannot track it: serve once, then close */
+            return false;
         }
-        e->owner = l;
-        e->evcon = evcon;
-        e->refused = l->max_connections > 0 && l->open >= l->max_connections;
-        if (!e->refused) {
-            l->open++;
-        }
-        e->next = l->buckets[b];
-        if (e->next != NULL) {
-            e->next->pprev = &e->next;
-        }
-        e->pprev = &l->buckets[b];
-        l->buckets[b] = e;
-        evhttp_connection_set_closecb(evcon, on_close, e);
+        e->key = *k;
+        *pp = e;
     }
-    if (e->refused) {
-        return PG_CONN_REFUSE;
-    }
-    e->requests++;
-    if (l->max_requests > 0 && e->requests >= l->max_requests) {
-        return PG_CONN_LAST;
-    }
-    return PG_CONN_OK;
+    (*pp)->n++;
+    return true;
 }
 
-size_t pg_conn_limits_open(const struct pg_conn_limits *l)
+void pg_peer_counts_dec(struct pg_peer_counts *t, const struct pg_peer_key *k)
 {
-    return l != NULL ? l->open : 0;
+    struct peer_entry **pp = find(t, k);
+    struct peer_entry *e = *pp;
+
+    if (e == NULL) {
+        return;
+    }
+    if (--e->n == 0) {
+        *pp = e->next;
+        free(e);
+    }
+}
+
+void pg_peer_ratelimit_init(struct pg_peer_ratelimit *r, double per_sec, double burst)
+{
+    memset(r, 0, sizeof(*r));
+    r->per_sec = per_sec;
+    r->burst = burst;
+}
+
+/* The slot of @k with its tokens refilled to @now; a stranger's slot is taken over. */
+static size_t rl_slot(struct pg_peer_ratelimit *r, const struct pg_peer_key *k, double now)
+{
+    size_t i = hash_key(k) % PG_PEER_RL_SLOTS;
+
+    if (!r->slot[i].used || !same(&r->slot[i].key, k)) {
+        r->slot[i].used = true;
+        r->slot[i].key = *k;
+        r->slot[i].tokens = r->burst;
+        r->slot[i].last = now;
+    }
+    r->slot[i].tokens += (now - r->slot[i].last) * r->per_sec;
+    if (r->slot[i].tokens > r->burst) {
+        r->slot[i].tokens = r->burst;
+    }
+    r->slot[i].last = now;
+    return i;
+}
+
+bool pg_peer_ratelimit_blocked(struct pg_peer_ratelimit *r, const struct pg_peer_key *k,
+                               double now)
+{
+    return r->burst > 0 && r->slot[rl_slot(r, k, now)].tokens < 1.0;
+}
+
+void pg_peer_ratelimit_hit(struct pg_peer_ratelimit *r, const struct pg_peer_key *k, double now)
+{
+    size_t i = rl_slot(r, k, now);
+
+    if (r->slot[i].tokens >= 1.0) {
+        r->slot[i].tokens -= 1.0;
+    } else {
+        r->slot[i].tokens = 0;
+    }
 }

@@ -1,36 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Per-connection limits for an evhttp server: max_connections (connections
- * that have sent a request and are still open) and max_requests_per_connection
- * (keep-alive requests before the server asks the client to reconnect).
- * libevent 2.1's evhttp cannot refuse at accept time, so a connection past
- * the cap is told at its first request: 503 Retry-After and Connection:
- * close. Connections that never finish their headers are bounded by
- * read_header_timeout instead. */
+ * Per-peer bookkeeping for the HTTP servers: exact open-connection counts
+ * by peer address (the per-peer connection cap, enforced at accept) and a
+ * lossy, fixed-size token bucket per peer for failed authentication
+ * attempts. Peers are IP addresses (the port is not part of the key); a
+ * unix-socket peer is one peer. Single-threaded: the owning loop's. */
 #ifndef PG_RECEIVER_CONN_LIMITS_H
 #define PG_RECEIVER_CONN_LIMITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-struct evhttp_connection;
-struct pg_conn_limits;
+struct sockaddr;
 
-enum pg_conn_verdict {
-    PG_CONN_OK = 0,   /* serve it */
-    PG_CONN_LAST,     /* serve it with Connection: close (request cap reached) */
-    PG_CONN_REFUSE,   /* answer 503 + Retry-After + Connection: close (too many connections) */
+struct pg_peer_key {
+    unsigned char addr[16];
+    uint8_t family;
 };
 
-/* 0 = no limit for either. NULL on OOM. Owned by the caller; free it only
- * after the evhttp server (whose connections point at it) is freed. */
-struct pg_conn_limits *pg_conn_limits_new(size_t max_connections, size_t max_requests);
-void pg_conn_limits_free(struct pg_conn_limits *l);
+/* Fills @k from an accepted peer's address (unknown families: all zero). */
+void pg_peer_key_from_sockaddr(const struct sockaddr *sa, struct pg_peer_key *k);
 
-/* Counts a request on @evcon (registering the connection on its first one,
- * with a close callback that forgets it) and says how to answer. */
-enum pg_conn_verdict pg_conn_limits_on_request(struct pg_conn_limits *l,
-                                               struct evhttp_connection *evcon);
+struct pg_peer_counts;
 
-/* Connections currently tracked. */
-size_t pg_conn_limits_open(const struct pg_conn_limits *l);
+/* NULL on OOM. Owned by the caller. */
+struct pg_peer_counts *pg_peer_counts_new(void);
+void pg_peer_counts_free(struct pg_peer_counts *t);
+/* Connections of @k currently counted. */
+size_t pg_peer_counts_get(const struct pg_peer_counts *t, const struct pg_peer_key *k);
+/* Counts one more connection of @k; false on OOM (nothing counted). */
+bool pg_peer_counts_inc(struct pg_peer_counts *t, const struct pg_peer_key *k);
+/* Forgets one connection of @k (the entry goes away at zero). */
+void pg_peer_counts_dec(struct pg_peer_counts *t, const struct pg_peer_key *k);
+
+/* Failed-attempt limiter: each peer may fail @burst times, then once every
+ * 1/@per_sec seconds. The table is a fixed array indexed by a hash of the
+ * peer: a colliding peer takes the slot over (bounded memory under a flood
+ * of addresses; at worst an attacker's budget is reset, never a stranger
+ * blocked for long). */
+#define PG_PEER_RL_SLOTS 512
+struct pg_peer_ratelimit {
+    double per_sec, burst;
+    struct {
+        struct pg_peer_key key;
+        double tokens, last;
+        bool used;
+    } slot[PG_PEER_RL_SLOTS];
+};
+
+void pg_peer_ratelimit_init(struct pg_peer_ratelimit *r, double per_sec, double burst);
+/* True when @k has no attempt left at time @now (monotonic seconds). */
+bool pg_peer_ratelimit_blocked(struct pg_peer_ratelimit *r, const struct pg_peer_key *k,
+                               double now);
+/* Spends one attempt of @k (a failure). */
+void pg_peer_ratelimit_hit(struct pg_peer_ratelimit *r, const struct pg_peer_key *k, double now);
 
 #endif

@@ -2,7 +2,7 @@
  * Request-handling helpers of the pprof HTTP receiver that do not need a
  * socket: Content-Encoding parsing and the bounded decoding chain, request
  * headers to batch metadata, peer address formatting. Kept apart from the
- * evhttp glue so unit tests and the fuzzer can drive them directly. */
+ * HTTP server glue so unit tests and the fuzzer can drive them directly. */
 #ifndef PG_RECEIVER_HTTP_REQUEST_H
 #define PG_RECEIVER_HTTP_REQUEST_H
 

@@ -109,7 +109,7 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
         return -1;
     }
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (res->ai_family == AF_INET6) {
+    if (res->ai_family == AF_INET6 && t == PG_TRANSPORT_TCP6) {
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)); /* tcp6 means v6 */
     }
     if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, backlog) != 0) {

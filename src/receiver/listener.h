@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Listening sockets for confighttp's `transport`: tcp4 and tcp6 bind one
- * address family, unix a socket file. (Plain tcp keeps evhttp's own bind.) */
+ * address family, unix a socket file, tcp the first address the host
+ * resolves to (both families for a v6 wildcard). */
 #ifndef PG_RECEIVER_LISTENER_H
 #define PG_RECEIVER_LISTENER_H
 

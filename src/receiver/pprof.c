@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Receiver `pprof`: the collector's push endpoint POST /v1/pprof on libevent's
- * evhttp. Each request gets its own arenas: the body and its Content-Encoding
+ * Receiver `pprof`: the collector's push endpoint POST /v1/pprof on
+ * pprofgate's HTTP/1.1 server (http_server.h: absolute deadlines, connection
+ * caps at accept, the head judged before any body byte is read). Each
+ * request gets its own arenas: the body and its Content-Encoding
  * layers live in a scratch arena that dies with the request; the translated
  * OTLP request lives in the batch arena handed to the pipeline. Status codes
  * follow the error enum (docs/receiver.md lists where they differ from the
@@ -14,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,20 +36,33 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/memlimit.h" /* issue 6 */
+#include "core/memlimit.h"
 #include "core/metrics.h"
 #include "pprof/translate.h"
 #include "receiver/http_request.h"
 #include "receiver/listener.h"
 #include "receiver/pprof_self.h"
-#include "receiver/auth.h" /* issue 6 */
-#include "receiver/tls.h"  /* issue 6 */
-#include "receiver/conn_limits.h" /* issue 6 */
+#include "receiver/auth.h"
+#include "receiver/conn_limits.h"
+#include "receiver/http_parse.h"
+#include "receiver/http_server.h"
+#include "receiver/tls.h"
 
 #define PPROF_PATH "/v1/pprof"
 #define MIB (1024.0 * 1024.0)
-/* Go's http.DefaultMaxHeaderBytes: the cap on one request's header block. */
-#define MAX_HEADER_BYTES (1024 * 1024)
+/* The cap on one request's head (Go's default is 1 MiB; a push needs a few
+ * KiB, and every open connection may hold this much). */
+#define MAX_HEADER_BYTES (64 * 1024)
+#define MAX_TARGET_BYTES (8 * 1024)
+/* Failed authentications per peer: a burst, then one per second. */
+#define AUTH_FAIL_BURST 10.0
+#define AUTH_FAIL_PER_SEC 1.0
+/* Bodies up to this size are translated on the loop even with workers: an
+ * SDK push costs ~150 us, less than the hand-off, and it never queues behind
+ * a large profile (small pushes keep their latency under a flood). */
+#define INLINE_MAX_BODY (64 * 1024)
+/* Chunked bodies reserve memory in steps of this many body bytes. */
+#define CHUNKED_RESERVE_STEP (256 * 1024)
 /* The batch arena may grow to this many times max_request_body_size. */
 #define BATCH_ARENA_FACTOR 8
 /* Go's net.Listen asks for the kernel's maximum (net.core.somaxconn caps it). */
@@ -75,7 +92,9 @@ struct rx_server_cfg {
     bool has_auth;
     int64_t max_request_headers;
     int64_t max_connections;
+    int64_t max_connections_per_peer;
     int64_t max_requests_per_connection;
+    uint64_t min_body_rate;
     int64_t workers;
 };
 
@@ -119,12 +138,16 @@ static const struct pg_field server_fields[] = {
       ",gzip,deflate,zlib", 0, 0,
       "accepted Content-Encoding values (\"\" = none; identity, gzip, deflate, zlib)"),
     F("read_header_timeout", PG_FT_DURATION, struct rx_server_cfg, read_header_timeout, "1m", 0, 0,
-      "see docs/receiver.md: evhttp has one inactivity timeout, the smallest one set wins"),
+      "deadline from a request's first byte to the end of its headers (not reset by trickled "
+      "bytes); a new connection gets it from accept"),
     F("read_timeout", PG_FT_DURATION, struct rx_server_cfg, read_timeout, "0", 0, 0,
-      "0 = none"),
-    F("write_timeout", PG_FT_DURATION, struct rx_server_cfg, write_timeout, "30s", 0, 0, NULL),
+      "deadline from a request's first byte to the end of its body; 0 = none"),
+    F("write_timeout", PG_FT_DURATION, struct rx_server_cfg, write_timeout, "30s", 0, 0,
+      "deadline for writing an answer; also how long a request may be held"),
     F("idle_timeout", PG_FT_DURATION, struct rx_server_cfg, idle_timeout, "1m", 0, 0,
       "keep-alive connections idle this long are closed"),
+    F("min_body_rate", PG_FT_BYTES, struct rx_server_cfg, min_body_rate, "1KiB", 0, 1e12,
+      "bytes/s a body must average after a 2 s grace, or the connection closes (408); 0 = off"),
     F("keep_alives_enabled", PG_FT_BOOL, struct rx_server_cfg, keep_alives_enabled, "true", 0, 0,
       NULL),
     F("response_headers", PG_FT_STRMAP, struct rx_server_cfg, response_headers, NULL, 0, 0,
@@ -140,7 +163,9 @@ static const struct pg_field server_fields[] = {
     F("max_request_headers", PG_FT_INT, struct rx_server_cfg, max_request_headers, "100", 1, 10000,
       "header lines per request at most (431 past it)"),
     F("max_connections", PG_FT_INT, struct rx_server_cfg, max_connections, "0", 0, 1e7,
-      "open client connections at most; past it: 503 + Connection: close (0 = no limit)"),
+      "open client connections at most, enforced at accept (0 = the fd limit minus a headroom)"),
+    F("max_connections_per_peer", PG_FT_INT, struct rx_server_cfg, max_connections_per_peer, "0",
+      0, 1e7, "open connections per client address at most, enforced at accept (0 = no limit)"),
     F("max_requests_per_connection", PG_FT_INT, struct rx_server_cfg, max_requests_per_connection,
       "0", 0, 1e9, "keep-alive requests before Connection: close (0 = no limit)"),
     F("workers", PG_FT_INT, struct rx_server_cfg, workers, "-1", -1, MAX_WORKERS,
@@ -210,21 +235,26 @@ struct rx {
     char listen_host[256]; /* unix: the socket path */
     unsigned listen_port;
     bool unix_path;        /* listen_host is a socket file we created */
-    struct timeval timeout;
 
     struct pg_pprof_self *self;    /* owned; NULL without `self:` */
-    SSL_CTX *ssl_ctx;              /* issue 6: owned; NULL without server.tls */
-    struct pg_auth *auth;          /* issue 6: owned; NULL without server.auth */
-    struct pg_conn_limits *conns;  /* issue 6: owned; freed after http */
-    struct evhttp *http;           /* owned */
-    struct evhttp_bound_socket *sock; /* owned by http */
+    SSL_CTX *ssl_ctx;              /* owned; NULL without server.tls */
+    struct pg_auth *auth;          /* owned; NULL without server.auth */
+    struct pg_peer_ratelimit *auth_rl; /* owned; failed attempts per peer */
+    struct pg_httpd *httpd;        /* owned */
     bool draining;
 
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
     struct pg_metric *m_abandoned;
-    struct code_metric codes[16];
-    size_t n_codes;
+    struct code_metric codes[16], refused_codes[16];
+    size_t n_codes, n_refused_codes;
+    struct pg_metric *m_conn_events[PG_HTTPD_N_EVENTS];
     struct pg_log_ratelimit rl;
+    /* One refusal log line per reason per interval (loop thread). */
+    struct {
+        uint64_t key;
+        double last;
+        unsigned long suppressed;
+    } reasons[32];
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
     /* Requests held while an exporter with block_on_overflow is full, oldest
      * first; owned, loop thread only. The timer polls them while any wait. */
@@ -285,26 +315,6 @@ static void apply_limits(struct rx *rx)
     OVR(max_labels_per_sample)
     OVR(max_sample_types)
 #undef OVR
-}
-
-/* The smallest non-zero timeout: evhttp 2.1 has a single per-connection
- * inactivity timeout (see docs/receiver.md). */
-static void pick_timeout(struct rx *rx)
-{
-    const int64_t t[] = {rx->cfg.server.read_header_timeout, rx->cfg.server.read_timeout,
-                         rx->cfg.server.write_timeout, rx->cfg.server.idle_timeout};
-    int64_t best = 0;
-
-    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-        if (t[i] > 0 && (best == 0 || t[i] < best)) {
-            best = t[i];
-        }
-    }
-    if (best == 0) {
-        best = 60LL * 1000000000LL;
-    }
-    rx->timeout.tv_sec = (time_t)(best / 1000000000LL);
-    rx->timeout.tv_usec = (suseconds_t)((best % 1000000000LL) / 1000);
 }
 
 static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
@@ -413,7 +423,6 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         rx->topts.scope_version = ctx->host->version;
     }
     apply_limits(rx);
-    pick_timeout(rx);
     rx->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 10.0);
     if (rx->cfg.has_self) {
         rx->self = pg_pprof_self_create(ctx->host, ctx->next, rx->cfg.self.collection_interval,
@@ -457,75 +466,135 @@ static void metrics_init(struct rx *rx)
     rx->m_held = pg_metric_counter("pprofgate_receiver_held_requests_total",
                                    "Requests held unanswered while an exporter with "
                                    "block_on_overflow had a full queue.", labels);
+    for (int e = 0; e < PG_HTTPD_N_EVENTS; e++) {
+        snprintf(labels, sizeof(labels), "receiver=\"%s\",reason=\"%s\"", rx->id,
+                 pg_httpd_event_names[e]);
+        rx->m_conn_events[e] = pg_metric_counter(
+            e <= PG_HTTPD_ACCEPT_PAUSED ? "pprofgate_receiver_refused_connections_total"
+                                        : "pprofgate_receiver_closed_connections_total",
+            e <= PG_HTTPD_ACCEPT_PAUSED
+                ? "Connections refused at accept (caps) or accept pauses (fd exhaustion)."
+                : "Connections closed by a deadline or the minimum body rate.",
+            labels);
+    }
 }
 
-static void count_code(struct rx *rx, int code)
+/* Adds one to the counter of @code in @tab (series created on first use). */
+static void count_in(struct code_metric *tab, size_t *n, size_t cap, const char *name,
+                     const char *help, const char *id, int code)
 {
     char labels[240];
 
-    for (size_t i = 0; i < rx->n_codes; i++) {
-        if (rx->codes[i].code == code) {
-            pg_metric_add(rx->codes[i].m, 1);
+    for (size_t i = 0; i < *n; i++) {
+        if (tab[i].code == code) {
+            pg_metric_add(tab[i].m, 1);
             return;
         }
     }
-    snprintf(labels, sizeof(labels), "receiver=\"%s\",code=\"%d\"", rx->id, code);
-    if (rx->n_codes < sizeof(rx->codes) / sizeof(rx->codes[0])) {
-        rx->codes[rx->n_codes].code = code;
-        rx->codes[rx->n_codes].m = pg_metric_counter("pprofgate_receiver_http_requests_total",
-                                                     "HTTP requests by status code.", labels);
-        pg_metric_add(rx->codes[rx->n_codes++].m, 1);
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",code=\"%d\"", id, code);
+    if (*n < cap) {
+        tab[*n].code = code;
+        tab[*n].m = pg_metric_counter(name, help, labels);
+        pg_metric_add(tab[(*n)++].m, 1);
         return;
     }
-    pg_metric_add(pg_metric_counter("pprofgate_receiver_http_requests_total",
-                                    "HTTP requests by status code.", labels),
-                  1);
+    pg_metric_add(pg_metric_counter(name, help, labels), 1);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* One log line per reason per interval: the key is the code and the reason
+ * with its digits left out (sizes and counts vary, the reason does not). */
+#define REASON_LOG_INTERVAL_S 10.0
+static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned long *suppressed)
+{
+    uint64_t key = 1469598103934665603ULL ^ (uint64_t)code;
+    double now = (double)mono_ns() / 1e9;
+    size_t slot;
+
+    for (const char *p = reason ? reason : ""; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            key = (key ^ (unsigned char)*p) * 1099511628211ULL;
+        }
+    }
+    slot = (size_t)(key % (sizeof(rx->reasons) / sizeof(rx->reasons[0])));
+    if (rx->reasons[slot].key == key && rx->reasons[slot].last > 0 &&
+        now - rx->reasons[slot].last < REASON_LOG_INTERVAL_S) {
+        rx->reasons[slot].suppressed++;
+        return false;
+    }
+    *suppressed = rx->reasons[slot].key == key ? rx->reasons[slot].suppressed : 0;
+    rx->reasons[slot].key = key;
+    rx->reasons[slot].last = now;
+    rx->reasons[slot].suppressed = 0;
+    return true;
+}
+
+/* Every answer, the HTTP layer's own included: counted by code, and a
+ * refusal (4xx/5xx) logged with its reason and peer (info; warn for 5xx). */
+static void on_answer(const struct pg_httpd_req *r, int code, const char *reason,
+                      const char *peer, void *arg)
+{
+    struct rx *rx = arg;
+    unsigned long suppressed = 0;
+
+    (void)r;
+    count_in(rx->codes, &rx->n_codes, sizeof(rx->codes) / sizeof(rx->codes[0]),
+             "pprofgate_receiver_http_requests_total", "HTTP requests by status code.", rx->id,
+             code);
+    if (code < 400) {
+        return;
+    }
+    count_in(rx->refused_codes, &rx->n_refused_codes,
+             sizeof(rx->refused_codes) / sizeof(rx->refused_codes[0]),
+             "otelcol_receiver_refused_requests_total",
+             "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, code);
+    if (!reason_log_ok(rx, code, reason, &suppressed)) {
+        return;
+    }
+    if (code >= 500) {
+        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
+                    reason ? reason : "", peer ? peer : "?", suppressed);
+    } else {
+        pg_log_info(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
+                    reason ? reason : "", peer ? peer : "?", suppressed);
+    }
+}
+
+static void on_conn_event(int ev, const char *peer, void *arg)
+{
+    struct rx *rx = arg;
+    unsigned long suppressed = 0;
+
+    if (ev < 0 || ev >= PG_HTTPD_N_EVENTS) {
+        return;
+    }
+    pg_metric_add(rx->m_conn_events[ev], 1);
+    if (ev <= PG_HTTPD_ACCEPT_PAUSED &&
+        reason_log_ok(rx, 1000 + ev, pg_httpd_event_names[ev], &suppressed)) {
+        pg_log_info(rx->log_name, "%s %s (%s; %lu similar lines suppressed)",
+                    ev == PG_HTTPD_ACCEPT_PAUSED ? "accept paused:" : "connection refused from",
+                    peer ? peer : "?", pg_httpd_event_names[ev], suppressed);
+    }
 }
 
 /* ---- HTTP ------------------------------------------------------------- */
 
-static const char *method_name(enum evhttp_cmd_type c)
-{
-    switch (c) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_TRACE: return "TRACE";
-    case EVHTTP_REQ_CONNECT: return "CONNECT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    }
-    return "UNKNOWN";
-}
-
 /* Sends the answer: 204 empty, else a one-line text/plain reason. */
-static void reply(struct rx *rx, struct evhttp_request *req, int code, const char *text)
+static void reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *text)
 {
-    struct evkeyvalq *oh = evhttp_request_get_output_headers(req);
     const struct rx_server_cfg *s = &rx->cfg.server;
-    struct evbuffer *body = NULL;
 
     for (size_t i = 0; i < s->response_headers.n; i++) {
-        evhttp_add_header(oh, s->response_headers.keys[i], s->response_headers.values[i]);
+        evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
     }
-    if (!s->keep_alives_enabled || rx->draining) {
-        evhttp_add_header(oh, "Connection", "close");
-    }
-    if (code != 204) {
-        body = evbuffer_new();
-        if (body != NULL) {
-            evbuffer_add_printf(body, "%s\n", text ? text : "");
-        }
-        evhttp_add_header(oh, "Content-Type", "text/plain; charset=utf-8");
-        evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");
-    }
-    evhttp_send_reply(req, code, NULL, body);
-    if (body != NULL) {
-        evbuffer_free(body);
-    }
-    count_code(rx, code);
+    pg_httpd_reply(req, code, text ? text : "");
 }
 
 static uint64_t now_unix_nano(void)
@@ -538,38 +607,10 @@ static uint64_t now_unix_nano(void)
 
 static double mono_seconds(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)mono_ns() / 1e9;
 }
 
-static void log_failure(struct rx *rx, struct evhttp_request *req, int code, const char *msg)
-{
-    unsigned long suppressed = 0;
-    char *addr = NULL;
-    ev_uint16_t port = 0;
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-
-    if (code < 500 && pg_log_min_level > PG_LOG_DEBUG) {
-        return;
-    }
-    if (!pg_log_ratelimit_ok(&rx->rl, &suppressed)) {
-        return;
-    }
-    if (evcon != NULL) {
-        evhttp_connection_get_peer(evcon, &addr, &port);
-    }
-    if (code >= 500) {
-        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s:%u, %lu similar lines suppressed)",
-                    code, msg, addr ? addr : "?", (unsigned)port, suppressed);
-    } else {
-        pg_log_debug(rx->log_name, "answered %d: %s (peer=%s:%u)", code, msg, addr ? addr : "?",
-                     (unsigned)port);
-    }
-}
-
-static void fail(struct rx *rx, struct evhttp_request *req, enum pg_err err,
+static void fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
                  const struct pg_status *st)
 {
     int code = pg_err_http_status(err);
@@ -578,10 +619,9 @@ static void fail(struct rx *rx, struct evhttp_request *req, enum pg_err err,
     if (code < 400) {
         code = 500; /* an error must never look like success */
     }
-    if (code == 503) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    if (code == 503 || code == 429) {
+        evhttp_add_header(req->out, "Retry-After", "1");
     }
-    log_failure(rx, req, code, msg);
     reply(rx, req, code, msg);
 }
 
@@ -611,7 +651,7 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
  * only ever touched on the loop thread. */
 struct rx_job {
     struct rx_job *next;
-    struct evhttp_request *req;    /* borrowed from evhttp; loop thread only */
+    struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
     size_t admitted;               /* body bytes pg_memlimit_admit()ed, released at the end */
     double t0;
     /* inputs */
@@ -701,32 +741,17 @@ static void job_run(struct rx *rx, struct rx_job *job)
 }
 
 /* True when the client closed its connection while the job was in flight:
- * evhttp does not read while a request waits for its answer, so look at the
- * socket itself. EOF counts as gone (as Go's server cancels the request on it). */
-static bool client_gone(struct evhttp_request *req)
+ * the server does not read while a request waits for its answer, so look at
+ * the socket itself. EOF counts as gone (as Go's server cancels the request on it). */
+static bool client_gone(struct pg_httpd_req *req)
 {
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev;
-    evutil_socket_t fd;
-    char c;
-    ssize_t n;
-
-    if (evcon == NULL) {
-        return true; /* evhttp detached it: the connection is gone */
-    }
-    bev = evhttp_connection_get_bufferevent(evcon);
-    fd = bev != NULL ? bufferevent_getfd(bev) : -1;
-    if (fd < 0) {
-        return false;
-    }
-    n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return pg_httpd_client_gone(req);
 }
 
 /* Loop thread: the client closed its connection before its answer. Nobody
  * will read it: drop the batch (the client retries or not; either way it did
- * not see a 204). The reply only lets evhttp free the request and the
- * connection. Frees @job. */
+ * not see a 204). The reply (not counted as an answer) only lets the server
+ * end the request and the connection. Frees @job. */
 static void abandon(struct rx *rx, struct rx_job *job)
 {
     pg_metric_add(rx->m_abandoned, 1);
@@ -734,14 +759,15 @@ static void abandon(struct rx *rx, struct rx_job *job)
         pg_metric_add(rx->m_refused, job->stats.sample_records);
     }
     pg_log_debug(rx->log_name, "client went away before its answer; request dropped");
-    evhttp_send_reply(job->req, 503, NULL, NULL);
+    /* Not a refusal anyone reads: not counted as an answer. */
+    pg_httpd_reply_body(job->req, 503, NULL, NULL, 0);
     job_free(job);
 }
 
 /* Loop thread: hands job->batch to the pipeline and answers. Frees @job. */
 static void deliver(struct rx *rx, struct rx_job *job)
 {
-    struct evhttp_request *req = job->req;
+    struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err;
 
@@ -857,7 +883,7 @@ static void held_drain(struct rx *rx)
 /* Loop thread: runs the pipeline and answers. Frees @job. */
 static void job_finish(struct rx *rx, struct rx_job *job, bool async)
 {
-    struct evhttp_request *req = job->req;
+    struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err = job->err;
 
@@ -880,10 +906,25 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
     deliver(rx, job);
 }
 
+/* Workers run at a lower priority than the loop (Linux nice is per
+ * thread): a flood of large bodies then cannot starve accepting, answering
+ * and the small pushes the loop translates itself. */
+#define WORKER_NICE 5
+
 static void *worker_main(void *arg)
 {
     struct rx *rx = arg;
     struct rx_pool *pool = rx->pool;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+
+    errno = 0;
+    {
+        int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+
+        if (errno == 0) {
+            (void)setpriority(PRIO_PROCESS, (id_t)tid, cur + WORKER_NICE);
+        }
+    }
 
     for (;;) {
         struct rx_job *job;
@@ -989,7 +1030,7 @@ static enum pg_err pool_start(struct rx *rx, size_t n, struct pg_status *st)
 }
 
 /* Joins the workers; jobs not finished by then are answered 503 (the
- * shutdown deadline passed) and freed. Loop thread, before evhttp_free. */
+ * shutdown deadline passed) and freed. Loop thread, before pg_httpd_free. */
 static void pool_destroy(struct rx *rx)
 {
     struct rx_pool *pool = rx->pool;
@@ -1031,13 +1072,13 @@ static void pool_destroy(struct rx *rx)
     rx->pool = NULL;
 }
 
-/* Loop thread: checks, moves the body out of evhttp, copies what the batch
- * needs from the request, then translates inline or queues the job. Owns
+/* Loop thread: checks, moves the body out of the request, copies what the
+ * batch needs from it, then translates inline or queues the job. Owns
  * @admitted bytes of the memory budget (released when the job ends). */
-static void handle_pprof(struct rx *rx, struct evhttp_request *req, size_t admitted)
+static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitted)
 {
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    struct evbuffer *buf = evhttp_request_get_input_buffer(req);
+    struct evkeyvalq *in = req->in;
+    struct evbuffer *buf = req->body;
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
     size_t len = evbuffer_get_length(buf);
     struct rx_job *job;
@@ -1064,7 +1105,7 @@ static void handle_pprof(struct rx *rx, struct evhttp_request *req, size_t admit
         job->err = err;
         goto finish;
     }
-    if (len > max) { /* evhttp enforces this too; keep the check local */
+    if (len > max) { /* the server enforces this too; keep the check local */
         job->err = pg_status_set(&job->st, PG_ERR_LIMIT, "request body of %zu bytes exceeds "
                                  "max_request_body_size (%zu bytes)", len, max);
         goto finish;
@@ -1085,24 +1126,16 @@ static void handle_pprof(struct rx *rx, struct evhttp_request *req, size_t admit
     job->raw = raw;
     job->len = len;
     {
-        /* The request belongs to evhttp and the loop: copy what the batch
-         * keeps now (a metadata failure is reported after translation, as
-         * it always was). */
-        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-        char *addr = NULL;
-        ev_uint16_t port = 0;
-
-        if (evcon != NULL) {
-            evhttp_connection_get_peer(evcon, &addr, &port);
-            job->md.peer_addr = pg_http_format_peer(job->arena, addr, port);
-        }
+        /* The request belongs to the server and the loop: copy what the
+         * batch keeps now (a metadata failure is reported after
+         * translation, as it always was). */
+        job->md.peer_addr = pg_http_format_peer(job->arena, req->peer_addr, req->peer_port);
         if (rx->cfg.server.include_metadata) {
-            job->md_err = pg_http_metadata_from_headers(job->arena, in,
-                                                        evhttp_request_get_host(req), &job->md,
+            job->md_err = pg_http_metadata_from_headers(job->arena, in, NULL, &job->md,
                                                         &job->md_st);
         }
     }
-    if (rx->pool != NULL) {
+    if (rx->pool != NULL && len > INLINE_MAX_BODY) {
         struct rx_pool *pool = rx->pool;
 
         pool->in_flight++;
@@ -1118,78 +1151,141 @@ finish:
     job_finish(rx, job, false);
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+/* What a body of @len bytes may cost while it is decoded and translated:
+ * the body (and its copy), then ADMIT_INFLATED_FACTOR times its inflated
+ * size (inflated bytes, the translator's tables, the OTLP message and its
+ * batch: a 2 MB gzip of 7.5 MB raw raises VmHWM by ~45 MB), the inflated
+ * size estimated as 4x the body (pprof gzips 3-5x) capped at the per-layer
+ * limit. Capped at the soft limit so a lone request always fits an idle
+ * gateway. */
+#define ADMIT_INFLATED_FACTOR 6
+static size_t admission_estimate(const struct rx *rx, uint64_t len)
+{
+    uint64_t layer = rx->topts.limits.max_inflated_bytes;
+    uint64_t inflated = len * 4 < layer ? len * 4 : layer;
+    uint64_t est = len + ADMIT_INFLATED_FACTOR * inflated;
+    uint64_t soft = pg_memlimit_soft_limit();
+
+    if (soft > 0 && est > soft) {
+        est = soft;
+    }
+    return (size_t)est;
+}
+
+static bool admit(struct rx *rx, struct pg_httpd_req *req, size_t bytes)
+{
+    struct pg_status mst;
+
+    if (!pg_memlimit_admit(bytes, &mst)) {
+        evhttp_add_header(req->out, "Connection", "close");
+        fail(rx, req, mst.code, &mst);
+        return false;
+    }
+    req->reserved += bytes;
+    return true;
+}
+
+/* The head is in and no body byte has been read: route, authenticate,
+ * check the method and Content-Encoding, and reserve the body's memory.
+ * Every refusal here closes the connection without reading the body. */
+static bool on_head(struct pg_httpd_req *req, void *arg)
 {
     struct rx *rx = arg;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    char msg[96];
+    struct pg_http_codings codings;
+    struct pg_status st;
+    char msg[160];
+    enum pg_err err;
 
-    if (path == NULL || strcmp(path, PPROF_PATH) != 0) {
+    if (strcmp(req->path, PPROF_PATH) != 0) {
         reply(rx, req, 404, "404 page not found");
-        return;
+        return false;
     }
-    {
-        /* issue 6: header-count cap, then authentication, before any work. */
+    if (rx->auth != NULL) {
+        const struct pg_peer_key *key = req->peer_key;
+        double now = mono_seconds();
         const struct evkeyval *kv;
-        int64_t n_headers = 0;
-        struct pg_status ast;
+        int n_auth = 0;
 
-        switch (pg_conn_limits_on_request(rx->conns, evhttp_request_get_connection(req))) {
-        case PG_CONN_REFUSE:
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-            snprintf(msg, sizeof(msg), "too many connections (max_connections %lld); retry later",
-                     (long long)rx->cfg.server.max_connections);
-            log_failure(rx, req, 503, msg);
-            reply(rx, req, 503, msg);
-            return;
-        case PG_CONN_LAST:
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-            break;
-        case PG_CONN_OK:
-            break;
-        }
-        TAILQ_FOREACH(kv, evhttp_request_get_input_headers(req), next)
+        TAILQ_FOREACH(kv, req->in, next)
         {
-            n_headers++;
+            n_auth += strcasecmp(kv->key, "Authorization") == 0;
         }
-        if (n_headers > rx->cfg.server.max_request_headers) {
-            snprintf(msg, sizeof(msg), "%lld header lines, more than max_request_headers (%lld)",
-                     (long long)n_headers, (long long)rx->cfg.server.max_request_headers);
-            reply(rx, req, 431, msg);
-            return;
+        if (n_auth > 1) {
+            /* Which one counts would differ between a proxy and us. */
+            reply(rx, req, 400, "more than one Authorization header");
+            return false;
         }
-        if (rx->auth != NULL &&
-            !pg_auth_check(rx->auth,
-                           evhttp_find_header(evhttp_request_get_input_headers(req),
-                                              "Authorization"),
-                           &ast)) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
-                              pg_auth_challenge(rx->auth));
-            log_failure(rx, req, 401, pg_status_text(&ast));
-            reply(rx, req, 401, pg_status_text(&ast));
-            return;
-        }
-    }
-    if (cmd != EVHTTP_REQ_POST) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
-        snprintf(msg, sizeof(msg), "method %s not allowed, supported: [POST]", method_name(cmd));
-        reply(rx, req, 405, msg);
-        return;
-    }
-    {
-        /* issue 6: the body counts against the memory budget while it is
-         * decoded; the batch arena is charged until its last user is done. */
-        size_t body_len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
-        struct pg_status mst;
 
-        if (!pg_memlimit_admit(body_len, &mst)) {
-            fail(rx, req, mst.code, &mst);
-            return;
+        if (pg_peer_ratelimit_blocked(rx->auth_rl, key, now)) {
+            evhttp_add_header(req->out, "Retry-After", "1");
+            reply(rx, req, 429, "too many failed authentication attempts; retry later");
+            return false;
         }
-        handle_pprof(rx, req, body_len); /* releases body_len when the request ends */
+        if (!pg_auth_check(rx->auth, evhttp_find_header(req->in, "Authorization"), &st)) {
+            pg_peer_ratelimit_hit(rx->auth_rl, key, now);
+            evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(rx->auth));
+            reply(rx, req, 401, pg_status_text(&st));
+            return false;
+        }
+    }
+    if (strcmp(req->method, "POST") != 0) {
+        evhttp_add_header(req->out, "Allow", "POST");
+        snprintf(msg, sizeof(msg), "method %.20s not allowed, supported: [POST]", req->method);
+        reply(rx, req, 405, msg);
+        return false;
+    }
+    err = request_codings(rx, req->in, &codings, &st);
+    if (err != PG_ERR_OK) {
+        fail(rx, req, err, &st);
+        return false;
+    }
+    if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
+        req->content_length > rx->cfg.server.max_request_body_size) {
+        snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
+                 "(%llu bytes)", (unsigned long long)req->content_length,
+                 (unsigned long long)rx->cfg.server.max_request_body_size);
+        reply(rx, req, 413, msg);
+        return false;
+    }
+    /* Memory before the body: from Content-Length now, or step by step as
+     * chunks arrive (on_body). */
+    return admit(rx, req,
+                 admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
+                                        : req->content_length == PG_HTTP_NO_LENGTH ? 0
+                                                                                   : req->content_length));
+}
+
+static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
+{
+    struct rx *rx = arg;
+
+    while (req->chunked && admission_estimate(rx, received) > req->reserved) {
+        size_t more = admission_estimate(rx, received + CHUNKED_RESERVE_STEP) - req->reserved;
+
+        if (more == 0 || !admit(rx, req, more)) {
+            return more == 0;
+        }
+    }
+    return true;
+}
+
+static void on_request(struct pg_httpd_req *req, void *arg)
+{
+    struct rx *rx = arg;
+    size_t admitted = req->reserved;
+
+    req->reserved = 0; /* the job owns the admission from here */
+    handle_pprof(rx, req, admitted); /* releases it when the request ends */
+}
+
+/* A request that ends before its job took its admission (refused, or the
+ * client went away mid-body) gives it back. */
+static void on_done(struct pg_httpd_req *req, void *arg)
+{
+    (void)arg;
+    if (req->reserved > 0) {
+        pg_memlimit_release(req->reserved);
+        req->reserved = 0;
     }
 }
 
@@ -1215,74 +1311,61 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     if (!rx->cfg.has_server) {
         return PG_ERR_OK;
     }
-    rx->http = evhttp_new(rx->host->base);
-    if (rx->http == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server", rx->log_name);
-    }
-    evhttp_set_max_body_size(rx->http, (ev_ssize_t)max_body);
-    evhttp_set_max_headers_size(rx->http, MAX_HEADER_BYTES);
-    evhttp_set_timeout_tv(rx->http, &rx->timeout);
-    /* Every method reaches the callback, so the answer is our 405, not evhttp's 501. */
-    evhttp_set_allowed_methods(rx->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
-                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
-    /* Read and drop an oversized body before answering 413, so the client
-     * sees the answer instead of a reset. */
-    evhttp_set_flags(rx->http, EVHTTP_SERVER_LINGERING_CLOSE);
-    evhttp_set_default_content_type(rx->http, "text/plain; charset=utf-8");
-    evhttp_set_gencb(rx->http, on_request, rx);
-    rx->conns = pg_conn_limits_new((size_t)s->max_connections,
-                                   (size_t)s->max_requests_per_connection); /* issue 6 */
-    if (rx->conns == NULL) {
-        evhttp_free(rx->http);
-        rx->http = NULL;
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
-    }
-    if (rx->ssl_ctx != NULL) {
-        /* issue 6: every connection is a server-side TLS bufferevent. */
-        evhttp_set_bevcb(rx->http, pg_tls_server_bevcb, rx->ssl_ctx);
+    {
+        static const struct pg_httpd_ops ops = {
+            .on_head = on_head,
+            .on_body = on_body,
+            .on_request = on_request,
+            .on_answer = on_answer,
+            .on_conn_event = on_conn_event,
+            .on_done = on_done,
+        };
+        struct pg_httpd_limits lim = {
+            .read_header_timeout_ns = s->read_header_timeout,
+            .read_timeout_ns = s->read_timeout,
+            .write_timeout_ns = s->write_timeout,
+            .idle_timeout_ns = s->idle_timeout,
+            .min_body_rate = s->min_body_rate,
+            .max_body = max_body,
+            .max_header_bytes = MAX_HEADER_BYTES,
+            .max_target = MAX_TARGET_BYTES,
+            .max_headers = (size_t)s->max_request_headers,
+            .max_connections = (size_t)s->max_connections,
+            .max_connections_per_peer = (size_t)s->max_connections_per_peer,
+            .max_requests_per_connection = (size_t)s->max_requests_per_connection,
+            .keep_alives = s->keep_alives_enabled,
+        };
+        char why[256];
+        /* Plain tcp with no host listens on every IPv4 address, as before. */
+        const char *host = s->transport == PG_TRANSPORT_TCP && rx->listen_host[0] == '\0'
+                               ? "0.0.0.0"
+                               : rx->listen_host;
+        int fd = pg_listen((enum pg_transport)s->transport, host, port, LISTEN_BACKLOG, why,
+                           sizeof(why));
+
+        if (fd < 0) {
+            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s): %s", rx->log_name,
+                                 s->endpoint, pg_transport_names[s->transport], why);
+        }
+        rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
+        rx->auth_rl = calloc(1, sizeof(*rx->auth_rl));
+        if (rx->auth_rl == NULL) {
+            close(fd);
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+        }
+        pg_peer_ratelimit_init(rx->auth_rl, AUTH_FAIL_PER_SEC, AUTH_FAIL_BURST);
+        rx->httpd = pg_httpd_new(rx->host->base, fd, rx->ssl_ctx, &lim, &ops, rx);
+        if (rx->httpd == NULL) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server",
+                                 rx->log_name);
+        }
     }
     rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
     if (rx->held_ev == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
     }
-    if (s->transport == PG_TRANSPORT_TCP) {
-        const char *host = rx->listen_host[0] ? rx->listen_host : "0.0.0.0";
 
-        rx->sock = evhttp_bind_socket_with_handle(rx->http, host, (ev_uint16_t)port);
-        if (rx->sock == NULL) {
-            int e = errno;
-
-            evhttp_free(rx->http);
-            rx->http = NULL;
-            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s: %s", rx->log_name,
-                                 s->endpoint, e ? strerror(e) : "bind failed");
-        }
-        /* libevent listens with a backlog of 128: a burst of new connections
-         * past it waits out a 1 s SYN retransmit. Ask for the kernel's maximum
-         * (net.core.somaxconn caps it), as Go's net.Listen does. */
-        (void)listen(evhttp_bound_socket_get_fd(rx->sock), LISTEN_BACKLOG);
-    } else {
-        char why[256];
-        int fd = pg_listen((enum pg_transport)s->transport, rx->listen_host, port, LISTEN_BACKLOG,
-                           why, sizeof(why));
-
-        rx->sock = fd >= 0 ? evhttp_accept_socket_with_handle(rx->http, fd) : NULL;
-        if (rx->sock == NULL) {
-            if (fd >= 0) {
-                close(fd);
-                snprintf(why, sizeof(why), "out of memory");
-            }
-            evhttp_free(rx->http);
-            rx->http = NULL;
-            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s): %s", rx->log_name,
-                                 s->endpoint, pg_transport_names[s->transport], why);
-        }
-        rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
-    }
-
-    if (getsockname(evhttp_bound_socket_get_fd(rx->sock), (struct sockaddr *)&ss, &sl) == 0) {
+    if (getsockname(pg_httpd_fd(rx->httpd), (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {
             struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
 
@@ -1309,9 +1392,9 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         pg_http_hostport(where, sizeof(where), addr, port);
     }
     /* Integration tests read the bound port from this line (endpoint :0). */
-    pg_log_info(rx->log_name, "listening on %s (POST %s, max body %llu bytes, %zu workers)", where,
-                PPROF_PATH, (unsigned long long)max_body,
-                rx->pool != NULL ? rx->pool->n_threads : 0);
+    pg_log_info(rx->log_name, "listening on %s (POST %s, max body %llu bytes, %zu workers, "
+                "%zu connections at most)", where, PPROF_PATH, (unsigned long long)max_body,
+                rx->pool != NULL ? rx->pool->n_threads : 0, pg_httpd_connection_cap(rx->httpd));
     return PG_ERR_OK;
 }
 
@@ -1334,13 +1417,10 @@ static void rx_shutdown(void *state)
     rx->draining = true;
     pg_pprof_self_stop(rx->self);
     held_drain(rx);
-    if (rx->http != NULL && rx->sock != NULL) {
-        /* Stop accepting; open connections finish their request and get
-         * Connection: close. Jobs on the workers complete into the pipeline
-         * while the service drains (rx_idle); rx_destroy answers the rest. */
-        evhttp_del_accept_socket(rx->http, rx->sock);
-        rx->sock = NULL;
-    }
+    /* Stop accepting; open connections finish their request and get
+     * Connection: close. Jobs on the workers complete into the pipeline
+     * while the service drains (rx_idle); rx_destroy answers the rest. */
+    pg_httpd_stop_accepting(rx->httpd);
     remove_socket_file(rx);
 }
 
@@ -1359,19 +1439,17 @@ static void rx_destroy(void *state)
         return;
     }
     pg_pprof_self_destroy(rx->self);
-    held_drain(rx);   /* before evhttp_free: held jobs hold requests */
+    held_drain(rx);   /* before pg_httpd_free: held jobs hold requests */
     if (rx->held_ev != NULL) {
         event_free(rx->held_ev);
     }
-    pool_destroy(rx); /* before evhttp_free: jobs hold requests */
-    if (rx->http != NULL) {
-        evhttp_free(rx->http);
-    }
+    pool_destroy(rx); /* before pg_httpd_free: jobs hold requests */
+    pg_httpd_free(rx->httpd);
     remove_socket_file(rx);
-    if (rx->ssl_ctx != NULL) { /* issue 6: after the connections using it */
+    if (rx->ssl_ctx != NULL) { /* after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
     }
-    pg_conn_limits_free(rx->conns);
+    free(rx->auth_rl);
     pg_auth_free(rx->auth);
     free(rx);
 }

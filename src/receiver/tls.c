@@ -138,16 +138,16 @@ fail:
     return err;
 }
 
-struct bufferevent *pg_tls_server_bevcb(struct event_base *base, void *arg)
+struct bufferevent *pg_tls_server_bev(struct event_base *base, int fd, SSL_CTX *ctx)
 {
-    SSL *ssl = SSL_new((SSL_CTX *)arg);
+    SSL *ssl = SSL_new(ctx);
     struct bufferevent *bev;
 
     if (ssl == NULL) {
         return NULL;
     }
-    /* The bufferevent owns the SSL from here (BEV_OPT_CLOSE_ON_FREE frees it). */
-    bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+    /* The bufferevent owns the SSL and the fd from here (BEV_OPT_CLOSE_ON_FREE). */
+    bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                          BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL) {
         SSL_free(ssl);

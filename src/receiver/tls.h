@@ -2,8 +2,8 @@
  * Server-side TLS for the pprof receiver (confighttp's `tls:` block):
  * an OpenSSL SSL_CTX from cert_file/key_file, optional client_ca_file for
  * mutual TLS (the client must present a certificate signed by it), and
- * min_version. pg_tls_server_bevcb plugs it into libevent's evhttp with
- * evhttp_set_bevcb(http, pg_tls_server_bevcb, ctx). */
+ * min_version. pg_tls_server_bev wraps an accepted socket in a TLS
+ * bufferevent for the receiver's HTTP server. */
 #ifndef PG_RECEIVER_TLS_H
 #define PG_RECEIVER_TLS_H
 
@@ -36,8 +36,9 @@ enum pg_err pg_tls_server_ctx_new(const struct pg_tls_server_options *opt, SSL_C
 /* Parses "1.0", "1.1", "1.2", "1.3" to a TLS1_x_VERSION; 0 when unknown. */
 int pg_tls_parse_version(const char *s);
 
-/* evhttp bevcb: a server-side TLS bufferevent for a new connection; @arg is
- * the SSL_CTX (borrowed; it must outlive the listener). NULL on OOM. */
-struct bufferevent *pg_tls_server_bevcb(struct event_base *base, void *arg);
+/* A server-side TLS bufferevent for the accepted socket @fd (owned by the
+ * bufferevent on success; the caller closes it on NULL = OOM). @ctx is
+ * borrowed and must outlive the connection. */
+struct bufferevent *pg_tls_server_bev(struct event_base *base, int fd, SSL_CTX *ctx);
 
 #endif
