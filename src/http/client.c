@@ -78,7 +78,13 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
     memset(&r, 0, sizeof(r));
     r.fail = c->fail;
     snprintf(r.why, sizeof(r.why), "%s", c->why);
-    if (req != NULL && r.fail == PG_HTTP_OK) {
+    if (req != NULL && r.fail == PG_HTTP_OK && evhttp_request_get_response_code(req) == 0) {
+        /* evhttp reports a refused or dropped connection with status 0. */
+        r.fail = c->why[0] == 'H' ? PG_HTTP_READ : PG_HTTP_CONNECT;
+        snprintf(r.why, sizeof(r.why), "%s", r.fail == PG_HTTP_READ
+                                                 ? "connection closed before the body was complete"
+                                                 : "connection refused or closed before a response");
+    } else if (req != NULL && r.fail == PG_HTTP_OK) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
 
         r.status = evhttp_request_get_response_code(req);

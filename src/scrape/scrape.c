@@ -1044,9 +1044,9 @@ static void json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
-void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out)
+static void write_targets(const struct pg_scraper *s, FILE *out, bool *firstp)
 {
-    bool first = true;
+    bool first = *firstp;
 
     for (const struct target *t = s->targets; t != NULL; t = t->next) {
         fputs(first ? "\n    {" : ",\n    {", out);
@@ -1077,18 +1077,24 @@ void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out)
                 (long long)t->last_unix_ms, t->last_duration, (unsigned long long)t->scrapes,
                 (unsigned long long)t->skipped, t->call != NULL ? "true" : "false");
     }
+    *firstp = first;
+}
+
+void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out)
+{
+    bool first = true;
+
+    write_targets(s, out, &first);
 }
 
 void pg_scrape_targets_json(FILE *out)
 {
     size_t dropped = 0;
+    bool first = true;
 
     fputs("{\"activeTargets\":[", out);
     for (const struct pg_scraper *s = g_scrapers; s != NULL; s = s->next_global) {
-        if (s != g_scrapers && s->targets != NULL) {
-            fputc(',', out);
-        }
-        pg_scraper_write_targets_json(s, out);
+        write_targets(s, out, &first);
         for (size_t i = 0; i < s->cfg->n_jobs; i++) {
             dropped += s->jobs[i].dropped;
         }
