@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: Apache-2.0
+"""file_sd_configs end to end: a loopback server hands out a real Go heap
+profile; a JSON target file adds a target (its labels reach the exporter as
+resource attributes), an atomic rename changes its labels, a malformed file
+keeps the previous targets, a deleted file removes them."""
+import http.server
+import json
+import os
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from pg_harness import FIXTURES, Gateway, Results  # noqa: E402
+
+HEAP = open(os.path.join(FIXTURES, "pprof", "go", "heap.pb.gz"), "rb").read()
+
+CONFIG = """
+receivers:
+  pprof:
+    scrape:
+      scrape_configs:
+        - job_name: files
+          scrape_interval: 1s
+          file_sd_configs: [{files: ["{tmp}/sd/*.json"]}]
+          profiling_config:
+            pprof_config:
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
+exporters:
+  debug: {verbosity: detailed, output_paths: ["{debug}"]}
+service:
+  pipelines:
+    profiles: {receivers: [pprof], exporters: [debug]}
+  telemetry:
+    metrics: {address: "127.0.0.1:0"}
+"""
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-gzip")  # not octet-stream: still accepted
+        self.send_header("Content-Length", str(len(HEAP)))
+        self.end_headers()
+        self.wfile.write(HEAP)
+
+    def log_message(self, *a):
+        pass
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def targets(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/targets", timeout=5) as r:
+        return json.loads(r.read())["activeTargets"]
+
+
+def wait(pred, timeout=8):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def main():
+    res = Results()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    try:
+        gw = Gateway(CONFIG, ready_pattern=r"serving /metrics on [0-9.]+:\d+")
+        os.makedirs(gw.path("sd"))
+        tf = gw.path("sd/t.json")
+        write_atomic(tf, json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"team": "one"}}]))
+        with gw:
+            m = gw.wait_log(r"serving /metrics on [0-9.]+:(\d+)")
+            mport = int(m.group(1))
+            res.check("file target scraped; its labels are resource attributes",
+                      wait(lambda: "team: Str(one)" in open(gw.debug_path).read()), gw.log()[-1500:])
+            res.check("__meta_filepath is not emitted",
+                      "__meta_filepath" not in open(gw.debug_path).read())
+            write_atomic(tf, json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"team": "two"}}]))
+            res.check("atomic rename re-read: new labels exported",
+                      wait(lambda: "team: Str(two)" in open(gw.debug_path).read()))
+            t = targets(mport)
+            res.check("one target, with the new labels", len(t) == 1 and t[0]["labels"].get("team") == "two", t)
+            write_atomic(tf, "[{\"targets\": [")
+            res.check("malformed file logged", wait(lambda: "keeping its previous targets" in gw.log()))
+            t = targets(mport)
+            res.check("malformed file keeps the previous target", len(t) == 1, t)
+            os.remove(tf)
+            res.check("deleted file removes its targets", wait(lambda: targets(mport) == []))
+            res.check("clean exit", gw.stop() == 0, gw.log()[-1000:])
+    finally:
+        srv.shutdown()
+    res.finish()
+
+
+if __name__ == "__main__":
+    main()
