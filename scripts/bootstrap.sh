@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libevent-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
       zlib1g-dev libdeflate-dev libyaml-dev libpcre2-dev libssl-dev libunwind-dev
-      golang-go wrk openssl curl python3 procps)
+      golang-go wrk openssl curl python3 procps libjson-c-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

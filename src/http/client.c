@@ -28,6 +28,8 @@ struct pg_http_call {
     pg_http_done_fn done;
     void *arg;
     bool finished;                    /* done() ran or was cancelled */
+    bool aborting;                    /* on_data said stop: the timer ends the call */
+    bool (*on_data)(void *arg, int status, const uint8_t *p, size_t n);
     int ev_error;                     /* last evhttp error, -1 = none */
     enum pg_http_fail fail;
     char why[200];
@@ -138,6 +140,27 @@ static int on_headers(struct evhttp_request *req, void *arg)
     return 0;
 }
 
+/* Streaming: hands what arrived to the caller; evhttp drains it after. */
+static void on_chunk(struct evhttp_request *req, void *arg)
+{
+    struct pg_http_call *c = arg;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    const uint8_t *p = n ? evbuffer_pullup(in, -1) : NULL;
+
+    if (c->aborting || c->finished || n == 0) {
+        return;
+    }
+    if (p == NULL || !c->on_data(c->arg, evhttp_request_get_response_code(req), p, n)) {
+        struct timeval zero = {0, 0};
+
+        /* Not from inside evhttp's read path: end the call from the timer. */
+        c->aborting = true;
+        event_del(c->timer);
+        evtimer_add(c->timer, &zero);
+    }
+}
+
 static void on_done(struct evhttp_request *req, void *arg)
 {
     struct pg_http_call *c = arg;
@@ -158,8 +181,13 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     if (c->finished) {
         return;
     }
-    c->fail = PG_HTTP_TIMEOUT;
-    snprintf(c->why, sizeof(c->why), "no complete response within the scrape timeout");
+    if (c->aborting) {
+        c->fail = PG_HTTP_READ;
+        snprintf(c->why, sizeof(c->why), "aborted");
+    } else {
+        c->fail = PG_HTTP_TIMEOUT;
+        snprintf(c->why, sizeof(c->why), "no complete response within the timeout");
+    }
     if (c->req != NULL) {
         struct evhttp_request *req = c->req;
 
@@ -217,14 +245,25 @@ struct pg_http_call *pg_http_get(struct event_base *base, const struct pg_http_g
         pg_status_set(st, PG_ERR_IO, "cannot create a connection to %s:%u", o->host, o->port);
         goto fail;
     }
-    evhttp_connection_set_max_body_size(c->evcon, (ev_ssize_t)o->max_body);
+    c->on_data = o->on_data;
+    evhttp_connection_set_max_body_size(c->evcon, o->on_data != NULL ? EV_SSIZE_MAX
+                                                                     : (ev_ssize_t)o->max_body);
     evhttp_connection_set_max_headers_size(c->evcon, 64 * 1024);
     tv.tv_sec = (time_t)(o->timeout_ns / 1000000000LL);
     tv.tv_usec = (suseconds_t)((o->timeout_ns % 1000000000LL) / 1000);
-    evhttp_connection_set_timeout_tv(c->evcon, &tv);
+    {
+        int64_t idle = o->idle_timeout_ns > 0 ? o->idle_timeout_ns : o->timeout_ns;
+        struct timeval itv = {(time_t)(idle / 1000000000LL),
+                              (suseconds_t)((idle % 1000000000LL) / 1000)};
+
+        evhttp_connection_set_timeout_tv(c->evcon, &itv);
+    }
     c->req = evhttp_request_new(on_done, c);
     if (c->req == NULL) {
         goto nomem;
+    }
+    if (o->on_data != NULL) {
+        evhttp_request_set_chunked_cb(c->req, on_chunk);
     }
     evhttp_request_set_error_cb(c->req, on_error);
     evhttp_request_set_header_cb(c->req, on_headers);

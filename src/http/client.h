@@ -43,6 +43,12 @@ struct pg_http_get_opts {
     bool verify;               /* check the certificate name */
     const struct pg_http_header *headers;
     size_t n_headers;
+    /* Streaming (watch): when set, body bytes go here as they arrive and
+     * are not kept (max_body is then not applied; the caller caps what it
+     * buffers). Returning false aborts the call (fail READ, why = "aborted"). */
+    bool (*on_data)(void *arg, int status, const uint8_t *p, size_t n);
+    /* Inactivity timeout between reads; 0 = timeout_ns. */
+    int64_t idle_timeout_ns;
 };
 
 struct pg_http_response {

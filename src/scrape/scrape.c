@@ -19,6 +19,7 @@
 #include "http/client.h"
 #include "pprof/otlp_build.h"
 #include "scrape/file_sd.h"
+#include "scrape/k8s_sd.h"
 
 #define LOG_NAME "receiver/pprof/scrape"
 #define NS 1000000000LL
@@ -71,6 +72,7 @@ struct pg_scraper {
     struct target *targets;              /* owned list */
     struct job_state *jobs;              /* owned, one per cfg job */
     struct pg_file_sd *file_sd;          /* owned */
+    struct pg_k8s_sd *k8s_sd;            /* owned */
     size_t in_flight;
     bool started, stopped;
     struct pg_metric *m_accepted, *m_refused;
@@ -962,7 +964,8 @@ enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
     for (struct target *t = s->targets; t != NULL; t = t->next) {
         target_begin(t);
     }
-    if (pg_file_sd_start(s, s->host->base, s->cfg, &s->file_sd, st) != PG_ERR_OK) {
+    if (pg_file_sd_start(s, s->host->base, s->cfg, &s->file_sd, st) != PG_ERR_OK ||
+        pg_k8s_sd_start(s, s->host->base, s->cfg, &s->k8s_sd, st) != PG_ERR_OK) {
         return st->code;
     }
     s->next_global = g_scrapers;
@@ -978,6 +981,8 @@ void pg_scraper_stop(struct pg_scraper *s)
     s->stopped = true;
     pg_file_sd_free(s->file_sd);
     s->file_sd = NULL;
+    pg_k8s_sd_free(s->k8s_sd);
+    s->k8s_sd = NULL;
     for (struct target *t = s->targets; t != NULL; t = t->next) {
         if (t->timer != NULL) {
             event_del(t->timer);

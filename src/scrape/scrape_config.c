@@ -121,7 +121,7 @@ static const struct pg_field job_fields[] = {
     F(struct job_raw, "file_sd_configs", PG_FT_NODE, file_sd_configs, NULL,
       "[{files: [glob], refresh_interval: 5m}]"),
     F(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
-      "not supported yet: rejected"),
+      "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
     F(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
       "accepted; redirects are not followed (a 3xx is a failed scrape)"),
     F(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
@@ -475,6 +475,148 @@ static size_t parse_file_sd(struct pg_arena *a, struct pg_diag *d, const struct 
     return problems;
 }
 
+struct ns_raw {
+    struct pg_strlist names;
+    bool own_namespace;
+};
+static const struct pg_field ns_fields[] = {
+    {"names", PG_FT_STRLIST, offsetof(struct ns_raw, names), NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"own_namespace", PG_FT_BOOL, offsetof(struct ns_raw, own_namespace), "false", 0, 0, NULL, NULL,
+     0, NULL},
+    PG_FIELD_END,
+};
+struct sel_raw {
+    char *role, *label, *field;
+};
+static const struct pg_field sel_fields[] = {
+    {"role", PG_FT_STR, offsetof(struct sel_raw, role), NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"label", PG_FT_STR, offsetof(struct sel_raw, label), NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"field", PG_FT_STR, offsetof(struct sel_raw, field), NULL, 0, 0, NULL, NULL, 0, NULL},
+    PG_FIELD_END,
+};
+struct k8s_raw {
+    char *role, *api_server, *kubeconfig_file, *bearer_token, *bearer_token_file;
+    struct ns_raw ns;
+    bool has_ns;
+    const struct pg_cfg_node *selectors, *attach_metadata;
+    struct tls_raw tls;
+    bool has_tls;
+    struct authz_raw authz;
+    bool has_authz;
+    bool follow_redirects, enable_http2;
+};
+#define K(name, type, member, def)                                                                 \
+    {name, type, offsetof(struct k8s_raw, member), def, 0, 0, NULL, NULL, 0, NULL}
+static const struct pg_field k8s_fields[] = {
+    K("role", PG_FT_STR, role, NULL),
+    K("api_server", PG_FT_STR, api_server, NULL),
+    K("kubeconfig_file", PG_FT_STR, kubeconfig_file, NULL),
+    {"namespaces", PG_FT_SECTION, offsetof(struct k8s_raw, ns), NULL, 0, 0, ns_fields, NULL,
+     offsetof(struct k8s_raw, has_ns), NULL},
+    K("selectors", PG_FT_NODE, selectors, NULL),
+    K("attach_metadata", PG_FT_NODE, attach_metadata, NULL),
+    {"tls_config", PG_FT_SECTION, offsetof(struct k8s_raw, tls), NULL, 0, 0, tls_fields, NULL,
+     offsetof(struct k8s_raw, has_tls), NULL},
+    {"authorization", PG_FT_SECTION, offsetof(struct k8s_raw, authz), NULL, 0, 0, authz_fields,
+     NULL, offsetof(struct k8s_raw, has_authz), NULL},
+    K("bearer_token", PG_FT_STR, bearer_token, NULL),
+    K("bearer_token_file", PG_FT_STR, bearer_token_file, NULL),
+    K("follow_redirects", PG_FT_BOOL, follow_redirects, "true"),
+    K("enable_http2", PG_FT_BOOL, enable_http2, "true"),
+    PG_FIELD_END,
+};
+#undef K
+
+static char *join_sel(struct pg_arena *a, char *prev, const char *add)
+{
+    if (add == NULL || add[0] == '\0') {
+        return prev;
+    }
+    return prev == NULL ? pg_arena_strdup(a, add) : pg_arena_sprintf(a, "%s,%s", prev, add);
+}
+
+static size_t parse_k8s_sd(struct pg_arena *a, struct pg_diag *d, const struct pg_cfg_node *n,
+                           const char *path, struct pg_scrape_job *job)
+{
+    size_t problems = 0;
+
+    if (n == NULL || n->kind == PG_CFG_NULL) {
+        return 0;
+    }
+    if (n->kind != PG_CFG_SEQ) {
+        pg_diag_add(d, n, path, "kubernetes_sd_configs must be a list");
+        return 1;
+    }
+    job->k8s_sd = calloc(n->n + 1, sizeof(*job->k8s_sd));
+    if (job->k8s_sd == NULL) {
+        return 1;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        struct pg_scrape_k8s_sd *k = &job->k8s_sd[job->n_k8s_sd++];
+        struct k8s_raw r;
+        char p[300];
+
+        pathf(p, sizeof(p), "%s::kubernetes_sd_configs[%zu]", path, i);
+        problems += pg_cfg_bind(a, d, n->items[i], k8s_fields, &r, p);
+        if (r.role == NULL || strcmp(r.role, "pod") != 0) {
+            pg_diag_add(d, n->items[i], p, "role \"%s\" is not supported (only pod)",
+                        r.role ? r.role : "");
+            problems++;
+        }
+        if (r.kubeconfig_file != NULL) {
+            pg_diag_add(d, n->items[i], p,
+                        "kubeconfig_file is not supported; use api_server with tls_config and "
+                        "authorization, or run in-cluster");
+            problems++;
+        }
+        if (r.api_server != NULL && strncmp(r.api_server, "https://", 8) != 0 &&
+            strncmp(r.api_server, "http://", 7) != 0) {
+            pg_diag_add(d, n->items[i], p, "api_server must start with https:// or http://");
+            problems++;
+        }
+        k->role = r.role;
+        k->api_server = r.api_server;
+        k->namespaces = r.ns.names;
+        k->own_namespace = r.ns.own_namespace;
+        for (size_t j = 0; r.selectors != NULL && r.selectors->kind == PG_CFG_SEQ &&
+                           j < r.selectors->n; j++) {
+            struct sel_raw sr;
+            char sp[400];
+
+            pathf(sp, sizeof(sp), "%s::selectors[%zu]", p, j);
+            problems += pg_cfg_bind(a, d, r.selectors->items[j], sel_fields, &sr, sp);
+            if (sr.role == NULL || strcmp(sr.role, "pod") != 0) {
+                pg_diag_add(d, r.selectors->items[j], sp,
+                            "role pod discovery takes only selectors with role: pod");
+                problems++;
+                continue;
+            }
+            k->label_selector = join_sel(a, k->label_selector, sr.label);
+            k->field_selector = join_sel(a, k->field_selector, sr.field);
+        }
+        if (r.selectors != NULL && r.selectors->kind != PG_CFG_SEQ &&
+            r.selectors->kind != PG_CFG_NULL) {
+            pg_diag_add(d, r.selectors, p, "selectors must be a list");
+            problems++;
+        }
+        if (r.has_tls) {
+            k->ca_file = r.tls.ca_file;
+            k->cert_file = r.tls.cert_file;
+            k->key_file = r.tls.key_file;
+            k->server_name = r.tls.server_name;
+            k->insecure_skip_verify = r.tls.insecure_skip_verify;
+        }
+        if (r.has_authz) {
+            k->auth_type = r.authz.type;
+            k->credentials = r.authz.credentials;
+            k->credentials_file = r.authz.credentials_file;
+        }
+        k->bearer_token = r.bearer_token;
+        k->bearer_token_file = r.bearer_token_file;
+    }
+    return problems;
+}
+
 static void copy_tls(struct pg_scrape_client *c, const struct tls_raw *t)
 {
     c->ca_file = t->ca_file;
@@ -513,12 +655,7 @@ static size_t parse_job(struct pg_arena *a, struct pg_diag *d, const struct pg_c
         pg_diag_add(d, pg_cfg_get(item, "scheme"), p, "scheme must be http or https");
         problems++;
     }
-    if (r.kubernetes_sd_configs != NULL) {
-        pg_diag_add(d, r.kubernetes_sd_configs, p,
-                    "kubernetes_sd_configs is not supported by this build of pprofgate yet "
-                    "(static_configs and file_sd_configs are; see docs/scrape.md)");
-        problems++;
-    }
+    problems += parse_k8s_sd(a, d, r.kubernetes_sd_configs, p, job);
     problems += parse_params(a, d, r.params, p, &job->params);
     problems += parse_profiles(a, d, r.profiling_config, p, job);
     pathf(rp, sizeof(rp), "%s::relabel_configs", p);
@@ -681,6 +818,7 @@ void pg_scrape_config_free(struct pg_scrape_config *cfg)
         free(j->profiles);
         free(j->groups);
         free(j->file_sd);
+        free(j->k8s_sd);
     }
     if (cfg != NULL) {
         free(cfg->jobs);

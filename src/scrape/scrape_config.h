@@ -42,6 +42,18 @@ struct pg_scrape_file_sd {
     int64_t refresh_interval_ns;
 };
 
+/* kubernetes_sd_configs item, role pod (Prometheus keys). */
+struct pg_scrape_k8s_sd {
+    char *role;                    /* "pod" only */
+    char *api_server;              /* NULL = in-cluster */
+    struct pg_strlist namespaces;  /* empty = all (or own_namespace) */
+    bool own_namespace;
+    char *label_selector, *field_selector; /* from selectors (role pod), joined by "," */
+    char *ca_file, *cert_file, *key_file, *server_name;
+    bool insecure_skip_verify;
+    char *auth_type, *credentials, *credentials_file, *bearer_token, *bearer_token_file;
+};
+
 /* Target-side HTTP client keys (Prometheus HTTPClientConfig subset). */
 struct pg_scrape_client {
     char *ca_file, *cert_file, *key_file, *server_name;
@@ -66,6 +78,8 @@ struct pg_scrape_job {
     size_t n_groups;
     struct pg_scrape_file_sd *file_sd;  /* malloc'd */
     size_t n_file_sd;
+    struct pg_scrape_k8s_sd *k8s_sd;    /* malloc'd */
+    size_t n_k8s_sd;
     struct pg_scrape_client client;
     bool is_remote;                     /* built from `remote:` */
 };

@@ -12,6 +12,9 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "scrape/file_sd.h"
+#include "scrape/k8s_sd.h"
+
+#include <json-c/json.h>
 #include "scrape/relabel.h"
 #include "scrape/scrape.h"
 #include "scrape/scrape_config.h"
@@ -301,8 +304,14 @@ PG_TEST(test_config_errors)
          "{custom: {enabled: true}}}}\n",
          "custom profile needs a path"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, scheme: ftp}\n", "http or https"},
-        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod}]}\n",
-         "kubernetes_sd_configs is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: node}]}\n",
+         "only pod"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "selectors: [{role: node, field: x=y}]}]}\n",
+         "only selectors with role: pod"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "kubeconfig_file: /k}]}\n",
+         "kubeconfig_file is not supported"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, scrape_intervall: 5s}\n",
          "scrape_intervall"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, file_sd_configs: [{files: [t.txt]}]}\n",
@@ -415,7 +424,183 @@ PG_TEST(test_file_sd_parse)
     CHECK_INT(pg_file_sd_parse("x.json", "{\"a\": 1}", 8, NULL, NULL, why, sizeof(why)), -1);
 }
 
+
+PG_TEST(test_config_guide_k8s)
+{
+    /* The Parca guide's scrape block with ${env:...} for its sed step. */
+    static const char yaml[] =
+        "scrape:\n"
+        "  scrape_configs:\n"
+        "    - job_name: my-go-service-memory\n"
+        "      scrape_interval: 60s\n"
+        "      kubernetes_sd_configs:\n"
+        "        - role: pod\n"
+        "          namespaces: {names: [default]}\n"
+        "          selectors:\n"
+        "            - role: pod\n"
+        "              field: spec.nodeName=${env:PG_TEST_NODE:-node-a}\n"
+        "              label: app.kubernetes.io/name=my-go-service\n"
+        "      profiling_config:\n"
+        "        pprof_config:\n"
+        "          memory: {path: /debug/pprof/allocs, keep_sample_type: [{type: inuse_space, "
+        "unit: bytes}]}\n"
+        "          block: {enabled: false}\n"
+        "          goroutine: {enabled: false}\n"
+        "          mutex: {enabled: false}\n"
+        "          process_cpu: {enabled: false}\n";
+    struct pg_config *cfg;
+    struct pg_diag d;
+    struct pg_scrape_config sc;
+
+    pg_diag_init(&d);
+    CHECK_INT(load_scrape(yaml, &cfg, &d, &sc), 0);
+    CHECK_INT(sc.jobs[0].n_k8s_sd, 1);
+    CHECK_STR(sc.jobs[0].k8s_sd[0].field_selector, "spec.nodeName=node-a");
+    CHECK_STR(sc.jobs[0].k8s_sd[0].label_selector, "app.kubernetes.io/name=my-go-service");
+    CHECK_INT(sc.jobs[0].k8s_sd[0].namespaces.n, 1);
+    CHECK(sc.jobs[0].k8s_sd[0].api_server == NULL);
+    pg_scrape_config_free(&sc);
+    pg_diag_free(&d);
+    pg_config_free(cfg);
+}
+
+struct pod_seen {
+    size_t calls, n;
+    char text[4096];
+};
+
+static void pod_collect(void *arg, const struct pg_scrape_tg_target *tg, size_t n)
+{
+    struct pod_seen *p = arg;
+
+    p->calls++;
+    p->n += n;
+    for (size_t i = 0; i < n; i++) {
+        char l[2048];
+        size_t off = strlen(p->text);
+
+        format_labels(tg[i].labels, l, sizeof(l));
+        snprintf(p->text + off, sizeof(p->text) - off, "[%s %s]", tg[i].address, l);
+    }
+}
+
+PG_TEST(test_k8s_pod_targets)
+{
+    static const char pod[] =
+        "{\"metadata\": {\"name\": \"web-1\", \"namespace\": \"default\", \"uid\": \"u-1\","
+        " \"labels\": {\"app.kubernetes.io/name\": \"web\"}, \"annotations\": {\"a\": \"b\"},"
+        " \"ownerReferences\": [{\"kind\": \"ReplicaSet\", \"name\": \"web-rs\", \"controller\": true}]},"
+        " \"spec\": {\"nodeName\": \"node-a\", \"containers\": [{\"name\": \"app\", \"image\": \"img\","
+        " \"ports\": [{\"name\": \"pprof\", \"containerPort\": 6060}, {\"name\": \"http\","
+        " \"containerPort\": 8080, \"protocol\": \"TCP\"}]}, {\"name\": \"side\"}],"
+        " \"initContainers\": [{\"name\": \"init\", \"ports\": [{\"containerPort\": 1}]}]},"
+        " \"status\": {\"phase\": \"Running\", \"podIP\": \"10.1.2.3\", \"hostIP\": \"10.0.0.1\","
+        " \"conditions\": [{\"type\": \"Ready\", \"status\": \"True\"}],"
+        " \"containerStatuses\": [{\"name\": \"app\", \"containerID\": \"containerd://abc\"}]}}";
+    char why[200];
+    struct json_object *o = pg_k8s_json_parse(pod, strlen(pod), why, sizeof(why));
+    struct pod_seen seen = {0};
+
+    CHECK(o != NULL);
+    pg_k8s_pod_targets(o, pod_collect, &seen);
+    CHECK_INT(seen.calls, 1);
+    CHECK_INT(seen.n, 4); /* two ports, one port-less container, one init container port */
+    CHECK(strstr(seen.text, "[10.1.2.3:6060 ") != NULL);
+    CHECK(strstr(seen.text, "[10.1.2.3 ") != NULL);
+    CHECK(strstr(seen.text, "[10.1.2.3:1 ") != NULL);
+    for (const char *want = "__meta_kubernetes_namespace=default|__meta_kubernetes_pod_annotation_a=b|"
+                            "__meta_kubernetes_pod_annotationpresent_a=true|"
+                            "__meta_kubernetes_pod_container_id=containerd://abc|"
+                            "__meta_kubernetes_pod_container_image=img|"
+                            "__meta_kubernetes_pod_container_init=false|"
+                            "__meta_kubernetes_pod_container_name=app|"
+                            "__meta_kubernetes_pod_container_port_name=pprof|"
+                            "__meta_kubernetes_pod_container_port_number=6060|"
+                            "__meta_kubernetes_pod_container_port_protocol=TCP|"
+                            "__meta_kubernetes_pod_controller_kind=ReplicaSet|"
+                            "__meta_kubernetes_pod_controller_name=web-rs|"
+                            "__meta_kubernetes_pod_host_ip=10.0.0.1|__meta_kubernetes_pod_ip=10.1.2.3|"
+                            "__meta_kubernetes_pod_label_app_kubernetes_io_name=web|"
+                            "__meta_kubernetes_pod_labelpresent_app_kubernetes_io_name=true|"
+                            "__meta_kubernetes_pod_name=web-1|__meta_kubernetes_pod_node_name=node-a|"
+                            "__meta_kubernetes_pod_phase=Running|__meta_kubernetes_pod_ready=true|"
+                            "__meta_kubernetes_pod_uid=u-1]";
+         want != NULL; want = NULL) {
+        if (strstr(seen.text, want) == NULL) {
+            fprintf(stderr, "  pod labels: %s\n", seen.text);
+            CHECK(false);
+        }
+    }
+    CHECK(strstr(seen.text, "__meta_kubernetes_pod_container_init=true") != NULL);
+    json_object_put(o);
+
+    /* No pod IP yet: an empty group. */
+    o = pg_k8s_json_parse("{\"metadata\": {\"name\": \"p\"}, \"status\": {}}", 41, why,
+                          sizeof(why));
+    CHECK(o != NULL);
+    memset(&seen, 0, sizeof(seen));
+    pg_k8s_pod_targets(o, pod_collect, &seen);
+    CHECK_INT(seen.calls, 1);
+    CHECK_INT(seen.n, 0);
+    json_object_put(o);
+}
+
+struct events_seen {
+    char types[256];
+};
+
+static bool ev_collect(void *arg, const char *type, struct json_object *obj)
+{
+    struct events_seen *e = arg;
+
+    (void)obj;
+    strncat(e->types, type, sizeof(e->types) - strlen(e->types) - 2);
+    strncat(e->types, ",", sizeof(e->types) - strlen(e->types) - 1);
+    return strcmp(type, "ERROR") != 0;
+}
+
+PG_TEST(test_k8s_stream)
+{
+    static const char s1[] = "{\"type\":\"ADDED\",\"object\":{}}\n{\"type\":\"MODI";
+    static const char s2[] = "FIED\",\"object\":{}}\n\n{\"type\":\"BOOKMARK\",\"object\":{}}\n"
+                             "{\"type\":\"ERROR\",\"object\":{\"code\":410}}\n{\"type\":\"ADDED\"";
+    struct pg_k8s_stream st = {0};
+    struct events_seen e = {{0}};
+    char why[200];
+
+    /* Events split across reads are joined; ERROR stops the stream. */
+    CHECK_INT(pg_k8s_stream_feed(&st, (const uint8_t *)s1, strlen(s1), ev_collect, &e, why,
+                                 sizeof(why)),
+              PG_K8S_FEED_OK);
+    CHECK_INT(pg_k8s_stream_feed(&st, (const uint8_t *)s2, strlen(s2), ev_collect, &e, why,
+                                 sizeof(why)),
+              PG_K8S_FEED_STOP);
+    CHECK_STR(e.types, "ADDED,MODIFIED,BOOKMARK,ERROR,");
+    pg_k8s_stream_free(&st);
+    CHECK_INT(pg_k8s_stream_feed(&st, (const uint8_t *)"not json\n", 9, ev_collect, &e, why,
+                                 sizeof(why)),
+              PG_K8S_FEED_BAD);
+    pg_k8s_stream_free(&st);
+    CHECK_INT(pg_k8s_stream_feed(&st, (const uint8_t *)"{\"type\":\"ADDED\"}\n", 17, ev_collect,
+                                 &e, why, sizeof(why)),
+              PG_K8S_FEED_BAD);
+    pg_k8s_stream_free(&st);
+    /* Depth limit. */
+    {
+        char deep[400];
+
+        memset(deep, '[', 300);
+        deep[300] = '\n';
+        CHECK_INT(pg_k8s_stream_feed(&st, (const uint8_t *)deep, 301, ev_collect, &e, why,
+                                     sizeof(why)),
+                  PG_K8S_FEED_BAD);
+        pg_k8s_stream_free(&st);
+    }
+}
+
 PG_TEST_MAIN(PG_CASE(test_relabel_table), PG_CASE(test_relabel_rejects),
              PG_CASE(test_config_defaults), PG_CASE(test_config_guide_merge),
              PG_CASE(test_config_errors), PG_CASE(test_config_remote),
-             PG_CASE(test_resource_labels), PG_CASE(test_file_sd_parse))
+             PG_CASE(test_resource_labels), PG_CASE(test_file_sd_parse),
+             PG_CASE(test_config_guide_k8s), PG_CASE(test_k8s_pod_targets),
+             PG_CASE(test_k8s_stream))
