@@ -55,9 +55,16 @@ struct target {
     struct target *next;
 };
 
+struct source_drops {
+    char *source;                        /* owned */
+    size_t dropped;
+};
+
 struct job_state {
     SSL_CTX *ssl;                        /* owned; https jobs */
-    size_t active, dropped;
+    size_t active, dropped;              /* dropped: sum over drops[] */
+    struct source_drops *drops;          /* owned: per discovery source */
+    size_t n_drops;
     struct pg_metric *m_active, *m_dropped;
 };
 
@@ -322,7 +329,7 @@ static void append_query(char *q, size_t cap, const char *k, const char *v)
  * address checks, instance and the URL. NULL when dropped (counted). */
 static struct target *build_target(struct pg_scraper *s, size_t ji, const char *source,
                                    const struct pg_scrape_tg_target *tg,
-                                   const struct pg_scrape_profile *p)
+                                   const struct pg_scrape_profile *p, size_t *dropped)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
     struct pg_labels l = {0};
@@ -356,7 +363,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     if (!pg_relabel_apply(job->relabel, job->n_relabel, &l) ||
         (a = pg_labels_get(&l, "__address__")) == NULL) {
         pg_labels_free(&l);
-        s->jobs[ji].dropped++;
+        (*dropped)++;
         return NULL;
     }
     scheme = pg_labels_get(&l, "__scheme__");
@@ -390,7 +397,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
                     job->job_name, addr);
         pg_labels_free(&l);
         free(t);
-        s->jobs[ji].dropped++;
+        (*dropped)++;
         return NULL;
     }
     if (pg_labels_get(&l, "instance") == NULL) {
@@ -507,17 +514,48 @@ static void update_job_gauges(struct pg_scraper *s, size_t ji)
     pg_metric_set(js->m_dropped, (int64_t)js->dropped);
 }
 
+/* Records what relabeling dropped from @source; the job's total is the sum. */
+static void set_drops(struct job_state *js, const char *source, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < js->n_drops && strcmp(js->drops[i].source, source) != 0; i++) {
+    }
+    if (i == js->n_drops && n > 0) {
+        struct source_drops *d = realloc(js->drops, (js->n_drops + 1) * sizeof(*d));
+
+        if (d == NULL) {
+            return;
+        }
+        js->drops = d;
+        if ((d[i].source = strdup(source)) == NULL) {
+            return;
+        }
+        js->n_drops++;
+    }
+    if (i < js->n_drops) {
+        js->drops[i].dropped = n;
+        if (n == 0) {
+            free(js->drops[i].source);
+            js->drops[i] = js->drops[--js->n_drops];
+        }
+    }
+    js->dropped = 0;
+    for (i = 0; i < js->n_drops; i++) {
+        js->dropped += js->drops[i].dropped;
+    }
+}
+
 void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
     struct target *fresh = NULL, **pp;
-    size_t added = 0, removed = 0;
+    size_t added = 0, removed = 0, dropped = 0;
 
     for (struct target *t = s->targets; t != NULL; t = t->next) {
         t->marked = false;
     }
-    s->jobs[ji].dropped = 0; /* recounted for this job from its sources */
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < job->n_profiles; k++) {
             struct target *t;
@@ -526,7 +564,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             if (!job->profiles[k].enabled) {
                 continue;
             }
-            t = build_target(s, ji, source, &tg[i], &job->profiles[k]);
+            t = build_target(s, ji, source, &tg[i], &job->profiles[k], &dropped);
             if (t == NULL) {
                 continue;
             }
@@ -570,6 +608,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
         }
         added++;
     }
+    set_drops(&s->jobs[ji], source, dropped);
     update_job_gauges(s, ji);
     if (added || removed) {
         pg_log_info(LOG_NAME, "job %s: %s: %zu targets added, %zu removed (%zu active, %zu dropped "
@@ -1027,6 +1066,10 @@ void pg_scraper_destroy(struct pg_scraper *s)
         if (s->jobs[i].ssl != NULL) {
             SSL_CTX_free(s->jobs[i].ssl);
         }
+        for (size_t k = 0; k < s->jobs[i].n_drops; k++) {
+            free(s->jobs[i].drops[k].source);
+        }
+        free(s->jobs[i].drops);
     }
     free(s->jobs);
     free(s);

@@ -95,6 +95,7 @@ class Fake:
         self.selectors = []
         self.events = queue.Queue()
         self.first_watch_410 = True
+        self.force_status = None
         self.stop = threading.Event()
         self.port = port
         for name, node, phase, app in (("a", "node-a", "Running", "my-go-service"),
@@ -137,6 +138,8 @@ def make_handler(fake):
         def do_GET(self):
             u = urllib.parse.urlparse(self.path)
             q = urllib.parse.parse_qs(u.query)
+            if fake.force_status:
+                return self.reply(fake.force_status, {"kind": "Status", "code": fake.force_status})
             if self.headers.get("Authorization") != "Bearer " + fake.token:
                 fake.unauthorized += 1
                 return self.reply(401, {"kind": "Status", "code": 401, "message": "Unauthorized"})
@@ -151,6 +154,7 @@ def make_handler(fake):
                 return self.reply(200, {"kind": "PodList", "metadata": {"resourceVersion": "100"},
                                         "items": items})
             fake.watches += 1
+            gen = fake.watches  # a newer watch retires this one
             if fake.first_watch_410:
                 fake.first_watch_410 = False
                 return self.reply(410, {"kind": "Status", "code": 410, "reason": "Expired"})
@@ -159,7 +163,7 @@ def make_handler(fake):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             deadline = time.time() + 30
-            while time.time() < deadline and not fake.stop.is_set():
+            while time.time() < deadline and not fake.stop.is_set() and fake.watches == gen:
                 try:
                     ev = fake.events.get(timeout=0.1)
                 except queue.Empty:
@@ -211,6 +215,13 @@ def wait(pred, timeout=10):
     return False
 
 
+def live_watch(fake, after):
+    """Waits for a watch newer than @after; older handlers retire within 0.1 s."""
+    ok = wait(lambda: fake.watches > after)
+    time.sleep(0.3)
+    return ok
+
+
 def resource_attrs(block):
     out = {}
     part = block.split("Resource attributes:")[1].split("ScopeProfiles")[0]
@@ -255,6 +266,9 @@ def run(res, exe_port, in_cluster):
             res.check(f"{tag}: 410 on the first watch forces a relist", fake.lists >= 2, fake.lists)
             res.check(f"{tag}: only this node's Running pod on the pprof port is a target",
                       ok and len(t) == 1 and t[0]["labels"].get("k8s.pod.name") == "a", t)
+            dropped = json.loads(get(mport, "/targets"))["droppedTargets"]
+            res.check(f"{tag}: relabeling dropped the http port and the Pending pod's ports",
+                      dropped == 3, dropped)
             res.check(f"{tag}: selectors sent on list and watch",
                       ("spec.nodeName=node-a", "app.kubernetes.io/name=my-go-service")
                       in fake.selectors, fake.selectors[:3])
@@ -270,6 +284,7 @@ def run(res, exe_port, in_cluster):
                           attrs.get("service.instance.id") == "Str(uid-a/app)", attrs)
                 res.check(f"{tag}: k8s.node.name", attrs.get("k8s.node.name") == "Str(node-a)")
             # Watch events.
+            res.check(f"{tag}: watch running", live_watch(fake, 1))
             fake.events.put({"type": "ADDED", "object": pod("c", "node-a", exe_port, rv="101")})
             res.check(f"{tag}: ADDED pod c becomes a target",
                       wait(lambda: {x["labels"]["k8s.pod.name"] for x in targets(mport)} == {"a", "c"}))
@@ -282,7 +297,7 @@ def run(res, exe_port, in_cluster):
             fake.events.put({"type": "DELETED", "object": pod("c", "node-a", exe_port, rv="104")})
             res.check(f"{tag}: DELETED pod c removes it", wait(lambda: targets(mport) == []))
             fake.pods["a"] = pod("a", "node-a", exe_port)  # back to Running for the relist
-            lists = fake.lists
+            lists, watches = fake.lists, fake.watches
             fake.events.put({"type": "ERROR", "object": {"kind": "Status", "code": 410,
                                                          "message": "too old resource version"}})
             res.check(f"{tag}: in-stream ERROR 410 relists",
@@ -292,7 +307,8 @@ def run(res, exe_port, in_cluster):
                 f.write("t1\n")
             os.rename(tokf + ".new", tokf)
             fake.token = "t1"
-            lists = fake.lists
+            live_watch(fake, watches)
+            lists, watches = fake.lists, fake.watches
             fake.events.put(b'{"type": "ADDED", "object": {garbage\n')
             res.check(f"{tag}: garbage watch line counted as a discovery failure",
                       wait(lambda: "pprofgate_scrape_k8s_failures_total" in get(mport, "/metrics")
@@ -300,6 +316,31 @@ def run(res, exe_port, in_cluster):
             res.check(f"{tag}: after backoff, relist with the rotated token",
                       wait(lambda: fake.lists > lists, timeout=8), (fake.lists, fake.unauthorized))
             res.check(f"{tag}: targets intact after the relist", len(targets(mport)) == 1)
+            # A watch line that never ends: capped at 16 MiB, counted, relisted.
+            live_watch(fake, watches)
+            lists, watches = fake.lists, fake.watches
+            fake.events.put(b"x" * (17 << 20))
+            res.check(f"{tag}: a never-ending watch line is counted (too_long)",
+                      wait(lambda: 'reason="too_long"' in get(mport, "/metrics"), timeout=15),
+                      gw.log()[-2500:])
+            res.check(f"{tag}: ... and discovery recovers", wait(lambda: fake.lists > lists))
+            # API server errors: 500 then 401; targets stay while it fails.
+            live_watch(fake, watches)
+            fake.force_status = 500
+            fake.events.put("CLOSE")
+            res.check(f"{tag}: API server 500 counted",
+                      wait(lambda: 'reason="http_5xx"' in get(mport, "/metrics")))
+            fake.force_status = None
+            fake.token = "t-other"
+            res.check(f"{tag}: API server 401 counted",
+                      wait(lambda: 'reason="http_401"' in get(mport, "/metrics")))
+            res.check(f"{tag}: targets kept while discovery fails", len(targets(mport)) == 1)
+            fake.token = "t1"
+            lists = fake.lists
+            res.check(f"{tag}: discovery recovers after the errors",
+                      wait(lambda: fake.lists > lists, timeout=12))
+            res.check(f"{tag}: scraping never stopped (target up)",
+                      targets(mport)[0]["health"] == "up")
             fake.stop.set()
             res.check(f"{tag}: clean exit", gw.stop() == 0, gw.log()[-1500:])
     finally:
@@ -312,7 +353,8 @@ def main():
     exe = build_target(res)
     tp, port = start_target(exe)
     try:
-        run(res, port, in_cluster=False)
+        if os.environ.get("K8S_ONLY") != "in-cluster":
+            run(res, port, in_cluster=False)
         run(res, port, in_cluster=True)
     finally:
         tp.kill()
