@@ -87,6 +87,19 @@ receivers:
               big: {{path: /big}}
               hang: {{path: /hang}}
               cut: {{path: /cut}}
+          relabel_configs:
+            - {{source_labels: [__name__], target_label: kind}}
+        - job_name: bomb
+          scrape_interval: 1s
+          static_configs: [{{targets: ["127.0.0.1:{b}"]}}]
+          profiling_config:
+            pprof_config:
+              memory: {{enabled: false}}
+              block: {{enabled: false}}
+              goroutine: {{enabled: false}}
+              mutex: {{enabled: false}}
+              process_cpu: {{enabled: false}}
+              bomb: {{path: /bomb}}
 exporters:
   debug: {{verbosity: detailed, output_paths: ["{{debug}}"]}}
 service:
@@ -155,13 +168,15 @@ def main():
                 text = get(mport, "/metrics")
                 need = [metric(text, "pprofgate_scrape_failures_total", job=j, reason=r)
                         for j, r in (("busy", "busy"), ("down", "connect"), ("bad", "parse"),
-                                     ("bad", "too_large"), ("bad", "timeout"), ("bad", "read"))]
+                                     ("bad", "too_large"), ("bad", "timeout"), ("bad", "read"),
+                                     ("bomb", "too_large"))]
                 cpu_ok = metric(text, "pprofgate_scrape_samples_total", job="cpu")
                 if all(need) and cpu_ok and "hasher" in open(gw.debug_path).read():
                     break
                 time.sleep(0.5)
             for j, r in (("busy", "busy"), ("down", "connect"), ("bad", "parse"),
-                         ("bad", "too_large"), ("bad", "timeout"), ("bad", "read")):
+                         ("bad", "too_large"), ("bad", "timeout"), ("bad", "read"),
+                         ("bomb", "too_large")):
                 res.check(f"job {j}: failure counted as {r}",
                           (metric(text, "pprofgate_scrape_failures_total", job=j, reason=r) or 0) >= 1,
                           [ln for ln in text.splitlines() if "failures" in ln][:20])
@@ -181,11 +196,14 @@ def main():
 
             targets = json.loads(get(mport, "/targets"))
             act = targets["activeTargets"]
-            res.check("/targets lists every target", len(act) == 8, len(act))
+            res.check("/targets lists every target", len(act) == 9, len(act))
             by = {(t["job"], t["profile"]): t for t in act}
             res.check("/targets: down target with its error",
                       by.get(("down", "memory"), {}).get("health") == "down"
                       and by[("down", "memory")]["lastError"] != "", by.get(("down", "memory")))
+            res.check("relabeling sees the profile type as __name__",
+                      by.get(("bad", "html"), {}).get("labels", {}).get("kind") == "html",
+                      by.get(("bad", "html")))
             res.check("/targets: CPU URL carries seconds=2",
                       by.get(("cpu", "process_cpu"), {}).get("scrapeUrl", "").endswith(
                           "/debug/pprof/profile?seconds=2"))

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Go program serving net/http/pprof for pprofgate's scrape tests: CPU work
 // under pprof.Do labels, a retained heap, and a few misbehaving endpoints
-// (HTML, an oversized body, a hang, a body cut short). Prints its port.
+// (HTML, an oversized body, a gzip bomb, a hang, a body cut short). Prints
+// its port.
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"flag"
@@ -58,6 +61,16 @@ func main() {
 		for i := 0; i < 64; i++ { // 4 MiB
 			w.Write(chunk)
 		}
+	})
+	var bomb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&bomb, gzip.BestCompression)
+	zero := make([]byte, 1<<20)
+	for i := 0; i < 64; i++ { // 64 MiB of zeros in ~64 KiB
+		zw.Write(zero)
+	}
+	zw.Close()
+	mux.HandleFunc("/bomb", func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bomb.Bytes())
 	})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
 		select {
