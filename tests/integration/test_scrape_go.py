@@ -5,7 +5,7 @@ memory scrape with keep_sample_type and resource attributes from labels, a CPU
 delta profile whose Duration is `seconds`, single flight (interval shorter
 than the CPU window: ticks counted as skipped, never a second request, so no
 busy), busy (the test holds the CPU profile), a target that is down, HTML,
-an oversized body, a hang and a body cut short: each a counted failure with
+an oversized body, a gzip bomb, a hang and a body cut short: each a counted failure with
 its reason. Metrics and /targets on the telemetry endpoint; SIGTERM exits
 cleanly while a CPU scrape is in flight."""
 import json
@@ -41,7 +41,7 @@ receivers:
             - {{source_labels: [__address__], regex: '.*:(\\d+)', target_label: port}}
         - job_name: cpu
           scrape_interval: 1s
-          scrape_timeout: 4s
+          scrape_timeout: 5s
           static_configs: [{{targets: ["127.0.0.1:{a}"]}}]
           profiling_config:
             pprof_config:
@@ -49,7 +49,7 @@ receivers:
               block: {{enabled: false}}
               goroutine: {{enabled: false}}
               mutex: {{enabled: false}}
-              process_cpu: {{delta: true, seconds: 2}}
+              process_cpu: {{delta: true, seconds: 3}}
           relabel_configs:
             - {{target_label: service.name, replacement: hasher}}
         - job_name: busy
@@ -158,10 +158,10 @@ def main():
             res.check("metrics endpoint up", mport is not None, gw.log()[-1500:])
             log = gw.log()
             res.check("effective profile set logged per job",
-                      "job cpu: every 1s (timeout 4s): process_cpu /debug/pprof/profile?seconds=2"
+                      "job cpu: every 1s (timeout 5s): process_cpu /debug/pprof/profile?seconds=3"
                       in log and "job mem: every 1s (timeout 4s): memory /debug/pprof/allocs keep "
                       "inuse_space/bytes" in log, log[-2000:])
-            # Wait for: a CPU profile (>= 2 s window) and the failure cases.
+            # Wait for: a CPU profile (>= 3 s window) and the failure cases.
             deadline = time.time() + 12
             text = ""
             while time.time() < deadline:
@@ -170,7 +170,8 @@ def main():
                         for j, r in (("busy", "busy"), ("down", "connect"), ("bad", "parse"),
                                      ("bad", "too_large"), ("bad", "timeout"), ("bad", "read"),
                                      ("bomb", "too_large"))]
-                cpu_ok = metric(text, "pprofgate_scrape_samples_total", job="cpu")
+                cpu_ok = (metric(text, "pprofgate_scrape_samples_total", job="cpu")
+                          and metric(text, "pprofgate_scrape_skipped_ticks_total", job="cpu"))
                 if all(need) and cpu_ok and "hasher" in open(gw.debug_path).read():
                     break
                 time.sleep(0.5)
@@ -184,7 +185,7 @@ def main():
                       metric(text, "pprofgate_scrape_target_up", job="down") == 0)
             res.check("memory target: up 1",
                       metric(text, "pprofgate_scrape_target_up", job="mem") == 1)
-            res.check("single flight: CPU ticks during the 2 s window counted as skipped",
+            res.check("single flight: CPU ticks during the 3 s window counted as skipped",
                       (metric(text, "pprofgate_scrape_skipped_ticks_total", job="cpu") or 0) >= 1,
                       [ln for ln in text.splitlines() if "skipped" in ln])
             res.check("single flight: our own CPU scrapes never collide (no busy on job cpu)",
@@ -204,9 +205,9 @@ def main():
             res.check("relabeling sees the profile type as __name__",
                       by.get(("bad", "html"), {}).get("labels", {}).get("kind") == "html",
                       by.get(("bad", "html")))
-            res.check("/targets: CPU URL carries seconds=2",
+            res.check("/targets: CPU URL carries seconds=3",
                       by.get(("cpu", "process_cpu"), {}).get("scrapeUrl", "").endswith(
-                          "/debug/pprof/profile?seconds=2"))
+                          "/debug/pprof/profile?seconds=3"))
 
             dbg = open(gw.debug_path).read()
             mem = [b for b in blocks(dbg) if "team: Str(a)" in b]
@@ -226,11 +227,11 @@ def main():
             res.check("CPU profile exported with the relabeled service.name", len(cpu) >= 1)
             if cpu:
                 durs = [int(x) for x in re.findall(r"DurationNano\s*:\s*(\d+)", cpu[0])]
-                res.check("CPU delta: Duration ~= seconds (2 s)",
-                          durs and all(1.8e9 <= d <= 2.6e9 for d in durs), durs)
+                res.check("CPU delta: Duration ~= seconds (3 s)",
+                          durs and all(2.8e9 <= d <= 3.6e9 for d in durs), durs)
                 res.check("CPU samples carry the pprof.Do label", "hasher" in cpu[0]
                           and "worker" in cpu[0], cpu[0][:2000])
-            # SIGTERM while a 2 s CPU scrape may be in flight: exits cleanly and promptly.
+            # SIGTERM while a 3 s CPU scrape may be in flight: exits cleanly and promptly.
             t0 = time.time()
             rc = gw.stop()
             res.check("SIGTERM: clean exit", rc == 0, gw.log()[-1500:])
