@@ -26,6 +26,8 @@
 /* The batch arena may grow to this many times the body cap (as on the push path). */
 #define ARENA_FACTOR 8
 #define MAX_AUTH_FILE 8192
+/* Buckets of the in-flight URL table (single flight per URL). */
+#define INFLIGHT_BUCKETS 4096
 
 struct target {
     struct pg_scraper *s;                /* borrowed back-pointer */
@@ -39,6 +41,8 @@ struct target {
     unsigned port;
     bool tls;
     uint64_t identity;
+    uint64_t url_hash;
+    struct target *next_inflight;        /* chain in pg_scraper.inflight while call != NULL */
     int64_t deadline_ns;                 /* next tick, monotonic */
     struct event *timer;                 /* owned */
     struct pg_http_call *call;           /* in flight, or NULL */
@@ -81,6 +85,7 @@ struct pg_scraper {
     struct pg_file_sd *file_sd;          /* owned */
     struct pg_k8s_sd *k8s_sd;            /* owned */
     size_t in_flight;
+    struct target *inflight[INFLIGHT_BUCKETS]; /* borrowed: targets with a call, by URL hash */
     bool started, stopped;
     struct pg_metric *m_accepted, *m_refused;
     struct pg_scraper *next_global;
@@ -174,11 +179,32 @@ bool pg_scrape_resource_labels(const struct pg_labels *l, bool remote, struct pg
 
 /* ---- targets ------------------------------------------------------------ */
 
+static void inflight_add(struct target *t)
+{
+    struct target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+
+    t->next_inflight = *b;
+    *b = t;
+    t->s->in_flight++;
+}
+
+static void inflight_del(struct target *t)
+{
+    for (struct target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS]; *pp != NULL;
+         pp = &(*pp)->next_inflight) {
+        if (*pp == t) {
+            *pp = t->next_inflight;
+            t->s->in_flight--;
+            return;
+        }
+    }
+}
+
 static void target_free(struct target *t)
 {
     if (t->call != NULL) {
         pg_http_call_cancel(t->call);
-        t->s->in_flight--;
+        inflight_del(t);
     }
     if (t->timer != NULL) {
         event_free(t->timer);
@@ -194,8 +220,9 @@ static void target_free(struct target *t)
 
 static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
 {
-    for (const struct target *t = s->targets; t != NULL; t = t->next) {
-        if (t != self && t->call != NULL && strcmp(t->url, self->url) == 0) {
+    for (const struct target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS]; t != NULL;
+         t = t->next_inflight) {
+        if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
             return true;
         }
     }
@@ -429,10 +456,11 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
         target_free(t);
         return NULL;
     }
-    t->identity = pg_labels_hash(&t->labels);
+    t->url_hash = 1469598103934665603ULL;
     for (const char *c = t->url; *c; c++) {
-        t->identity = (t->identity ^ (unsigned char)*c) * 1099511628211ULL;
+        t->url_hash = (t->url_hash ^ (unsigned char)*c) * 1099511628211ULL;
     }
+    t->identity = pg_labels_hash(&t->labels) ^ t->url_hash;
     return t;
 }
 
@@ -809,7 +837,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
     char text[200];
 
     t->call = NULL;
-    s->in_flight--;
+    inflight_del(t);
     t->last_duration = (double)(mono_ns() - t->started_ns) / 1e9;
     pg_metric_observe(t->m_dur, t->last_duration);
     pg_metric_add(t->m_bytes, r->len);
@@ -956,7 +984,7 @@ static void start_scrape(struct target *t)
     }
     t->scrapes++;
     pg_metric_add(t->m_scrapes, 1);
-    s->in_flight++;
+    inflight_add(t);
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -1032,7 +1060,7 @@ void pg_scraper_stop(struct pg_scraper *s)
         if (t->call != NULL && pg_scrape_profile_seconds(t->job, t->prof) > 0) {
             pg_http_call_cancel(t->call);
             t->call = NULL;
-            s->in_flight--;
+            inflight_del(t);
         }
     }
 }
