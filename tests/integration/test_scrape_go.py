@@ -17,7 +17,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from pg_harness import Gateway, Results  # noqa: E402
+from pg_harness import FIXTURES, Gateway, Results, post  # noqa: E402
 from scrape_target import build_target, start_target  # noqa: E402
 
 CONFIG = """
@@ -100,11 +100,16 @@ receivers:
               mutex: {{enabled: false}}
               process_cpu: {{enabled: false}}
               bomb: {{path: /bomb}}
+  pprof/remote:
+    remote:
+      endpoint: http://127.0.0.1:{a}/debug/pprof/heap
+      collection_interval: 1s
+      initial_delay: 100ms
 exporters:
   debug: {{verbosity: detailed, output_paths: ["{{debug}}"]}}
 service:
   pipelines:
-    profiles: {{receivers: [pprof], exporters: [debug]}}
+    profiles: {{receivers: [pprof, pprof/remote], exporters: [debug]}}
   telemetry:
     metrics: {{address: "127.0.0.1:0"}}
 """
@@ -181,6 +186,13 @@ def main():
                 res.check(f"job {j}: failure counted as {r}",
                           (metric(text, "pprofgate_scrape_failures_total", job=j, reason=r) or 0) >= 1,
                           [ln for ln in text.splitlines() if "failures" in ln][:20])
+            res.check("remote: (upstream keys) scrapes its one URL",
+                      metric(text, "pprofgate_scrape_target_up", receiver="pprof/remote") == 1,
+                      [ln for ln in text.splitlines() if "pprof/remote" in ln][:5])
+            with open(os.path.join(FIXTURES, "pprof", "go", "heap.pb.gz"), "rb") as f:
+                st, _, _ = post(gw.port, "/v1/pprof", f.read(),
+                                {"Content-Type": "application/octet-stream"})
+            res.check("push path answers 204 while targets fail", st == 204, st)
             res.check("down target: up 0",
                       metric(text, "pprofgate_scrape_target_up", job="down") == 0)
             res.check("memory target: up 1",
@@ -197,7 +209,7 @@ def main():
 
             targets = json.loads(get(mport, "/targets"))
             act = targets["activeTargets"]
-            res.check("/targets lists every target", len(act) == 9, len(act))
+            res.check("/targets lists every target", len(act) == 10, len(act))
             by = {(t["job"], t["profile"]): t for t in act}
             res.check("/targets: down target with its error",
                       by.get(("down", "memory"), {}).get("health") == "down"
