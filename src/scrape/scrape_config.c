@@ -371,11 +371,26 @@ static size_t parse_profiles(struct pg_arena *a, struct pg_diag *d, const struct
         prof->path = join_path(a, job->path_prefix, r.path && r.path[0] ? r.path : dpath);
         problems += parse_keep(a, d, r.keep, ep, prof);
         if (strcmp(name, "process_cpu") == 0 && prof->enabled && !prof->delta &&
-            prof->seconds == 0) {
+            prof->seconds == 0 && job->timeout_ns <= 30 * NS) {
             pg_log_warn(LOG_NAME,
-                        "%s: process_cpu is listed without delta: true, so no ?seconds= is sent and "
-                        "a Go target profiles for its default 30s (Parca does not inherit delta)",
-                        ep);
+                        "%s: process_cpu is listed without delta: true, so no ?seconds= is sent, a "
+                        "Go target profiles for its default 30s and the %.3gs scrape_timeout ends "
+                        "every scrape (Parca does not inherit delta)",
+                        ep, (double)job->timeout_ns / 1e9);
+        }
+        if (strcmp(name, "memory") == 0 && prof->enabled &&
+            (prof->delta || prof->seconds > 0)) {
+            bool inuse = prof->n_keep == 0;
+
+            for (size_t k = 0; k < prof->n_keep; k++) {
+                inuse = inuse || strncmp(prof->keep[k].type, "inuse_", 6) == 0;
+            }
+            if (inuse) {
+                pg_log_warn(LOG_NAME,
+                            "%s: with ?seconds= Go returns the difference of two heap snapshots, "
+                            "so inuse_* become changes of the live heap, not its size",
+                            ep);
+            }
         }
     }
     return problems;
