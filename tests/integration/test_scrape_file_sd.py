@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """file_sd_configs end to end: a loopback server hands out a real Go heap
 profile; a JSON target file adds a target (its labels reach the exporter as
-resource attributes), an atomic rename changes its labels, a malformed file
+resource attributes; the pipeline's processors apply), an atomic rename changes its labels, a malformed file
 keeps the previous targets, a deleted file removes them."""
 import http.server
 import json
@@ -30,11 +30,15 @@ receivers:
               goroutine: {enabled: false}
               mutex: {enabled: false}
               process_cpu: {enabled: false}
+processors:
+  resource:
+    attributes:
+      - {key: deployment.environment.name, value: bench, action: upsert}
 exporters:
   debug: {verbosity: detailed, output_paths: ["{debug}"]}
 service:
   pipelines:
-    profiles: {receivers: [pprof], exporters: [debug]}
+    profiles: {receivers: [pprof], processors: [resource], exporters: [debug]}
   telemetry:
     metrics: {address: "127.0.0.1:0"}
 """
@@ -88,6 +92,8 @@ def main():
             mport = int(m.group(1))
             res.check("file target scraped; its labels are resource attributes",
                       wait(lambda: "team: Str(one)" in open(gw.debug_path).read()), gw.log()[-1500:])
+            res.check("scraped profiles pass the pipeline's processors",
+                      "deployment.environment.name: Str(bench)" in open(gw.debug_path).read())
             res.check("__meta_filepath is not emitted",
                       "__meta_filepath" not in open(gw.debug_path).read())
             write_atomic(tf, json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"team": "two"}}]))
