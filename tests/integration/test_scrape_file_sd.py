@@ -2,10 +2,14 @@
 """file_sd_configs end to end: a loopback server hands out a real Go heap
 profile; a JSON target file adds a target (its labels reach the exporter as
 resource attributes; the pipeline's processors apply), an atomic rename changes its labels, a malformed file
-keeps the previous targets, a deleted file removes them."""
+keeps the previous targets, a deleted file removes them. Also an https target
+(tls_config.ca_file, certificate made by openssl) that requires the bearer
+token from authorization.credentials_file."""
 import http.server
 import json
 import os
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -30,6 +34,18 @@ receivers:
               goroutine: {enabled: false}
               mutex: {enabled: false}
               process_cpu: {enabled: false}
+        - job_name: tls
+          scrape_interval: 1s
+          scheme: https
+          tls_config: {ca_file: "{tmp}/tls.crt"}
+          authorization: {credentials_file: "{tmp}/token"}
+          static_configs: [{targets: ["127.0.0.1:TLSPORT"], labels: {service.name: secure}}]
+          profiling_config:
+            pprof_config:
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
 processors:
   resource:
     attributes:
@@ -45,7 +61,14 @@ service:
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
+    token = None  # when set, requests need "Authorization: Bearer <token>"
+
     def do_GET(self):
+        if self.token and self.headers.get("Authorization") != "Bearer " + self.token:
+            self.send_response(401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-gzip")  # not octet-stream: still accepted
         self.send_header("Content-Length", str(len(HEAP)))
@@ -82,8 +105,26 @@ def main():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     port = srv.server_address[1]
+    tmp_certs = __import__("tempfile").mkdtemp(prefix="pg-tls-")
+    crt, key = os.path.join(tmp_certs, "tls.crt"), os.path.join(tmp_certs, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=pprof-target",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+
+    class TLSHandler(Handler):
+        token = "s3cret"
+    tls = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TLSHandler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+    threading.Thread(target=tls.serve_forever, daemon=True).start()
     try:
-        gw = Gateway(CONFIG, ready_pattern=r"serving /metrics on [0-9.]+:\d+")
+        gw = Gateway(CONFIG.replace("TLSPORT", str(tls.server_address[1])),
+                     ready_pattern=r"serving /metrics on [0-9.]+:\d+")
+        with open(gw.path("tls.crt"), "w") as f:
+            f.write(open(crt).read())
+        with open(gw.path("token"), "w") as f:
+            f.write("s3cret\n")
         os.makedirs(gw.path("sd"))
         tf = gw.path("sd/t.json")
         write_atomic(tf, json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"team": "one"}}]))
@@ -92,6 +133,9 @@ def main():
             mport = int(m.group(1))
             res.check("file target scraped; its labels are resource attributes",
                       wait(lambda: "team: Str(one)" in open(gw.debug_path).read()), gw.log()[-1500:])
+            res.check("https target with tls_config.ca_file and authorization.credentials_file",
+                      wait(lambda: "service.name: Str(secure)" in open(gw.debug_path).read()),
+                      gw.log()[-1500:])
             res.check("scraped profiles pass the pipeline's processors",
                       "deployment.environment.name: Str(bench)" in open(gw.debug_path).read())
             res.check("__meta_filepath is not emitted",
@@ -99,17 +143,19 @@ def main():
             write_atomic(tf, json.dumps([{"targets": [f"127.0.0.1:{port}"], "labels": {"team": "two"}}]))
             res.check("atomic rename re-read: new labels exported",
                       wait(lambda: "team: Str(two)" in open(gw.debug_path).read()))
-            t = targets(mport)
+            t = [x for x in targets(mport) if x["job"] == "files"]
             res.check("one target, with the new labels", len(t) == 1 and t[0]["labels"].get("team") == "two", t)
             write_atomic(tf, "[{\"targets\": [")
             res.check("malformed file logged", wait(lambda: "keeping its previous targets" in gw.log()))
-            t = targets(mport)
+            t = [x for x in targets(mport) if x["job"] == "files"]
             res.check("malformed file keeps the previous target", len(t) == 1, t)
             os.remove(tf)
-            res.check("deleted file removes its targets", wait(lambda: targets(mport) == []))
+            res.check("deleted file removes its targets",
+                      wait(lambda: [x for x in targets(mport) if x["job"] == "files"] == []))
             res.check("clean exit", gw.stop() == 0, gw.log()[-1000:])
     finally:
         srv.shutdown()
+        tls.shutdown()
     res.finish()
 
 
