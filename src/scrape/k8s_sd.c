@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -390,6 +391,7 @@ struct watcher {
     char **sources;                         /* owned: pod sources synced */
     size_t n_sources, cap_sources;
     int backoff_ms;
+    int64_t started_ns;                     /* when the current request began */
     struct event *retry;                    /* owned */
     struct pg_metric *m_restarts, *m_events, *m_relists;
 };
@@ -511,6 +513,14 @@ static void pod_delete(struct watcher *w, struct json_object *pod)
 }
 
 static void start_request(struct watcher *w);
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -671,7 +681,12 @@ static void on_response(void *arg, const struct pg_http_response *r)
         pg_log_info(LOG_NAME, "job %s: watch expired (410 Gone); listing again",
                     w->k->cfg->jobs[w->job].job_name);
         w->state = W_LIST;
-        start_request(w);
+        /* A server that expires every watch at once must not spin us. */
+        if (mono_ns() - w->started_ns < NS) {
+            schedule(w, 1000);
+        } else {
+            start_request(w);
+        }
     } else if (w->failed) {
         char reason[32];
         const char *colon = strchr(w->fail_why, ':');
@@ -691,6 +706,8 @@ static void on_response(void *arg, const struct pg_http_response *r)
 
         snprintf(why, sizeof(why), "watch: HTTP %d", r->status);
         fail_backoff(w, status_reason(r->status, rbuf, sizeof(rbuf)), why);
+    } else if (mono_ns() - w->started_ns < NS) {
+        schedule(w, 1000); /* ended at once: resume, but not in a tight loop */
     } else {
         start_request(w); /* the server ended the watch (timeoutSeconds): resume */
     }
@@ -784,6 +801,7 @@ static void start_request(struct watcher *w)
     }
     h[o.n_headers++] = (struct pg_http_header){"Accept", "application/json"};
     o.headers = h;
+    w->started_ns = mono_ns();
     w->call = pg_http_get(w->k->base, &o, on_response, w, &st);
     if (w->call == NULL) {
         fail_backoff(w, "connect", pg_status_text(&st));

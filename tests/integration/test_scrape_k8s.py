@@ -96,6 +96,7 @@ class Fake:
         self.events = queue.Queue()
         self.first_watch_410 = True
         self.force_status = None
+        self.empty_watch = False
         self.stop = threading.Event()
         self.port = port
         for name, node, phase, app in (("a", "node-a", "Running", "my-go-service"),
@@ -155,6 +156,12 @@ def make_handler(fake):
                                         "items": items})
             fake.watches += 1
             gen = fake.watches  # a newer watch retires this one
+            if fake.empty_watch:  # a server that ends every watch at once
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if fake.first_watch_410:
                 fake.first_watch_410 = False
                 return self.reply(410, {"kind": "Status", "code": 410, "reason": "Expired"})
@@ -341,6 +348,15 @@ def run(res, exe_port, in_cluster):
                       wait(lambda: fake.lists > lists, timeout=12))
             res.check(f"{tag}: scraping never stopped (target up)",
                       targets(mport)[0]["health"] == "up")
+            # Watches that end at once are resumed at most once a second.
+            fake.empty_watch = True
+            fake.events.put("CLOSE")
+            time.sleep(0.5)
+            w0 = fake.watches
+            time.sleep(3)
+            res.check(f"{tag}: an instantly ending watch does not spin",
+                      1 <= fake.watches - w0 <= 5, fake.watches - w0)
+            fake.empty_watch = False
             fake.stop.set()
             res.check(f"{tag}: clean exit", gw.stop() == 0, gw.log()[-1500:])
     finally:
