@@ -16,6 +16,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 
 #include "exporter/tls_client.h"
 
@@ -33,7 +34,44 @@ struct pg_http_call {
     int ev_error;                     /* last evhttp error, -1 = none */
     enum pg_http_fail fail;
     char why[200];
+    bool tls;
 };
+
+/* Why this connection's TLS failed, for the log. */
+static void tls_why(const struct pg_http_call *c, unsigned long e, char *out, size_t cap)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(c->evcon);
+    SSL *ssl = bev != NULL ? bufferevent_openssl_get_ssl(bev) : NULL;
+    long v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+    char buf[160];
+
+    if (v != X509_V_OK) {
+        snprintf(out, cap, "tls: certificate verify failed: %s",
+                 X509_verify_cert_error_string(v));
+    } else if (ERR_GET_LIB(e) != 0) {
+        ERR_error_string_n(e, buf, sizeof(buf));
+        snprintf(out, cap, "tls: %s", buf);
+    } else {
+        snprintf(out, cap, "tls: handshake failed");
+    }
+}
+
+/* The OpenSSL error of this connection (not the thread's queue, which other
+ * connections on the loop share); 0 when none. */
+static unsigned long conn_tls_error(const struct pg_http_call *c)
+{
+    struct bufferevent *bev;
+    unsigned long e = 0, last;
+
+    if (!c->tls || c->evcon == NULL ||
+        (bev = evhttp_connection_get_bufferevent(c->evcon)) == NULL) {
+        return 0;
+    }
+    while ((last = bufferevent_get_openssl_error(bev)) != 0) {
+        e = last;
+    }
+    return e;
+}
 
 static const char *const fail_names[] = {"ok", "connect", "timeout", "too_large", "read",
                                          "tls", "internal"};
@@ -82,10 +120,16 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
     snprintf(r.why, sizeof(r.why), "%s", c->why);
     if (req != NULL && r.fail == PG_HTTP_OK && evhttp_request_get_response_code(req) == 0) {
         /* evhttp reports a refused or dropped connection with status 0. */
-        r.fail = c->why[0] == 'H' ? PG_HTTP_READ : PG_HTTP_CONNECT;
-        snprintf(r.why, sizeof(r.why), "%s", r.fail == PG_HTTP_READ
-                                                 ? "connection closed before the body was complete"
-                                                 : "connection refused or closed before a response");
+        unsigned long e = conn_tls_error(c);
+
+        r.fail = c->why[0] == 'H' ? PG_HTTP_READ : e != 0 ? PG_HTTP_TLS : PG_HTTP_CONNECT;
+        if (r.fail == PG_HTTP_TLS) {
+            tls_why(c, e, r.why, sizeof(r.why));
+        } else {
+            snprintf(r.why, sizeof(r.why), "%s",
+                     r.fail == PG_HTTP_READ ? "connection closed before the body was complete"
+                                            : "connection refused or closed before a response");
+        }
     } else if (req != NULL && r.fail == PG_HTTP_OK) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
 
@@ -98,7 +142,7 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
             snprintf(r.why, sizeof(r.why), "out of memory for the body");
         }
     } else if (r.fail == PG_HTTP_OK) {
-        unsigned long e = ERR_peek_last_error();
+        unsigned long e = conn_tls_error(c);
 
         r.fail = PG_HTTP_CONNECT;
         if (c->ev_error == EVREQ_HTTP_DATA_TOO_LONG) {
@@ -109,15 +153,11 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
             r.fail = PG_HTTP_READ; /* headers were seen ("HEADERS"): closed mid-body */
             snprintf(r.why, sizeof(r.why), "connection closed before the body was complete");
         } else if (e != 0) {
-            char buf[160];
-
             r.fail = PG_HTTP_TLS;
-            pg_tls_last_error(buf, sizeof(buf));
-            snprintf(r.why, sizeof(r.why), "tls: %s", buf);
+            tls_why(c, e, r.why, sizeof(r.why));
         } else {
             snprintf(r.why, sizeof(r.why), "connection failed or closed before a response");
         }
-        ERR_clear_error();
     }
     c->done(c->arg, &r);
     schedule_reap(c);
@@ -235,6 +275,7 @@ struct pg_http_call *pg_http_get(struct event_base *base, const struct pg_http_g
             goto nomem;
         }
         bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+        c->tls = true;
     }
     c->evcon = evhttp_connection_base_bufferevent_new(base, NULL, bev, o->host,
                                                       (ev_uint16_t)o->port);

@@ -8,6 +8,7 @@ token from authorization.credentials_file."""
 import http.server
 import json
 import os
+import re
 import ssl
 import subprocess
 import sys
@@ -40,6 +41,16 @@ receivers:
           tls_config: {ca_file: "{tmp}/tls.crt"}
           authorization: {credentials_file: "{tmp}/token"}
           static_configs: [{targets: ["127.0.0.1:TLSPORT"], labels: {service.name: secure}}]
+          profiling_config:
+            pprof_config:
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
+        - job_name: untrusted
+          scrape_interval: 1s
+          scheme: https
+          static_configs: [{targets: ["127.0.0.1:TLSPORT"]}]
           profiling_config:
             pprof_config:
               block: {enabled: false}
@@ -84,6 +95,11 @@ def write_atomic(path, text):
     with open(tmp, "w") as f:
         f.write(text)
     os.rename(tmp, path)
+
+
+def get_metrics(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return r.read().decode()
 
 
 def targets(port):
@@ -136,6 +152,10 @@ def main():
             res.check("https target with tls_config.ca_file and authorization.credentials_file",
                       wait(lambda: "service.name: Str(secure)" in open(gw.debug_path).read()),
                       gw.log()[-1500:])
+            res.check("a certificate the system roots do not trust is a tls failure",
+                      wait(lambda: 'job="untrusted"' in get_metrics(mport)
+                           and re.search(r'job="untrusted".*reason="tls"', get_metrics(mport))),
+                      [ln for ln in get_metrics(mport).splitlines() if "untrusted" in ln][:6])
             res.check("scraped profiles pass the pipeline's processors",
                       "deployment.environment.name: Str(bench)" in open(gw.debug_path).read())
             res.check("__meta_filepath is not emitted",
