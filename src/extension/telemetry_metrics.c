@@ -14,6 +14,7 @@
 
 #include <event2/http.h>
 
+#include "scrape/scrape.h"
 #include "core/component.h"
 #include "core/metrics.h"
 #include "extension/admin_http.h"
@@ -125,11 +126,38 @@ static void register_process_metrics(void)
     }
 }
 
+static void serve_targets(struct metrics_ext *x, struct evhttp_request *req)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f;
+
+    if (!pg_admin_require_get(&x->http, req)) {
+        return;
+    }
+    if ((f = open_memstream(&text, &len)) == NULL) {
+        pg_admin_reply_text(&x->http, req, 500, "out of memory rendering targets");
+        return;
+    }
+    pg_scrape_targets_json(f);
+    fclose(f);
+    pg_admin_reply(&x->http, req, 200, "application/json", text, len);
+    free(text);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct metrics_ext *x = arg;
     char path[512];
-    if (!pg_admin_request_path(req, path, sizeof(path)) || strcmp(path, "/metrics") != 0) {
+    if (!pg_admin_request_path(req, path, sizeof(path))) {
+        pg_admin_reply_text(&x->http, req, 404, "not found: metrics are at /metrics");
+        return;
+    }
+    if (strcmp(path, "/targets") == 0) {
+        serve_targets(x, req); /* the pprof receiver's scrape targets (pull mode) */
+        return;
+    }
+    if (strcmp(path, "/metrics") != 0) {
         pg_admin_reply_text(&x->http, req, 404, "not found: metrics are at /metrics");
         return;
     }

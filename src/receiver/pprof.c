@@ -47,6 +47,7 @@
 #include "receiver/http_parse.h"
 #include "receiver/http_server.h"
 #include "receiver/tls.h"
+#include "scrape/scrape.h"
 
 #define PPROF_PATH "/v1/pprof"
 #define MIB (1024.0 * 1024.0)
@@ -119,6 +120,7 @@ struct rx_cfg {
     char *span_id_label;
     bool include_original_payload;
     struct rx_limits_cfg limits;
+    const struct pg_cfg_node *scrape, *remote; /* pull mode: src/scrape */
 };
 
 #define F(name, type, st, member, def, lo, hi, doc)                                                \
@@ -214,6 +216,10 @@ static const struct pg_field rx_fields[] = {
       0, "keep the pprof bytes in Profile.original_payload"),
     {"limits", PG_FT_SECTION, offsetof(struct rx_cfg, limits), NULL, 0, 0, limits_fields, NULL,
      PG_NO_PRESENT, "caps on what one pprof may contain (413 past them)"},
+    F("scrape", PG_FT_NODE, struct rx_cfg, scrape, NULL, 0, 0,
+      "pull mode: Parca scrape_configs (docs/scrape.md)"),
+    F("remote", PG_FT_NODE, struct rx_cfg, remote, NULL, 0, 0,
+      "pull one URL (the contrib receiver's remote: keys)"),
     PG_FIELD_END,
 };
 
@@ -261,6 +267,8 @@ struct rx {
     struct rx_job *held, **held_tail;
     struct event *held_ev;
     struct pg_metric *m_held;
+    struct pg_scrape_config scrape_cfg; /* owned (pull mode) */
+    struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
 };
 
 static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
@@ -331,7 +339,10 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     rx->held_tail = &rx->held;
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
     problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, rx_fields, &rx->cfg, path);
-    if (!rx->cfg.has_server && !rx->cfg.has_self) {
+    problems += pg_scrape_config_parse(ctx->config_arena, ctx->diag, rx->cfg.scrape,
+                                       rx->cfg.remote, path, &rx->scrape_cfg);
+    if (!rx->cfg.has_server && !rx->cfg.has_self && rx->cfg.scrape == NULL &&
+        rx->cfg.remote == NULL) {
         /* The collector refuses an empty receiver; an operator writing
          * `pprof:` means the push endpoint, so give them that. */
         rx->cfg.has_server = true;
@@ -408,6 +419,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         if (rx->ssl_ctx != NULL) {
             SSL_CTX_free(rx->ssl_ctx);
         }
+        pg_scrape_config_free(&rx->scrape_cfg);
         free(rx);
         return PG_ERR_CONFIG;
     }
@@ -429,6 +441,26 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
                                         &rx->topts);
         if (rx->self == NULL) {
             pg_diag_add(ctx->diag, ctx->config, path, "self: out of memory");
+            free(rx);
+            return PG_ERR_CONFIG;
+        }
+    }
+    if (rx->scrape_cfg.n_jobs > 0) {
+        size_t cap = (size_t)(rx->cfg.has_server ? rx->cfg.server.max_request_body_size
+                                                 : 20u << 20);
+
+        for (size_t i = 0; i < rx->scrape_cfg.n_jobs; i++) {
+            char desc[1024];
+
+            /* The effective profile set, here so `validate` shows it too. */
+            pg_scrape_job_describe(&rx->scrape_cfg.jobs[i], desc, sizeof(desc));
+            pg_log_info(ctx->log_name, "scrape job %s: %s", rx->scrape_cfg.jobs[i].job_name, desc);
+        }
+        rx->scraper = pg_scraper_create(ctx->host, ctx->next, &rx->scrape_cfg, &rx->topts, ctx->id,
+                                        cap, rx->cfg.server.default_service_name);
+        if (rx->scraper == NULL) {
+            pg_diag_add(ctx->diag, ctx->config, path, "scrape: out of memory");
+            pg_scrape_config_free(&rx->scrape_cfg);
             free(rx);
             return PG_ERR_CONFIG;
         }
@@ -1308,6 +1340,13 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
             return err;
         }
     }
+    if (rx->scraper != NULL) {
+        enum pg_err err = pg_scraper_start(rx->scraper, st);
+
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+    }
     if (!rx->cfg.has_server) {
         return PG_ERR_OK;
     }
@@ -1416,6 +1455,7 @@ static void rx_shutdown(void *state)
     }
     rx->draining = true;
     pg_pprof_self_stop(rx->self);
+    pg_scraper_stop(rx->scraper);
     held_drain(rx);
     /* Stop accepting; open connections finish their request and get
      * Connection: close. Jobs on the workers complete into the pipeline
@@ -1428,7 +1468,8 @@ static bool rx_idle(void *state)
 {
     const struct rx *rx = state;
 
-    return rx == NULL || rx->pool == NULL || rx->pool->in_flight == 0;
+    return rx == NULL || ((rx->pool == NULL || rx->pool->in_flight == 0) &&
+                          pg_scraper_idle(rx->scraper));
 }
 
 static void rx_destroy(void *state)
@@ -1439,6 +1480,8 @@ static void rx_destroy(void *state)
         return;
     }
     pg_pprof_self_destroy(rx->self);
+    pg_scraper_destroy(rx->scraper);
+    pg_scrape_config_free(&rx->scrape_cfg);
     held_drain(rx);   /* before pg_httpd_free: held jobs hold requests */
     if (rx->held_ev != NULL) {
         event_free(rx->held_ev);

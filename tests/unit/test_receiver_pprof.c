@@ -363,7 +363,8 @@ PG_TEST(test_config_errors)
         {"server:\n  bogus: 1\n", "unknown key \"bogus\""},
         {"server:\n  response_headers: {\"Bad Name\": x}\n", "is not a valid header"},
         {"server:\n  max_request_body_size: 10\n", "max_request_body_size"},
-        {"remote:\n  endpoint: x\n", "unknown key \"remote\""},
+        {"remote:\n  endpoint: ftp://x\n", "scheme must be http or https"},
+        {"file:\n  include: x\n", "unknown key \"file\""},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1,0 +1,1179 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Scrape targets, their schedules and what happens to a response (see
+ * scrape.h and docs/scrape.md). Ownership: the scraper owns its targets; a
+ * target owns its label sets, URL parts, timer and in-flight call; each
+ * scrape's profile lives in its own arena, which the batch takes over. */
+#include "scrape/scrape.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "core/arena.h"
+#include "core/batch.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "exporter/tls_client.h"
+#include "http/client.h"
+#include "pprof/otlp_build.h"
+#include "scrape/file_sd.h"
+#include "scrape/k8s_sd.h"
+
+#define LOG_NAME "receiver/pprof/scrape"
+#define NS 1000000000LL
+/* The batch arena may grow to this many times the body cap (as on the push path). */
+#define ARENA_FACTOR 8
+#define MAX_AUTH_FILE 8192
+/* Buckets of the in-flight URL table (single flight per URL). */
+#define INFLIGHT_BUCKETS 4096
+
+struct target {
+    struct pg_scraper *s;                /* borrowed back-pointer */
+    size_t job_index;
+    const struct pg_scrape_job *job;     /* borrowed from the config */
+    const struct pg_scrape_profile *prof;
+    char *source;                        /* owned: discovery key */
+    struct pg_labels labels;             /* owned: after relabeling, no "__" labels */
+    struct pg_labels attrs;              /* owned: resource attributes */
+    char *url, *host, *path_query;       /* owned */
+    unsigned port;
+    bool tls;
+    uint64_t identity;
+    uint64_t url_hash;
+    struct target *next_inflight;        /* chain in pg_scraper.inflight while call != NULL */
+    int64_t deadline_ns;                 /* next tick, monotonic */
+    struct event *timer;                 /* owned */
+    struct pg_http_call *call;           /* in flight, or NULL */
+    int64_t started_ns;
+    bool pending;                        /* a tick came during our own scrape: run next */
+    bool marked;                         /* sync: seen in the new group */
+    int health;                          /* -1 unknown, 0 down, 1 up */
+    char last_error[240];
+    int64_t last_unix_ms;
+    double last_duration;
+    uint64_t skipped, scrapes;
+    struct pg_metric *m_up, *m_dur, *m_bytes, *m_samples, *m_skipped, *m_scrapes;
+    char mlabels[1024];                 /* metric label text of this target */
+    struct target *next;
+};
+
+struct source_drops {
+    char *source;                        /* owned */
+    size_t dropped;
+};
+
+struct job_state {
+    SSL_CTX *ssl;                        /* owned; https jobs */
+    size_t active, dropped;              /* dropped: sum over drops[] */
+    struct source_drops *drops;          /* owned: per discovery source */
+    size_t n_drops;
+    struct pg_metric *m_active, *m_dropped;
+};
+
+struct pg_scraper {
+    struct pg_host *host;                /* borrowed */
+    struct pg_consumer *next;            /* borrowed */
+    const struct pg_scrape_config *cfg;  /* borrowed */
+    struct pg_translate_opts opts;
+    const char *receiver_id;             /* borrowed */
+    const char *default_service_name;    /* borrowed */
+    size_t max_body;
+    struct target *targets;              /* owned list */
+    struct job_state *jobs;              /* owned, one per cfg job */
+    struct pg_file_sd *file_sd;          /* owned */
+    struct pg_k8s_sd *k8s_sd;            /* owned */
+    size_t in_flight;
+    struct target *inflight[INFLIGHT_BUCKETS]; /* borrowed: targets with a call, by URL hash */
+    bool started, stopped;
+    struct pg_metric *m_accepted, *m_refused;
+    struct pg_scraper *next_global;
+};
+
+/* Running scrapers, for /targets (loop thread only). */
+static struct pg_scraper *g_scrapers;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+static int64_t unix_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Metric label values: no quotes, backslashes or newlines. */
+static void metric_value(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+
+    for (; src && *src && i + 1 < cap; src++) {
+        dst[i++] = (*src == '"' || *src == '\\' || *src == '\n') ? '_' : *src;
+    }
+    dst[i] = '\0';
+}
+
+struct pg_scraper *pg_scraper_create(struct pg_host *host, struct pg_consumer *next,
+                                     const struct pg_scrape_config *cfg,
+                                     const struct pg_translate_opts *opts, const char *receiver_id,
+                                     size_t max_body, const char *default_service_name)
+{
+    struct pg_scraper *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        return NULL;
+    }
+    s->jobs = calloc(cfg->n_jobs + 1, sizeof(*s->jobs));
+    if (s->jobs == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->host = host;
+    s->next = next;
+    s->cfg = cfg;
+    s->opts = *opts;
+    s->opts.scope_name = "pprofgate/scrape";
+    s->receiver_id = receiver_id;
+    s->max_body = max_body;
+    s->default_service_name = default_service_name;
+    return s;
+}
+
+/* ---- resource attributes --------------------------------------------- */
+
+bool pg_scrape_resource_labels(const struct pg_labels *l, bool remote, struct pg_labels *out)
+{
+    const char *job = pg_labels_get(l, "job");
+    const char *inst = pg_labels_get(l, "instance");
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < l->n; i++) {
+        const char *n = l->v[i].name;
+
+        if (strncmp(n, "__", 2) == 0 || strcmp(n, "job") == 0 || strcmp(n, "instance") == 0) {
+            continue;
+        }
+        if (!pg_labels_set(out, n, l->v[i].value)) {
+            return false;
+        }
+    }
+    /* remote: mirrors the contrib receiver, which sets no attributes. */
+    if (!remote && job != NULL && pg_labels_get(out, "service.name") == NULL &&
+        !pg_labels_set(out, "service.name", job)) {
+        return false;
+    }
+    if (!remote && inst != NULL && pg_labels_get(out, "service.instance.id") == NULL &&
+        !pg_labels_set(out, "service.instance.id", inst)) {
+        return false;
+    }
+    return true;
+}
+
+/* ---- targets ------------------------------------------------------------ */
+
+static void inflight_add(struct target *t)
+{
+    struct target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+
+    t->next_inflight = *b;
+    *b = t;
+    t->s->in_flight++;
+}
+
+static void inflight_del(struct target *t)
+{
+    for (struct target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS]; *pp != NULL;
+         pp = &(*pp)->next_inflight) {
+        if (*pp == t) {
+            *pp = t->next_inflight;
+            t->s->in_flight--;
+            return;
+        }
+    }
+}
+
+static void target_free(struct target *t)
+{
+    if (t->call != NULL) {
+        pg_http_call_cancel(t->call);
+        inflight_del(t);
+    }
+    if (t->timer != NULL) {
+        event_free(t->timer);
+    }
+    pg_labels_free(&t->labels);
+    pg_labels_free(&t->attrs);
+    free(t->source);
+    free(t->url);
+    free(t->host);
+    free(t->path_query);
+    free(t);
+}
+
+static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
+{
+    for (const struct target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS]; t != NULL;
+         t = t->next_inflight) {
+        if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void arm(struct target *t)
+{
+    int64_t now = mono_ns(), d = t->deadline_ns - now;
+    struct timeval tv;
+
+    if (d < 0) {
+        d = 0;
+    }
+    tv.tv_sec = (time_t)(d / NS);
+    tv.tv_usec = (suseconds_t)(d % NS / 1000);
+    evtimer_add(t->timer, &tv);
+}
+
+static void start_scrape(struct target *t);
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct target *t = arg;
+    int64_t now = mono_ns();
+
+    (void)fd;
+    (void)what;
+    if (t->s->stopped) {
+        return;
+    }
+    /* Ticks the loop slept through are missed, not made up. */
+    t->deadline_ns += t->job->interval_ns;
+    while (t->deadline_ns <= now) {
+        t->deadline_ns += t->job->interval_ns;
+        t->skipped++;
+        pg_metric_add(t->m_skipped, 1);
+    }
+    arm(t);
+    if (t->call != NULL) {
+        /* Our own scrape still runs (a CPU window is as long as the
+         * interval): run again as soon as it ends, as a Go ticker would.
+         * A second tick meanwhile is missed. */
+        if (t->pending) {
+            t->skipped++;
+            pg_metric_add(t->m_skipped, 1);
+        }
+        t->pending = true;
+        return;
+    }
+    if (url_in_flight(t->s, t)) {
+        t->skipped++;
+        pg_metric_add(t->m_skipped, 1);
+        pg_log_debug(LOG_NAME, "%s: another job is scraping the same URL; tick skipped", t->url);
+        return;
+    }
+    start_scrape(t);
+}
+
+static void add_port(char *addr, size_t cap, const char *scheme)
+{
+    const char *colon = strrchr(addr, ':');
+    const char *bracket = strrchr(addr, ']');
+    size_t n = strlen(addr);
+
+    if (colon != NULL && (bracket == NULL || colon > bracket)) {
+        return;
+    }
+    if (addr[0] != '[' && strchr(addr, ':') != NULL) {
+        return; /* bare IPv6 without a port: leave as written */
+    }
+    snprintf(addr + n, cap - n, ":%s", strcmp(scheme, "https") == 0 ? "443" : "80");
+}
+
+/* Splits "host:port" / "[v6]:port" into parts. False when malformed. */
+static bool split_hostport(const char *addr, char **host, unsigned *port)
+{
+    const char *colon = strrchr(addr, ':');
+    char *end;
+    unsigned long p;
+
+    if (colon == NULL || colon == addr) {
+        return false;
+    }
+    p = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || p == 0 || p > 65535) {
+        return false;
+    }
+    if (addr[0] == '[') {
+        if (colon[-1] != ']') {
+            return false;
+        }
+        *host = strndup(addr + 1, (size_t)(colon - addr - 2));
+    } else {
+        *host = strndup(addr, (size_t)(colon - addr));
+    }
+    *port = (unsigned)p;
+    return *host != NULL;
+}
+
+static void append_query(char *q, size_t cap, const char *k, const char *v)
+{
+    size_t n = strlen(q);
+    static const char hex[] = "0123456789ABCDEF";
+
+    if (n + 2 >= cap) {
+        return;
+    }
+    q[n++] = strchr(q, '?') ? '&' : '?';
+    for (int pass = 0; pass < 2; pass++) {
+        for (const unsigned char *p = (const unsigned char *)(pass ? v : k); *p && n + 4 < cap;
+             p++) {
+            if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+                q[n++] = (char)*p;
+            } else {
+                q[n++] = '%';
+                q[n++] = hex[*p >> 4];
+                q[n++] = hex[*p & 15];
+            }
+        }
+        if (pass == 0 && n + 1 < cap) {
+            q[n++] = '=';
+        }
+    }
+    q[n] = '\0';
+}
+
+/* Builds one target from a group entry and a profile: the Parca label order
+ * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
+ * address checks, instance and the URL. NULL when dropped (counted). */
+static struct target *build_target(struct pg_scraper *s, size_t ji, const char *source,
+                                   const struct pg_scrape_tg_target *tg,
+                                   const struct pg_scrape_profile *p, size_t *dropped)
+{
+    const struct pg_scrape_job *job = &s->cfg->jobs[ji];
+    struct pg_labels l = {0};
+    struct target *t;
+    char addr[300], pq[2048], url[2600], secs[32];
+    const char *scheme, *path, *a;
+    int64_t seconds = pg_scrape_profile_seconds(job, p);
+    bool has_seconds = false;
+
+    if (tg->labels != NULL && !pg_labels_copy(&l, tg->labels)) {
+        return NULL;
+    }
+    if (!pg_labels_set(&l, "__address__", tg->address) ||
+        (pg_labels_get(&l, "job") == NULL && !pg_labels_set(&l, "job", job->job_name)) ||
+        (pg_labels_get(&l, "__scheme__") == NULL &&
+         !pg_labels_set(&l, "__scheme__", job->scheme)) ||
+        !pg_labels_set(&l, "__name__", p->name) ||
+        !pg_labels_set(&l, "__profile_path__", p->path)) {
+        pg_labels_free(&l);
+        return NULL;
+    }
+    for (size_t i = 0; i < job->params.n; i++) {
+        char name[200];
+
+        snprintf(name, sizeof(name), "__param_%s", job->params.keys[i]);
+        if (pg_labels_get(&l, name) == NULL && !pg_labels_set(&l, name, job->params.values[i])) {
+            pg_labels_free(&l);
+            return NULL;
+        }
+    }
+    if (!pg_relabel_apply(job->relabel, job->n_relabel, &l) ||
+        (a = pg_labels_get(&l, "__address__")) == NULL) {
+        pg_labels_free(&l);
+        (*dropped)++;
+        return NULL;
+    }
+    scheme = pg_labels_get(&l, "__scheme__");
+    scheme = scheme != NULL ? scheme : job->scheme;
+    snprintf(addr, sizeof(addr), "%s", a);
+    add_port(addr, sizeof(addr), scheme);
+    path = pg_labels_get(&l, "__profile_path__");
+    snprintf(pq, sizeof(pq), "%s%s", path && path[0] == '/' ? "" : "/", path ? path : "");
+    for (size_t i = 0; i < l.n; i++) {
+        if (strncmp(l.v[i].name, "__param_", 8) == 0) {
+            append_query(pq, sizeof(pq), l.v[i].name + 8, l.v[i].value);
+            has_seconds = has_seconds || strcmp(l.v[i].name + 8, "seconds") == 0;
+        }
+    }
+    if (seconds > 0 && !has_seconds) {
+        snprintf(secs, sizeof(secs), "%lld", (long long)seconds);
+        append_query(pq, sizeof(pq), "seconds", secs);
+    }
+    if ((t = calloc(1, sizeof(*t))) == NULL) {
+        pg_labels_free(&l);
+        return NULL;
+    }
+    t->s = s;
+    t->job_index = ji;
+    t->job = job;
+    t->prof = p;
+    t->health = -1;
+    t->tls = strcmp(scheme, "https") == 0;
+    if (!split_hostport(addr, &t->host, &t->port)) {
+        pg_log_warn(LOG_NAME, "job %s: target address \"%s\" is not host:port; dropped",
+                    job->job_name, addr);
+        pg_labels_free(&l);
+        free(t);
+        (*dropped)++;
+        return NULL;
+    }
+    if (pg_labels_get(&l, "instance") == NULL) {
+        pg_labels_set(&l, "instance", addr);
+    }
+    snprintf(url, sizeof(url), "%s://%s%s", scheme, addr, pq);
+    t->url = strdup(url);
+    t->path_query = strdup(pq);
+    t->source = strdup(source);
+    /* Drop the "__" labels now that the URL is built. */
+    for (size_t i = 0; i < l.n;) {
+        if (strncmp(l.v[i].name, "__", 2) == 0) {
+            char name[256];
+
+            snprintf(name, sizeof(name), "%s", l.v[i].name);
+            pg_labels_del(&l, name);
+        } else {
+            i++;
+        }
+    }
+    for (size_t i = 0; i < s->cfg->external_labels.n; i++) {
+        if (pg_labels_get(&l, s->cfg->external_labels.keys[i]) == NULL) {
+            pg_labels_set(&l, s->cfg->external_labels.keys[i], s->cfg->external_labels.values[i]);
+        }
+    }
+    t->labels = l;
+    if (t->url == NULL || t->path_query == NULL || t->source == NULL ||
+        !pg_scrape_resource_labels(&t->labels, job->is_remote, &t->attrs)) {
+        target_free(t);
+        return NULL;
+    }
+    t->url_hash = 1469598103934665603ULL;
+    for (const char *c = t->url; *c; c++) {
+        t->url_hash = (t->url_hash ^ (unsigned char)*c) * 1099511628211ULL;
+    }
+    t->identity = pg_labels_hash(&t->labels) ^ t->url_hash;
+    return t;
+}
+
+static void target_begin(struct target *t)
+{
+    struct pg_scraper *s = t->s;
+    const struct pg_scrape_job *job = t->job;
+    char jv[128], iv[200], pv[64];
+    int64_t now = mono_ns(), interval = job->interval_ns;
+
+    metric_value(jv, sizeof(jv), job->job_name);
+    metric_value(iv, sizeof(iv), pg_labels_get(&t->labels, "instance"));
+    metric_value(pv, sizeof(pv), t->prof->name);
+    snprintf(t->mlabels, sizeof(t->mlabels), "receiver=\"%s\",job=\"%s\",instance=\"%s\",profile=\"%s\"",
+             s->receiver_id, jv, iv, pv);
+    t->m_up = pg_metric_gauge("pprofgate_scrape_target_up",
+                              "1 when the target's last scrape delivered a profile, else 0.",
+                              t->mlabels);
+    {
+        static const double b[] = {0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120};
+
+        t->m_dur = pg_metric_histogram("pprofgate_scrape_duration_seconds",
+                                       "Time from request to response per scrape.", t->mlabels, b,
+                                       sizeof(b) / sizeof(b[0]));
+    }
+    t->m_bytes = pg_metric_counter("pprofgate_scrape_bytes_total",
+                                   "Response body bytes received from targets.", t->mlabels);
+    t->m_samples = pg_metric_counter("pprofgate_scrape_samples_total",
+                                     "OTLP sample records produced from scraped profiles.",
+                                     t->mlabels);
+    t->m_skipped = pg_metric_counter("pprofgate_scrape_skipped_ticks_total",
+                                     "Scrape ticks missed because a request to the same URL was "
+                                     "still running (never doubled).",
+                                     t->mlabels);
+    t->m_scrapes = pg_metric_counter("pprofgate_scrape_requests_total",
+                                     "Scrape requests sent.", t->mlabels);
+    t->timer = evtimer_new(s->host->base, on_tick, t);
+    if (t->timer == NULL) {
+        return;
+    }
+    if (job->initial_delay_ns >= 0) {
+        t->deadline_ns = now + job->initial_delay_ns;
+    } else {
+        /* A stable offset inside the interval per target, so restarts and
+         * many targets do not scrape in one burst. */
+        int64_t offset = (int64_t)(t->identity % (uint64_t)interval);
+
+        t->deadline_ns = now - now % interval + offset;
+        if (t->deadline_ns <= now) {
+            t->deadline_ns += interval;
+        }
+    }
+    arm(t);
+}
+
+static void update_job_gauges(struct pg_scraper *s, size_t ji)
+{
+    struct job_state *js = &s->jobs[ji];
+    size_t active = 0;
+
+    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+        active += t->job_index == ji;
+    }
+    js->active = active;
+    if (js->m_active == NULL) {
+        char jv[128], l[256];
+
+        metric_value(jv, sizeof(jv), s->cfg->jobs[ji].job_name);
+        snprintf(l, sizeof(l), "receiver=\"%s\",job=\"%s\",state=\"active\"", s->receiver_id, jv);
+        js->m_active = pg_metric_gauge("pprofgate_scrape_targets",
+                                       "Targets per job after relabeling (active) or dropped by it.",
+                                       l);
+        snprintf(l, sizeof(l), "receiver=\"%s\",job=\"%s\",state=\"dropped\"", s->receiver_id, jv);
+        js->m_dropped = pg_metric_gauge("pprofgate_scrape_targets",
+                                        "Targets per job after relabeling (active) or dropped by it.",
+                                        l);
+    }
+    pg_metric_set(js->m_active, (int64_t)js->active);
+    pg_metric_set(js->m_dropped, (int64_t)js->dropped);
+}
+
+/* Records what relabeling dropped from @source; the job's total is the sum. */
+static void set_drops(struct job_state *js, const char *source, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < js->n_drops && strcmp(js->drops[i].source, source) != 0; i++) {
+    }
+    if (i == js->n_drops && n > 0) {
+        struct source_drops *d = realloc(js->drops, (js->n_drops + 1) * sizeof(*d));
+
+        if (d == NULL) {
+            return;
+        }
+        js->drops = d;
+        if ((d[i].source = strdup(source)) == NULL) {
+            return;
+        }
+        js->n_drops++;
+    }
+    if (i < js->n_drops) {
+        js->drops[i].dropped = n;
+        if (n == 0) {
+            free(js->drops[i].source);
+            js->drops[i] = js->drops[--js->n_drops];
+        }
+    }
+    js->dropped = 0;
+    for (i = 0; i < js->n_drops; i++) {
+        js->dropped += js->drops[i].dropped;
+    }
+}
+
+void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
+                     const struct pg_scrape_tg_target *tg, size_t n)
+{
+    const struct pg_scrape_job *job = &s->cfg->jobs[ji];
+    struct target *fresh = NULL, **pp;
+    size_t added = 0, removed = 0, dropped = 0;
+
+    for (struct target *t = s->targets; t != NULL; t = t->next) {
+        t->marked = false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < job->n_profiles; k++) {
+            struct target *t;
+            bool known = false;
+
+            if (!job->profiles[k].enabled) {
+                continue;
+            }
+            t = build_target(s, ji, source, &tg[i], &job->profiles[k], &dropped);
+            if (t == NULL) {
+                continue;
+            }
+            for (struct target *o = s->targets; o != NULL; o = o->next) {
+                if (o->job_index == ji && o->identity == t->identity && !o->marked &&
+                    strcmp(o->source, source) == 0 && strcmp(o->url, t->url) == 0) {
+                    o->marked = true;
+                    known = true;
+                    break;
+                }
+            }
+            if (known) {
+                target_free(t);
+                continue;
+            }
+            t->marked = true;
+            t->next = fresh;
+            fresh = t;
+        }
+    }
+    /* Remove this source's targets that are gone. */
+    for (pp = &s->targets; *pp != NULL;) {
+        struct target *t = *pp;
+
+        if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
+            *pp = t->next;
+            target_free(t);
+            removed++;
+        } else {
+            pp = &t->next;
+        }
+    }
+    while (fresh != NULL) {
+        struct target *t = fresh;
+
+        fresh = t->next;
+        t->next = s->targets;
+        s->targets = t;
+        if (s->started && !s->stopped) {
+            target_begin(t);
+        }
+        added++;
+    }
+    set_drops(&s->jobs[ji], source, dropped);
+    update_job_gauges(s, ji);
+    if (added || removed) {
+        pg_log_info(LOG_NAME, "job %s: %s: %zu targets added, %zu removed (%zu active, %zu dropped "
+                              "by relabeling)",
+                    job->job_name, source, added, removed, s->jobs[ji].active,
+                    s->jobs[ji].dropped);
+    }
+}
+
+/* ---- one scrape ---------------------------------------------------------- */
+
+static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
+{
+    char l[1200];
+    va_list ap;
+    bool was_up = t->health != 0;
+
+    snprintf(l, sizeof(l), "%s,reason=\"%s\"", t->mlabels, reason);
+    pg_metric_add(pg_metric_counter("pprofgate_scrape_failures_total",
+                                    "Failed scrapes by reason (timeout, connect, tls, read, "
+                                    "http_4xx, http_5xx, busy, empty, parse, too_large, "
+                                    "no_sample_type, pipeline).",
+                                    l),
+                  1);
+    va_start(ap, fmt);
+    vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
+    va_end(ap);
+    t->health = 0;
+    pg_metric_set(t->m_up, 0);
+    /* Log transitions at warn, repeats at debug: a dead target does not
+     * flood the log. */
+    if (was_up) {
+        pg_log_warn(LOG_NAME, "scrape %s (job %s) failed [%s]: %s", t->url, t->job->job_name,
+                    reason, t->last_error);
+    } else {
+        pg_log_debug(LOG_NAME, "scrape %s failed [%s]: %s", t->url, reason, t->last_error);
+    }
+}
+
+/* Keeps only the profiles whose sample type is listed in keep_sample_type. */
+static size_t keep_types(const struct pg_scrape_profile *p, struct pg_otlp_request *req)
+{
+    size_t left = 0;
+    const struct pg_otlp_dict *d = req->dictionary;
+
+    for (size_t r = 0; r < req->n_resource_profiles; r++) {
+        struct pg_otlp_resprof *rp = req->resource_profiles[r];
+
+        for (size_t sc = 0; sc < rp->n_scope_profiles; sc++) {
+            struct pg_otlp_scopeprof *sp = rp->scope_profiles[sc];
+            size_t k = 0;
+
+            for (size_t i = 0; i < sp->n_profiles; i++) {
+                const struct pg_otlp_valuetype *vt = sp->profiles[i]->sample_type;
+                const char *type = "", *unit = "";
+                bool keep = p->n_keep == 0;
+
+                if (vt != NULL && d != NULL && (size_t)vt->type_strindex < d->n_string_table &&
+                    (size_t)vt->unit_strindex < d->n_string_table) {
+                    type = d->string_table[vt->type_strindex];
+                    unit = d->string_table[vt->unit_strindex];
+                }
+                for (size_t j = 0; j < p->n_keep && !keep; j++) {
+                    keep = strcmp(p->keep[j].type, type) == 0 &&
+                           (p->keep[j].unit == NULL || strcmp(p->keep[j].unit, unit) == 0);
+                }
+                if (keep) {
+                    sp->profiles[k++] = sp->profiles[i];
+                }
+            }
+            sp->n_profiles = k;
+            left += k;
+        }
+    }
+    return left;
+}
+
+static bool add_attrs(struct pg_arena *a, const struct pg_labels *attrs,
+                      struct pg_otlp_request *req)
+{
+    for (size_t i = 0; i < req->n_resource_profiles; i++) {
+        struct pg_otlp_resprof *rp = req->resource_profiles[i];
+        struct pg_otlp_resource *r;
+        struct pg_otlp_kv **kv;
+
+        if (rp->resource == NULL) {
+            rp->resource = pg_arena_zalloc(a, sizeof(*rp->resource));
+            if (rp->resource == NULL) {
+                return false;
+            }
+            opentelemetry__proto__resource__v1__resource__init(rp->resource);
+        }
+        r = rp->resource;
+        kv = pg_arena_alloc(a, (r->n_attributes + attrs->n + 1) * sizeof(*kv));
+        if (kv == NULL) {
+            return false;
+        }
+        if (r->n_attributes > 0) {
+            memcpy(kv, r->attributes, r->n_attributes * sizeof(*kv));
+        }
+        for (size_t j = 0; j < attrs->n; j++) {
+            if ((kv[r->n_attributes + j] = pg_otlp_kv_str(a, attrs->v[j].name,
+                                                          attrs->v[j].value)) == NULL) {
+                return false;
+            }
+        }
+        r->attributes = kv;
+        r->n_attributes += attrs->n;
+    }
+    return true;
+}
+
+static void deliver(struct target *t, const uint8_t *body, size_t len)
+{
+    struct pg_scraper *s = t->s;
+    struct pg_arena *a = pg_arena_create(s->max_body * ARENA_FACTOR);
+    struct pg_otlp_request *req = NULL;
+    struct pg_translate_stats stats;
+    struct pg_status st = {0};
+    struct pg_batch *b;
+    struct timespec ts;
+    enum pg_err err;
+    size_t records;
+
+    memset(&stats, 0, sizeof(stats));
+    if (a == NULL) {
+        record_failure(t, "internal", "out of memory");
+        return;
+    }
+    err = pg_pprof_translate(a, body, len, &s->opts, &req, &stats, &st);
+    if (err != PG_ERR_OK) {
+        pg_arena_destroy(a);
+        record_failure(t, err == PG_ERR_LIMIT ? "too_large" : err == PG_ERR_NOMEM ? "internal"
+                                                                                   : "parse",
+                       "%s", pg_status_text(&st));
+        return;
+    }
+    if (t->prof->n_keep > 0 && keep_types(t->prof, req) == 0) {
+        pg_arena_destroy(a);
+        record_failure(t, "no_sample_type",
+                       "the profile has none of the sample types in keep_sample_type");
+        return;
+    }
+    if (!add_attrs(a, &t->attrs, req)) {
+        pg_arena_destroy(a);
+        record_failure(t, "internal", "out of memory adding resource attributes");
+        return;
+    }
+    b = pg_batch_new(a, req); /* takes the arena, also on failure */
+    if (b == NULL) {
+        record_failure(t, "internal", "out of memory for a batch");
+        return;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    b->received_unix_nano = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    b->raw_bytes = len;
+    b->receiver_id = s->receiver_id;
+    b->default_service_name = s->default_service_name;
+    records = pg_batch_sample_count(b);
+    err = pg_consumer_consume(s->next, b, &st); /* takes our reference */
+    if (err != PG_ERR_OK) {
+        pg_metric_add(s->m_refused, records);
+        record_failure(t, "pipeline", "the pipeline refused the profile: %s", pg_status_text(&st));
+        return;
+    }
+    pg_metric_add(s->m_accepted, records);
+    pg_metric_add(t->m_samples, records);
+    if (t->health != 1) {
+        pg_log_info(LOG_NAME, "scraping %s (job %s, %s): up", t->url, t->job->job_name,
+                    t->prof->name);
+    }
+    t->health = 1;
+    t->last_error[0] = '\0';
+    pg_metric_set(t->m_up, 1);
+}
+
+/* Body text for an error message: printable prefix only. */
+static void snippet(char *dst, size_t cap, const uint8_t *b, size_t n)
+{
+    size_t i = 0;
+
+    for (size_t k = 0; k < n && i + 1 < cap && k < 160; k++) {
+        dst[i++] = (b[k] >= 0x20 && b[k] < 0x7f) ? (char)b[k] : ' ';
+    }
+    while (i > 0 && dst[i - 1] == ' ') {
+        i--;
+    }
+    dst[i] = '\0';
+}
+
+static void on_response(void *arg, const struct pg_http_response *r)
+{
+    struct target *t = arg;
+    struct pg_scraper *s = t->s;
+    char text[200];
+
+    t->call = NULL;
+    inflight_del(t);
+    t->last_duration = (double)(mono_ns() - t->started_ns) / 1e9;
+    pg_metric_observe(t->m_dur, t->last_duration);
+    pg_metric_add(t->m_bytes, r->len);
+    if (r->fail != PG_HTTP_OK) {
+        record_failure(t, pg_http_fail_name(r->fail), "%s", r->why);
+    } else if (r->status >= 200 && r->status < 300) {
+        if (r->len == 0) {
+            record_failure(t, "empty", "HTTP %d with an empty body", r->status);
+        } else {
+            deliver(t, r->body, r->len);
+        }
+    } else {
+        snippet(text, sizeof(text), r->body, r->len);
+        if (r->status == 500 && strstr(text, "already in use") != NULL) {
+            /* Go allows one CPU profile per process: someone else holds it. */
+            record_failure(t, "busy", "target busy (HTTP 500%s): %s",
+                           r->go_pprof ? ", X-Go-Pprof" : "", text);
+        } else if (r->status == 400 && strstr(text, "WriteTimeout") != NULL) {
+            record_failure(t, "http_4xx",
+                           "HTTP 400: %s (lower seconds or raise the target's WriteTimeout)", text);
+        } else {
+            record_failure(t, r->status >= 500 ? "http_5xx" : r->status >= 400 ? "http_4xx"
+                                                                                : "http_other",
+                           "HTTP %d: %s", r->status, text);
+        }
+    }
+    if (t->pending && !s->stopped) {
+        t->pending = false;
+        start_scrape(t);
+    }
+}
+
+/* Reads a small secret file; trailing newline dropped. */
+static bool read_secret(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (f == NULL) {
+        return false;
+    }
+    n = fread(out, 1, cap - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r')) {
+        out[--n] = '\0';
+    }
+    return true;
+}
+
+static void b64(const char *in, char *out, size_t cap)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(in), o = 0;
+
+    for (size_t i = 0; i < n && o + 5 < cap; i += 3) {
+        uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
+
+        v |= i + 1 < n ? (uint32_t)(unsigned char)in[i + 1] << 8 : 0;
+        v |= i + 2 < n ? (unsigned char)in[i + 2] : 0;
+        out[o++] = tbl[v >> 18];
+        out[o++] = tbl[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? tbl[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+static void start_scrape(struct target *t)
+{
+    struct pg_scraper *s = t->s;
+    const struct pg_scrape_client *c = &t->job->client;
+    struct pg_http_header hdrs[34];
+    size_t nh = 0;
+    char auth[MAX_AUTH_FILE + 64], secret[MAX_AUTH_FILE], pair[2 * 512 + 2];
+    struct pg_http_get_opts o;
+    struct pg_status st = {0};
+
+    memset(&o, 0, sizeof(o));
+    auth[0] = '\0';
+    if (c->credentials_file != NULL || c->credentials != NULL) {
+        if (c->credentials_file != NULL && !read_secret(c->credentials_file, secret,
+                                                        sizeof(secret))) {
+            record_failure(t, "auth", "cannot read credentials_file %s", c->credentials_file);
+            return;
+        }
+        snprintf(auth, sizeof(auth), "%s %s", c->auth_type ? c->auth_type : "Bearer",
+                 c->credentials_file ? secret : c->credentials);
+    } else if (c->bearer_token_file != NULL || c->bearer_token != NULL) {
+        if (c->bearer_token_file != NULL && !read_secret(c->bearer_token_file, secret,
+                                                         sizeof(secret))) {
+            record_failure(t, "auth", "cannot read bearer_token_file %s", c->bearer_token_file);
+            return;
+        }
+        snprintf(auth, sizeof(auth), "Bearer %s", c->bearer_token_file ? secret : c->bearer_token);
+    } else if (c->basic_user != NULL) {
+        char enc[sizeof(pair) * 2];
+
+        if (c->basic_password_file != NULL && !read_secret(c->basic_password_file, secret, 512)) {
+            record_failure(t, "auth", "cannot read password_file %s", c->basic_password_file);
+            return;
+        }
+        snprintf(pair, sizeof(pair), "%.511s:%.511s", c->basic_user,
+                 c->basic_password_file ? secret : c->basic_password ? c->basic_password : "");
+        b64(pair, enc, sizeof(enc));
+        snprintf(auth, sizeof(auth), "Basic %s", enc);
+    }
+    if (auth[0] != '\0') {
+        hdrs[nh++] = (struct pg_http_header){"Authorization", auth};
+    }
+    for (size_t i = 0; i < c->headers.n && nh < 34; i++) {
+        hdrs[nh++] = (struct pg_http_header){c->headers.keys[i], c->headers.values[i]};
+    }
+    o.host = t->host;
+    o.port = t->port;
+    o.path_query = t->path_query;
+    o.timeout_ns = t->job->timeout_ns;
+    o.max_body = s->max_body;
+    o.headers = hdrs;
+    o.n_headers = nh;
+    if (t->tls) {
+        struct job_state *js = &s->jobs[t->job_index];
+
+        if (js->ssl == NULL) {
+            struct pg_tls_client_config tc = {c->ca_file, c->cert_file, c->key_file,
+                                              c->insecure_skip_verify};
+
+            js->ssl = pg_tls_client_ctx_new(&tc, &st);
+            if (js->ssl == NULL) {
+                record_failure(t, "tls", "%s", pg_status_text(&st));
+                return;
+            }
+        }
+        o.ssl_ctx = js->ssl;
+        o.server_name = c->server_name;
+        o.verify = !c->insecure_skip_verify;
+    }
+    t->started_ns = mono_ns();
+    t->last_unix_ms = unix_ms();
+    t->call = pg_http_get(s->host->base, &o, on_response, t, &st);
+    if (t->call == NULL) {
+        record_failure(t, "connect", "%s", pg_status_text(&st));
+        return;
+    }
+    t->scrapes++;
+    pg_metric_add(t->m_scrapes, 1);
+    inflight_add(t);
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
+{
+    char labels[200], desc[1024];
+
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",transport=\"scrape\"", s->receiver_id);
+    s->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
+                                      "Profile sample records pushed into the pipeline.", labels);
+    s->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
+                                     "Profile sample records the pipeline refused.", labels);
+    for (size_t ji = 0; ji < s->cfg->n_jobs; ji++) {
+        const struct pg_scrape_job *job = &s->cfg->jobs[ji];
+
+        pg_scrape_job_describe(job, desc, sizeof(desc));
+        pg_log_info(LOG_NAME, "job %s: every %.3gs (timeout %.3gs): %s", job->job_name,
+                    (double)job->interval_ns / 1e9, (double)job->timeout_ns / 1e9, desc);
+        for (size_t g = 0; g < job->n_groups; g++) {
+            const struct pg_scrape_group *grp = &job->groups[g];
+            struct pg_labels gl = {0};
+            struct pg_scrape_tg_target *tg = calloc(grp->targets.n + 1, sizeof(*tg));
+            char source[64];
+
+            if (tg == NULL) {
+                return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
+            }
+            for (size_t i = 0; i < grp->labels.n; i++) {
+                pg_labels_set(&gl, grp->labels.keys[i], grp->labels.values[i]);
+            }
+            for (size_t i = 0; i < grp->targets.n; i++) {
+                tg[i].address = grp->targets.v[i];
+                tg[i].labels = &gl;
+            }
+            snprintf(source, sizeof(source), "static/%zu", g);
+            pg_scraper_sync(s, ji, source, tg, grp->targets.n);
+            pg_labels_free(&gl);
+            free(tg);
+        }
+        update_job_gauges(s, ji);
+    }
+    s->started = true;
+    for (struct target *t = s->targets; t != NULL; t = t->next) {
+        target_begin(t);
+    }
+    if (pg_file_sd_start(s, s->host->base, s->cfg, &s->file_sd, st) != PG_ERR_OK ||
+        pg_k8s_sd_start(s, s->host->base, s->cfg, &s->k8s_sd, st) != PG_ERR_OK) {
+        return st->code;
+    }
+    s->next_global = g_scrapers;
+    g_scrapers = s;
+    return PG_ERR_OK;
+}
+
+void pg_scraper_stop(struct pg_scraper *s)
+{
+    if (s == NULL || s->stopped) {
+        return;
+    }
+    s->stopped = true;
+    pg_file_sd_free(s->file_sd);
+    s->file_sd = NULL;
+    pg_k8s_sd_free(s->k8s_sd);
+    s->k8s_sd = NULL;
+    for (struct target *t = s->targets; t != NULL; t = t->next) {
+        if (t->timer != NULL) {
+            event_del(t->timer);
+        }
+        t->pending = false;
+        /* A profile window (seconds=N) would hold the drain for N seconds
+         * for data nobody waits for: cancel it. Plain snapshots finish. */
+        if (t->call != NULL && pg_scrape_profile_seconds(t->job, t->prof) > 0) {
+            pg_http_call_cancel(t->call);
+            t->call = NULL;
+            inflight_del(t);
+        }
+    }
+}
+
+bool pg_scraper_idle(const struct pg_scraper *s)
+{
+    return s == NULL || s->in_flight == 0;
+}
+
+void pg_scraper_destroy(struct pg_scraper *s)
+{
+    struct pg_scraper **pp;
+
+    if (s == NULL) {
+        return;
+    }
+    pg_scraper_stop(s);
+    for (pp = &g_scrapers; *pp != NULL; pp = &(*pp)->next_global) {
+        if (*pp == s) {
+            *pp = s->next_global;
+            break;
+        }
+    }
+    while (s->targets != NULL) {
+        struct target *t = s->targets;
+
+        s->targets = t->next;
+        target_free(t);
+    }
+    for (size_t i = 0; i < s->cfg->n_jobs; i++) {
+        if (s->jobs[i].ssl != NULL) {
+            SSL_CTX_free(s->jobs[i].ssl);
+        }
+        for (size_t k = 0; k < s->jobs[i].n_drops; k++) {
+            free(s->jobs[i].drops[k].source);
+        }
+        free(s->jobs[i].drops);
+    }
+    free(s->jobs);
+    free(s);
+}
+
+/* ---- /targets -------------------------------------------------------------- */
+
+static void json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            fprintf(out, "\\%c", *p);
+        } else if (*p < 0x20) {
+            fprintf(out, "\\u%04x", *p);
+        } else {
+            fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+static void write_targets(const struct pg_scraper *s, FILE *out, bool *firstp)
+{
+    bool first = *firstp;
+
+    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+        fputs(first ? "\n    {" : ",\n    {", out);
+        first = false;
+        fputs("\"job\":", out);
+        json_str(out, t->job->job_name);
+        fputs(",\"profile\":", out);
+        json_str(out, t->prof->name);
+        fputs(",\"scrapeUrl\":", out);
+        json_str(out, t->url);
+        fputs(",\"source\":", out);
+        json_str(out, t->source);
+        fputs(",\"labels\":{", out);
+        for (size_t i = 0; i < t->labels.n; i++) {
+            if (i) {
+                fputc(',', out);
+            }
+            json_str(out, t->labels.v[i].name);
+            fputc(':', out);
+            json_str(out, t->labels.v[i].value);
+        }
+        fputs("},\"health\":", out);
+        json_str(out, t->health == 1 ? "up" : t->health == 0 ? "down" : "unknown");
+        fputs(",\"lastError\":", out);
+        json_str(out, t->last_error);
+        fprintf(out, ",\"lastScrapeUnixMs\":%lld,\"lastScrapeDurationSeconds\":%.6f,"
+                     "\"scrapes\":%llu,\"skippedTicks\":%llu,\"inFlight\":%s}",
+                (long long)t->last_unix_ms, t->last_duration, (unsigned long long)t->scrapes,
+                (unsigned long long)t->skipped, t->call != NULL ? "true" : "false");
+    }
+    *firstp = first;
+}
+
+void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out)
+{
+    bool first = true;
+
+    write_targets(s, out, &first);
+}
+
+void pg_scrape_targets_json(FILE *out)
+{
+    size_t dropped = 0;
+    bool first = true;
+
+    fputs("{\"activeTargets\":[", out);
+    for (const struct pg_scraper *s = g_scrapers; s != NULL; s = s->next_global) {
+        write_targets(s, out, &first);
+        for (size_t i = 0; i < s->cfg->n_jobs; i++) {
+            dropped += s->jobs[i].dropped;
+        }
+    }
+    fprintf(out, "\n  ],\"droppedTargets\":%zu}\n", dropped);
+}
