@@ -59,9 +59,10 @@ class Collector(Gateway):
 
 
 def read_json_lines(path):
+    """Complete lines only: the file exporter may be half way through one."""
     try:
         with open(path) as f:
-            return [json.loads(ln) for ln in f if ln.strip()]
+            return [json.loads(ln) for ln in f if ln.endswith("\n") and ln.strip()]
     except FileNotFoundError:
         return []
 

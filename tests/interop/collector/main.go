@@ -29,8 +29,9 @@ import (
 func components() (otelcol.Factories, error) {
 	var f otelcol.Factories
 	var err error
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
-		append([]receiver.Factory{otlpreceiver.NewFactory()}, extraReceivers()...)...); err != nil {
+	// No pprof receiver: the contrib module is not served by the Go module
+	// proxy (see README.md in this directory).
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
