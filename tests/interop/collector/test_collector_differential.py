@@ -26,7 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_lib import (BUILD_DIR, COLLECTOR, SOURCE_DIR, Collector, Gateway,  # noqa: E402
-                           free_port, read_json_lines, require_collector, sdk_pushes)
+                           fixture_bodies, free_port, read_json_lines, require_collector,
+                           sdk_pushes)
 from pg_harness import BIN, Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
 
@@ -274,5 +275,111 @@ with tempfile.TemporaryDirectory() as tmp:
                                               "--config"])
         res.check(f"{os.path.basename(path)}: the collector validate accepts it", rc == 0,
                   out[-800:])
+
+# ---- 3. debug exporter: the collector's text for what pprofgate sent -------------------
+# pprofgate's debug exporter (detailed) and the collector's, printing the
+# same profiles (pprofgate -> otlp -> collector -> debug). Equal but for what
+# docs/debug-exporter.md lists as pprofgate's additions: every attribute and
+# link table entry (the collector prints only the last one) and each sample's
+# link and resolved stack.
+
+
+def debug_body(text, collector):
+    out, skip_table, in_stack, empty = [], False, False, False
+    for ln in text.splitlines():
+        if collector and (re.search(r"\t(info|warn|error)\t", ln) or ln.startswith("Profiles\t")):
+            continue
+        if not collector and ln.startswith("ts="):
+            # A push without samples: the collector's otlp receiver drops it.
+            empty = 'msg="Profiles"' in ln and "sample_records=0" in ln
+            continue
+        if empty:
+            continue
+        if ln in ("Attribute table:", "Link table:"):
+            out.append(ln)
+            skip_table = True
+            continue
+        if skip_table:
+            if ln.startswith(" "):
+                continue
+            skip_table = False
+        if in_stack and re.match(r"^ {12}\S", ln):
+            continue
+        in_stack = False
+        if re.match(r"^ {8}Link #\d+: ", ln):
+            continue
+        if re.match(r"^ {8}Stack #\d+:$", ln):
+            in_stack = True
+            continue
+        out.append(ln)
+    return [ln for ln in out if ln.strip()]
+
+
+port = free_port()
+DEBUG_COLLECTOR = f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+exporters:
+  debug:
+    verbosity: detailed
+    use_internal_logger: false
+service:
+  telemetry:
+    metrics: {{level: none}}
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [debug]
+"""
+DEBUG_GATEWAY = f"""
+receivers:
+  pprof:
+    server:
+      endpoint: "127.0.0.1:0"
+exporters:
+  debug:
+    verbosity: detailed
+    output_paths: ["{{debug}}"]
+  otlp:
+    endpoint: 127.0.0.1:{port}
+    tls: {{insecure: true}}
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug, otlp]
+"""
+with Collector(DEBUG_COLLECTOR) as col, Gateway(DEBUG_GATEWAY) as gw:
+    n = 0
+    for name, body, hdrs in fixture_bodies(gw.tmp, with_large=False):
+        st, _, rb = post(gw.port, "/v1/pprof", body, hdrs)
+        n += st == 204
+        before_c, before_g = len(col.log()), len(gw.debug())
+        deadline = time.time() + 10
+        # wait until both printed this push (the collector skips empty requests)
+        while time.time() < deadline:
+            time.sleep(0.1)
+            if len(gw.debug()) > before_g and (len(col.log()) > before_c or
+                                               "sample_records=0" in gw.debug()[before_g:]):
+                time.sleep(0.3)
+                break
+    time.sleep(0.5)
+    c_lines, g_lines = debug_body(col.log(), True), debug_body(gw.debug(), False)
+    first = next((i for i, (a, b) in enumerate(zip(c_lines, g_lines)) if a != b), None)
+    if first is not None or len(c_lines) != len(g_lines):
+        for who, lines in (("collector", c_lines), ("pprofgate", g_lines)):
+            with open(gw.path(who + ".debug.txt"), "w") as f:
+                f.write("\n".join(lines) + "\n")
+        print(f"     normalised outputs: {gw.path('collector.debug.txt')} "
+              f"{gw.path('pprofgate.debug.txt')}")
+    res.check(f"debug detailed: pprofgate's text = the collector's for {n} pushes "
+              f"({len(c_lines)} lines), but the documented additions",
+              n > 10 and first is None and len(c_lines) == len(g_lines) > 100,
+              f"first difference at line {first}: collector {c_lines[first:first + 3]!r} "
+              f"pprofgate {g_lines[first:first + 3]!r}" if first is not None
+              else (len(c_lines), len(g_lines)))
 
 res.finish()
