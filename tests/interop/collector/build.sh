@@ -26,7 +26,7 @@ start=$(date +%s)
 echo "pg-otelcol: building with $("$go" version) (the first build downloads modules and compiles for minutes)"
 # -mod=readonly: go.mod/go.sum are the pins, never rewritten by a build;
 # -p 2 and nice: the machine is shared.
-(cd "$here" && nice -n 10 env GOFLAGS="-mod=readonly -p=2" GOTOOLCHAIN=local \
+(cd "$here" && nice -n 10 env GOFLAGS="-mod=readonly -p=2 -buildvcs=false" GOTOOLCHAIN=local \
     "$go" build -trimpath -o "$out.tmp" .)
 mv "$out.tmp" "$out"
 echo "$stamp" > "$out.stamp"
