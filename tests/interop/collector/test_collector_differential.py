@@ -355,9 +355,9 @@ service:
 with Collector(DEBUG_COLLECTOR) as col, Gateway(DEBUG_GATEWAY) as gw:
     n = 0
     for name, body, hdrs in fixture_bodies(gw.tmp, with_large=False):
+        before_c, before_g = len(col.log()), len(gw.debug())
         st, _, rb = post(gw.port, "/v1/pprof", body, hdrs)
         n += st == 204
-        before_c, before_g = len(col.log()), len(gw.debug())
         deadline = time.time() + 10
         # wait until both printed this push (the collector skips empty requests)
         while time.time() < deadline:
