@@ -5,7 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 export PG_BUILD_DIR=$BUILD PPROFGATE_BIN=$BUILD/pprofgate
-for b in bench/translate.sh bench/http_load.sh bench/ottl_bench.sh bench/otlp_export.sh bench/selfprof_cost.sh bench/spool_bench.sh bench/flood.sh bench/scrape.sh; do
+for b in bench/translate.sh bench/http_load.sh bench/ottl_bench.sh bench/otlp_export.sh bench/selfprof_cost.sh bench/spool_bench.sh bench/flood.sh bench/scrape.sh bench/vs_collector.sh; do
     if [ -f "$b" ]; then
         echo "=== $b"
         bash "$b" || echo "$b exited $?"
