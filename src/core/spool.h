@@ -55,6 +55,7 @@ struct pg_spool_stats {
     uint64_t acked;              /* this run */
     uint64_t corrupt;            /* records/regions skipped at open: bad checksum or header */
     uint64_t truncated;          /* records cut short at the end of a segment */
+    uint64_t lost;               /* records missing at open (emptied/cut segments), by id gaps */
     uint64_t refused_full;       /* appends refused: cap reached */
     uint64_t refused_disk;       /* appends refused: ENOSPC / EDQUOT */
 };
