@@ -1154,6 +1154,51 @@ out:
     return err;
 }
 
+enum pg_err pg_spool_read(struct pg_spool *s, uint64_t id, uint8_t **data, size_t *len,
+                          struct pg_status *st)
+{
+    enum pg_err err = PG_ERR_OK;
+    uint8_t hdr[PG_SPOOL_HDR_SIZE];
+    struct seg *g;
+    struct rec *r;
+    uint8_t *buf = NULL;
+    size_t idx;
+
+    *data = NULL;
+    *len = 0;
+    pthread_mutex_lock(&s->mu);
+    g = seg_for_id(s, id, &idx);
+    r = g != NULL ? rec_find(g, id) : NULL;
+    if (r == NULL || r->acked) {
+        err = pg_status_set(st, PG_ERR_INTERNAL, "spool %s: record %" PRIu64 " is not pending",
+                            s->dir, id);
+        goto out;
+    }
+    buf = malloc(r->len ? r->len : 1);
+    if (buf == NULL) {
+        err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory reading record %" PRIu64, id);
+        goto out;
+    }
+    if (!pread_full(g->fd, hdr, sizeof(hdr), r->off) ||
+        !pread_full(g->fd, buf, r->len, r->off + PG_SPOOL_HDR_SIZE) || !header_ok(hdr) ||
+        get64(hdr + 8) != id || get32(hdr + 16) != body_crc(r->len, id, buf)) {
+        /* Changed on disk underneath us: never send garbage; it is lost. */
+        s->stats.corrupt++;
+        mark_acked(s, g, r);
+        (void)write_ack(s, g, id, NULL);
+        free(buf);
+        buf = NULL;
+        err = pg_status_set(st, PG_ERR_IO, "spool %s: record %" PRIu64 " failed its checksum when "
+                            "read back; dropped", s->dir, id);
+        goto out;
+    }
+    *data = buf;
+    *len = r->len;
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
 void pg_spool_get_stats(struct pg_spool *s, struct pg_spool_stats *out)
 {
     pthread_mutex_lock(&s->mu);
