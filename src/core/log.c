@@ -4,6 +4,7 @@
 #include "core/utf8.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
@@ -54,7 +55,9 @@ int pg_output_open(const char *path, bool *owned)
         return STDOUT_FILENO;
     }
     *owned = true;
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+    /* 0600: the detailed debug output holds whole profiles, logs hold
+     * request metadata; a new file is for the owner alone. */
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 }
 
 void pg_log_close_outputs(void)
@@ -301,4 +304,31 @@ bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_
     }
     rl->suppressed++;
     return false;
+}
+
+void pg_log_libevent(int severity, const char *msg)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct pg_log_ratelimit rl = PG_LOG_RATELIMIT_INIT(5.0, 20);
+    enum pg_log_level lvl = severity >= 3   ? PG_LOG_ERROR
+                            : severity == 2 ? PG_LOG_WARN
+                            : severity == 1 ? PG_LOG_INFO
+                                            : PG_LOG_DEBUG;
+    unsigned long suppressed = 0;
+    bool ok;
+
+    if (lvl < pg_log_min_level) {
+        return;
+    }
+    pthread_mutex_lock(&mu);
+    ok = pg_log_ratelimit_ok(&rl, &suppressed);
+    pthread_mutex_unlock(&mu);
+    if (!ok) {
+        return;
+    }
+    if (suppressed > 0) {
+        pg_log_write(lvl, "libevent", "%s (%lu similar line(s) suppressed)", msg, suppressed);
+    } else {
+        pg_log_write(lvl, "libevent", "%s", msg);
+    }
 }
