@@ -1430,7 +1430,9 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
                 compression_choices[ex->cfg.compression], ex->n_workers, ex->q_limit,
                 sizer_choices[ex->sizer]);
     pg_grpc_conn_connect(ex->conn);
-    pump(ex); /* issue 6: replayed requests start at once */
+    /* Replay starts from the loop, once every component (the receiver
+     * included) is up: start-up never waits for the backlog. */
+    event_active(ex->pump_ev, 0, 0);
     return PG_ERR_OK;
 }
 

@@ -8,6 +8,7 @@
 //        [--tls-ca F --mtls]] [--start-delay-ms N] [--mode M] [--fail-first N]
 //        [--max-conn-age-ms N] (GOAWAY each connection after N ms)
 //        [--raw-http-status N] (plain HTTP/2 answering :status N, no gRPC)
+//        [--discard] (benchmarks: count requests and bytes without decoding them)
 //        [--strict-utf8] (a string field with invalid UTF-8 fails the call with INTERNAL,
 //        as Go's protobuf does; stats.invalid_utf8 counts such fields either way)
 // Prints one JSON line {"grpc_port":..,"control_port":..} on stdout when listening.
@@ -247,6 +248,7 @@ const service = {
     responseStream: false,
     requestSerialize: (m) => Req.encode(m).finish(),
     requestDeserialize: (buf) => {
+      if (flag('--discard')) return { raw: Buffer.from(buf), msg: {}, bad_utf8: 0 };
       badStrings = 0;
       const msg = Req.decode(buf);
       return { raw: Buffer.from(buf), msg, bad_utf8: badStrings };
