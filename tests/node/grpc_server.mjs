@@ -8,6 +8,7 @@
 //        [--tls-ca F --mtls]] [--start-delay-ms N] [--mode M] [--fail-first N]
 //        [--max-conn-age-ms N] (GOAWAY each connection after N ms)
 //        [--raw-http-status N] (plain HTTP/2 answering :status N, no gRPC)
+//        [--reject-containing STR] (INVALID_ARGUMENT for any request whose bytes contain STR)
 //        [--discard] (benchmarks: count requests and bytes without decoding them)
 //        [--strict-utf8] (a string field with invalid UTF-8 fails the call with INTERNAL,
 //        as Go's protobuf does; stats.invalid_utf8 counts such fields either way)
@@ -175,6 +176,15 @@ function handler(call, callback) {
   const req = call.request.msg;
   const md = call.metadata;
   const early = n <= cfg.fail_first;
+  const poison = arg('--reject-containing', '');
+  if (poison && raw.includes(Buffer.from(poison))) {
+    // One bad request inside a merged export: rejected for good, as a
+    // collector rejects a request it cannot take.
+    stats.failed++;
+    stats.rejected_poison = (stats.rejected_poison || 0) + 1;
+    callback({ code: grpc.status.INVALID_ARGUMENT, details: 'test: poisoned request' });
+    return;
+  }
   if (call.request.bad_utf8 > 0) {
     stats.invalid_utf8 += call.request.bad_utf8;
     stats.invalid_utf8_requests++;
