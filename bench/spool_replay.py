@@ -119,6 +119,11 @@ service:
         if first_start is None:
             first_start = start
         mbs = n_bytes / MIB / took
+        if startup_only:
+            print(f"{mib:>9} {n_rec:>8} {start:>8.3f} {start / first_start:>9.2f} {'-':>11} "
+                  f"{read_mbs:>9.0f} {'-':>6} {hwm:>9} {'-':>8}")
+            shutil.rmtree(root, ignore_errors=True)
+            continue
         print(f"{mib:>9} {n_rec:>8} {start:>8.3f} {start / first_start:>9.2f} {mbs:>11.1f} "
               f"{read_mbs:>9.0f} {mbs / read_mbs:>6.3f} {hwm:>9} "
               f"{got * n_bytes / n_rec / MIB / max(cpu, 0.01):>8.0f}"
