@@ -557,6 +557,10 @@ static bool worker_prepare(struct ox_worker *w)
             loaded[n_loaded] = data;
             lens[n_loaded++] = len;
         }
+        if (!counted && n_loaded == 1 && lens[0] <= ex->cfg.max_request_bytes &&
+            pg_otlp_wire_samples(loaded[0], lens[0], &it->samples)) {
+            counted = true; /* read off the wire bytes: no decode needed */
+        }
         if (n_loaded == 1 && lens[0] <= ex->cfg.max_request_bytes && counted) {
             single = true;
             single_wire = loaded[0];
