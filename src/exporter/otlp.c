@@ -276,7 +276,7 @@ struct ox {
     struct pg_metric *m_sent_requests, *m_capacity, *m_qsize, *m_inflight;
     char labels[160];
 
-    /* issue 6: persistent queue (sending_queue.storage). */
+    /* Persistent queue (sending_queue.storage). */
     struct pg_spool *spool;      /* owned; NULL without storage */
     uint64_t replay_after;       /* replay cursor: last record id taken */
     bool replay_done;
@@ -950,7 +950,7 @@ static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
     flush_pending(arg);
 }
 
-/* ---- persistent queue (issue 6) ------------------------------------------ */
+/* ---- persistent queue ---------------------------------------------------- */
 
 /* Records @id as carried by @it (acked when @it is freed). */
 static bool item_add_spool_id(struct ox_item *it, struct pg_spool *spool, uint64_t id)
@@ -1314,7 +1314,7 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         problems++;
     }
     if (ex->cfg.queue.storage != NULL && !pg_storage_known(ex->cfg.queue.storage)) {
-        /* issue 6: extensions are created first, so a defined one is known. */
+        /* Extensions are created first, so a defined one is known. */
         pg_diag_add(ctx->diag, ctx->config, path,
                     "sending_queue::storage: \"%s\" is not a file_storage extension listed in "
                     "service::extensions; defined: %s",
@@ -1414,7 +1414,7 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
                                   "Current size of the sending queue, in sizer units", ex->labels);
     ex->m_inflight = pg_metric_gauge("otelcol_exporter_in_flight_requests", "Exports in flight",
                                      ex->labels);
-    if (ex->cfg.queue.storage != NULL) { /* issue 6 */
+    if (ex->cfg.queue.storage != NULL) {
         struct pg_spool_stats ss;
         enum pg_err serr = pg_storage_open(ex->cfg.queue.storage, ex->log, &ex->spool, st);
 
@@ -1447,7 +1447,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
     ex->aborted = true;
     if (ex->pending != NULL) {
-        ex->pending->keep_spooled = true; /* issue 6: replayed at the next start */
+        ex->pending->keep_spooled = true; /* replayed at the next start */
         lost += ex->pending->samples;
         item_free(ex->pending);
         ex->pending = NULL;
@@ -1457,7 +1457,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
         ex->q_head = it->next;
         lost += it->samples;
-        it->keep_spooled = true; /* issue 6 */
+        it->keep_spooled = true;
         item_free(it);
     }
     ex->q_tail = NULL;
@@ -1466,7 +1466,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
         struct ox_worker *w = &ex->workers[i];
 
         if (w->item != NULL && !w->abandoned) {
-            w->item->keep_spooled = true; /* issue 6 */
+            w->item->keep_spooled = true;
             for (size_t p = w->cur; p < w->n_parts; p++) {
                 lost += w->parts[p].samples;
             }
@@ -1567,7 +1567,7 @@ static void ox_destroy(void *state)
         SSL_CTX_free(ex->ssl_ctx);
     }
     free(ex->token.header);
-    pg_spool_close(ex->spool); /* issue 6: after every item released */
+    pg_spool_close(ex->spool); /* after every item released */
     free(ex);
 }
 
