@@ -81,8 +81,57 @@ static double spool_case(const char *dir, const unsigned char *buf, size_t len,
     return (double)n / (t - t0);
 }
 
+/* `spool_bench fill DIR PAYLOAD_FILE TOTAL_BYTES`: a spool of copies of one
+ * encoded request, as a gateway would leave it (for bench/spool_replay.py). */
+static int fill(const char *dir, const char *payload_path, unsigned long long total)
+{
+    struct pg_spool_options o = {0};
+    struct pg_spool *s;
+    struct pg_status st;
+    FILE *f = fopen(payload_path, "rb");
+    unsigned char *buf;
+    long len;
+    unsigned long long done = 0, n = 0;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) <= 0) {
+        perror(payload_path);
+        return 1;
+    }
+    rewind(f);
+    buf = malloc((size_t)len);
+    if (buf == NULL || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        perror(payload_path);
+        return 1;
+    }
+    fclose(f);
+    o.dir = dir;
+    o.max_bytes = total * 2 + (64u << 20);
+    o.segment_bytes = 64u << 20;
+    o.fsync = PG_SPOOL_FSYNC_NEVER;
+    if (pg_spool_open(&o, &s, &st) != PG_ERR_OK) {
+        fprintf(stderr, "%s\n", pg_status_text(&st));
+        return 1;
+    }
+    do {
+        if (pg_spool_append(s, buf, (size_t)len, NULL, &st) != PG_ERR_OK) {
+            fprintf(stderr, "%s\n", pg_status_text(&st));
+            return 1;
+        }
+        done += (unsigned long long)len + PG_SPOOL_HDR_SIZE;
+        n++;
+    } while (done < total);
+    (void)pg_spool_sync(s, true, &st);
+    pg_spool_close(s);
+    free(buf);
+    printf("%llu %llu\n", n, done);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "fill") == 0) {
+        return fill(argv[2], argv[3], strtoull(argv[4], NULL, 10));
+    }
     const char *dir = argc > 1 ? argv[1] : "/tmp/pg_spool_bench";
     size_t len = argc > 2 ? (size_t)atol(argv[2]) : 16384;
     double secs = argc > 3 ? atof(argv[3]) : 2.0;

@@ -184,6 +184,9 @@ int main(int argc, char **argv)
     const char *cmd = "run";
     int n_config = 0, bad;
 
+    /* libevent's own warnings (accept failures under fd exhaustion, ...)
+     * would otherwise go to stderr unthrottled: through our limiter. */
+    event_set_log_callback(pg_log_libevent);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {

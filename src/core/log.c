@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Log line formatting: UTC timestamp, level, component, quoted message. */
 #include "core/log.h"
+#include "core/utf8.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
@@ -53,7 +55,9 @@ int pg_output_open(const char *path, bool *owned)
         return STDOUT_FILENO;
     }
     *owned = true;
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+    /* 0600: the detailed debug output holds whole profiles, logs hold
+     * request metadata; a new file is for the owner alone. */
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
 }
 
 void pg_log_close_outputs(void)
@@ -125,23 +129,6 @@ void pg_log_set_encoding(enum pg_log_encoding e)
     log_encoding = e;
 }
 
-/* The length of the valid UTF-8 sequence at @p (1-4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *p)
-{
-    size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-    }
-    if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-        (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90)) {
-        return 0; /* overlong, surrogate, past U+10FFFF */
-    }
-    return n;
-}
-
 /* Appends @src quoted for @enc: '"' and '\\' escaped, newlines as \n, other
  * control bytes as \xNN (logfmt) or \u00NN (JSON); in JSON a byte that is not
  * valid UTF-8 becomes U+FFFD so the line stays valid JSON. Stops before
@@ -170,7 +157,7 @@ static size_t quote_into(char *dst, size_t o, size_t cap, const char *src,
             dst[o++] = hex[*p >> 4];
             dst[o++] = hex[*p & 15];
         } else if (*p >= 0x80 && enc == PG_LOG_JSON) {
-            size_t n = utf8_len(p);
+            size_t n = pg_utf8_seq(p, strnlen((const char *)p, 4));
 
             if (n == 0) {
                 memcpy(dst + o, "\\ufffd", 6);
@@ -317,4 +304,31 @@ bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_
     }
     rl->suppressed++;
     return false;
+}
+
+void pg_log_libevent(int severity, const char *msg)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static struct pg_log_ratelimit rl = PG_LOG_RATELIMIT_INIT(5.0, 20);
+    enum pg_log_level lvl = severity >= 3   ? PG_LOG_ERROR
+                            : severity == 2 ? PG_LOG_WARN
+                            : severity == 1 ? PG_LOG_INFO
+                                            : PG_LOG_DEBUG;
+    unsigned long suppressed = 0;
+    bool ok;
+
+    if (lvl < pg_log_min_level) {
+        return;
+    }
+    pthread_mutex_lock(&mu);
+    ok = pg_log_ratelimit_ok(&rl, &suppressed);
+    pthread_mutex_unlock(&mu);
+    if (!ok) {
+        return;
+    }
+    if (suppressed > 0) {
+        pg_log_write(lvl, "libevent", "%s (%lu similar line(s) suppressed)", msg, suppressed);
+    } else {
+        pg_log_write(lvl, "libevent", "%s", msg);
+    }
 }

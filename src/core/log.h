@@ -85,4 +85,9 @@ struct pg_log_ratelimit {
 #define PG_LOG_RATELIMIT_INIT(per_sec, burst) { (burst), (per_sec), (burst), 0, 0 }
 bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_out);
 
+/* For event_set_log_callback(): libevent's messages (severity 0 debug .. 3
+ * error) as "libevent" lines, at most 5 a second with a count of those
+ * suppressed; thread-safe. */
+void pg_log_libevent(int severity, const char *msg);
+
 #endif

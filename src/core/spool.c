@@ -44,6 +44,8 @@ struct seg {
     size_t n, cap;
     size_t n_acked;
     bool old;          /* found at open: replayable */
+    bool damaged;      /* found at open with corrupt/truncated data, or empty */
+    uint64_t orphan_acks; /* acks in its log for ids no longer in the file */
 };
 
 struct pg_spool {
@@ -293,8 +295,8 @@ static void mark_acked(struct pg_spool *s, struct seg *g, struct rec *r)
     }
 }
 
-/* Reads a whole file into malloc'd memory (segments are bounded by the cap). */
-static int read_all(int fd, uint8_t **out, size_t *len)
+/* Reads the ack log of @g whole (it is 16 bytes per delivered record). */
+static int read_small(int fd, uint8_t **out, size_t *len)
 {
     struct stat sb;
     uint8_t *buf;
@@ -302,7 +304,7 @@ static int read_all(int fd, uint8_t **out, size_t *len)
 
     *out = NULL;
     *len = 0;
-    if (fstat(fd, &sb) != 0) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         return -1;
     }
     buf = malloc((size_t)sb.st_size + 1);
@@ -324,33 +326,15 @@ static int read_all(int fd, uint8_t **out, size_t *len)
     return 0;
 }
 
-struct load_ctx {
-    struct seg *g;
-    bool oom;
-    uint64_t max_id;
-    bool any;
-};
-
-static void on_record(void *arg, uint64_t id, size_t off, const uint8_t *payload, size_t len)
-{
-    struct load_ctx *lc = arg;
-    (void)payload;
-    if (!rec_push(lc->g, id, off, (uint32_t)len)) {
-        lc->oom = true;
-    }
-    if (!lc->any || id > lc->max_id) {
-        lc->max_id = id;
-        lc->any = true;
-    }
-}
-
 static int rec_cmp(const void *a, const void *b)
 {
     const struct rec *x = a, *y = b;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Applies a segment's ack log; a damaged entry is skipped byte by byte. */
+/* Applies a segment's ack log; a damaged entry is skipped byte by byte. Acks
+ * for ids the segment no longer holds (emptied or cut short) are counted in
+ * g->orphan_acks: those records were delivered, not lost. */
 static void load_acks(struct pg_spool *s, struct seg *g)
 {
     char path[4096];
@@ -359,11 +343,11 @@ static void load_acks(struct pg_spool *s, struct seg *g)
     size_t len, off = 0;
 
     seg_path(s, g->seq, "ack", path, sizeof(path));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
         return;
     }
-    if (read_all(fd, &buf, &len) != 0) {
+    if (read_small(fd, &buf, &len) != 0) {
         close(fd);
         return;
     }
@@ -375,6 +359,8 @@ static void load_acks(struct pg_spool *s, struct seg *g)
             if (r != NULL && !r->acked) {
                 r->acked = true;
                 g->n_acked++;
+            } else if (r == NULL) {
+                g->orphan_acks++;
             }
             off += PG_SPOOL_ACK_SIZE;
         } else {
@@ -384,36 +370,145 @@ static void load_acks(struct pg_spool *s, struct seg *g)
     free(buf);
 }
 
+/* Reads exactly @n bytes at @off; false on a short read or an error. */
+static bool pread_full(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            return false;
+        }
+        got += (size_t)r;
+    }
+    return true;
+}
+
+#define SCAN_CHUNK (1u << 20) /* resynchronisation reads this much at a time */
+
+/* After a damaged header at @from: the offset of the next header whose own
+ * checksum holds, or @size when there is none. Reads the file in bounded
+ * chunks (overlapping by a header) so a huge damaged segment never sits in
+ * memory whole. */
+static uint64_t resync(int fd, uint64_t from, uint64_t size, uint8_t *chunk)
+{
+    uint64_t base = from;
+
+    while (base + PG_SPOOL_HDR_SIZE <= size) {
+        size_t n = size - base < SCAN_CHUNK ? (size_t)(size - base) : SCAN_CHUNK;
+        if (!pread_full(fd, chunk, n, base)) {
+            return size;
+        }
+        for (size_t p = 0; p + PG_SPOOL_HDR_SIZE <= n; p++) {
+            if (header_ok(chunk + p) && get32(chunk + p + 4) <= PG_SPOOL_MAX_RECORD) {
+                return base + p;
+            }
+        }
+        if (base + n >= size) {
+            break;
+        }
+        base += n - (PG_SPOOL_HDR_SIZE - 1);
+    }
+    return size;
+}
+
+/* Indexes a segment by walking its record headers (24 bytes each, found by
+ * their lengths): start-up reads O(records), not O(bytes), and never holds a
+ * segment in memory. Payload checksums are verified when a record is read
+ * back for sending (pg_spool_next_replay), where a mismatch is skipped and
+ * counted like damage found here. */
+static enum pg_err index_segment(struct pg_spool *s, struct seg *g, const char *path,
+                                 uint64_t size, struct pg_spool_parse_stats *ps,
+                                 struct pg_status *st)
+{
+    uint64_t off = 0;
+    uint8_t hdr[PG_SPOOL_HDR_SIZE];
+    uint8_t *chunk = NULL;
+
+    memset(ps, 0, sizeof(*ps));
+    while (off < size) {
+        uint32_t rlen;
+
+        if (size - off < PG_SPOOL_HDR_SIZE) {
+            ps->truncated = 1;
+            break;
+        }
+        if (!pread_full(g->fd, hdr, sizeof(hdr), off)) {
+            int e = errno;
+            free(chunk);
+            return pg_status_set(st, PG_ERR_IO, "spool: cannot read %s: %s", path,
+                                 e ? strerror(e) : "short read");
+        }
+        if (!header_ok(hdr) || get32(hdr + 4) > PG_SPOOL_MAX_RECORD) {
+            ps->corrupt++;
+            if (chunk == NULL && (chunk = malloc(SCAN_CHUNK)) == NULL) {
+                return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", path);
+            }
+            off = resync(g->fd, off + 1, size, chunk);
+            continue;
+        }
+        rlen = get32(hdr + 4);
+        if (rlen > size - off - PG_SPOOL_HDR_SIZE) {
+            ps->truncated = 1; /* the header is intact, the payload is not all there */
+            break;
+        }
+        if (!rec_push(g, get64(hdr + 8), off, rlen)) {
+            free(chunk);
+            return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", path);
+        }
+        ps->records++;
+        off += PG_SPOOL_HDR_SIZE + (uint64_t)rlen;
+        ps->valid_end = (size_t)off;
+    }
+    free(chunk);
+    (void)s;
+    return PG_ERR_OK;
+}
+
 static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_status *st)
 {
     char path[4096];
     struct seg *g = seg_new(seq);
-    struct load_ctx lc = {0};
     struct pg_spool_parse_stats ps;
-    uint8_t *buf;
-    size_t len;
+    struct stat sb;
+    enum pg_err err;
 
     if (g == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", s->dir);
     }
     seg_path(s, seq, "seg", path, sizeof(path));
-    g->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (g->fd < 0 || read_all(g->fd, &buf, &len) != 0) {
+    /* O_NONBLOCK: a FIFO planted under a segment's name must not hang the
+     * start; anything but a regular file is refused below with its type. */
+    g->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (g->fd < 0) {
         int e = errno;
         seg_free(g);
-        return pg_status_set(st, PG_ERR_IO, "spool: cannot read %s: %s", path, strerror(e));
+        return pg_status_set(st, PG_ERR_IO, "spool: cannot open segment %s: %s", path,
+                             e == ELOOP ? "it is a symbolic link" : strerror(e));
     }
-    lc.g = g;
-    pg_spool_parse(buf, len, on_record, &lc, &ps);
-    free(buf);
-    if (lc.oom) {
+    if (fstat(g->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        const char *what = S_ISFIFO(sb.st_mode) ? "a FIFO"
+                           : S_ISDIR(sb.st_mode) ? "a directory"
+                           : S_ISSOCK(sb.st_mode) ? "a socket"
+                                                  : "not a regular file";
         seg_free(g);
-        return pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory indexing %s", path);
+        return pg_status_set(st, PG_ERR_IO,
+                             "spool: segment %s is %s, not a regular file; remove it or point "
+                             "file_storage at another directory", path, what);
+    }
+    err = index_segment(s, g, path, (uint64_t)sb.st_size, &ps, st);
+    if (err != PG_ERR_OK) {
+        seg_free(g);
+        return err;
     }
     if (g->n > 1) {
         qsort(g->recs, g->n, sizeof(*g->recs), rec_cmp);
     }
-    g->bytes = len;
+    g->bytes = (uint64_t)sb.st_size;
     g->old = true;
     if (ps.corrupt || ps.truncated) {
         pg_log_warn(lname(s),
@@ -422,10 +517,13 @@ static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_stat
                     path, ps.records, ps.corrupt,
                     ps.truncated ? " and a truncated record at the end" : "");
     }
+    g->damaged = ps.corrupt > 0 || ps.truncated > 0 || g->n == 0;
     s->stats.corrupt += ps.corrupt;
     s->stats.truncated += ps.truncated;
-    if (lc.any && lc.max_id >= s->next_id) {
-        s->next_id = lc.max_id + 1;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->recs[i].id >= s->next_id) {
+            s->next_id = g->recs[i].id + 1;
+        }
     }
     load_acks(s, g);
     if (!segs_push(s, g)) {
@@ -441,10 +539,65 @@ static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_stat
             s->stats.pending_bytes += g->recs[i].len;
         }
     }
-    if (g->n_acked == g->n) {
-        seg_remove(s, s->n_segs - 1); /* nothing left to deliver in it */
-    }
     return PG_ERR_OK;
+}
+
+/* Ids are consecutive across segments of consecutive sequence numbers (each
+ * segment is filled in order before the next is created, and a new run
+ * continues after the highest id left). So a gap between two such segments
+ * is records that were there and are gone: an emptied segment, a cut tail.
+ * Acks found for missing ids were delivered; the rest is reported as lost. */
+static void report_lost(struct pg_spool *s)
+{
+    bool have_prev = false;
+    uint64_t prev_max = 0, prev_seq = 0, orphans = 0;
+    struct seg *first_damaged = NULL;
+
+    for (size_t i = 0; i < s->n_segs; i++) {
+        struct seg *g = s->segs[i];
+        bool chain = have_prev && g->seq == prev_seq + 1;
+
+        if (!chain) {
+            orphans = 0;
+            first_damaged = NULL;
+        }
+        if (g->damaged && first_damaged == NULL) {
+            first_damaged = g;
+        }
+        orphans += g->orphan_acks;
+        if (g->n > 0) {
+            uint64_t lo = g->recs[0].id;
+            if (chain && lo > prev_max + 1) {
+                uint64_t gap = lo - prev_max - 1;
+                uint64_t lost = gap > orphans ? gap - orphans : 0;
+                if (lost > 0) {
+                    char path[4096];
+                    seg_path(s, first_damaged != NULL ? first_damaged->seq : prev_seq, "seg",
+                             path, sizeof(path));
+                    pg_log_error(lname(s),
+                                 "spool %s: %" PRIu64 " record(s) (ids %" PRIu64 "..%" PRIu64
+                                 ") are missing, from %s on (emptied or cut short outside "
+                                 "this process); %" PRIu64 " of the gap were delivered before; the "
+                                 "missing ones are lost",
+                                 s->dir, lost, prev_max + 1, lo - 1, path, gap - lost);
+                    s->stats.lost += lost;
+                }
+            }
+            prev_max = g->recs[g->n - 1].id;
+            orphans = 0;
+            first_damaged = NULL;
+        } else if (!have_prev) {
+            prev_max = 0;
+        }
+        if (g->n == 0 && g->bytes == 0) {
+            char path[4096];
+            seg_path(s, g->seq, "seg", path, sizeof(path));
+            pg_log_warn(lname(s), "spool segment %s is empty (%" PRIu64 " delivered record(s) "
+                        "recorded in its ack log)", path, g->orphan_acks);
+        }
+        have_prev = true;
+        prev_seq = g->seq;
+    }
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -494,6 +647,16 @@ static enum pg_err scan_dir(struct pg_spool *s, struct pg_status *st)
         err = load_segment(s, seqs[i], st);
         if (seqs[i] >= s->next_seq) {
             s->next_seq = seqs[i] + 1;
+        }
+    }
+    if (err == PG_ERR_OK) {
+        report_lost(s);
+        /* Only now: an empty segment still told report_lost() about its gap. */
+        for (size_t i = 0; i < s->n_segs; i++) {
+            if (s->segs[i]->n_acked == s->segs[i]->n) {
+                seg_remove(s, i);
+                i--;
+            }
         }
     }
 out:
@@ -570,19 +733,57 @@ enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **
         return err;
     }
     s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    snprintf(path, sizeof(path), "%s/LOCK", s->dir);
-    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (s->dir_fd < 0 || s->lock_fd < 0) {
-        err = pg_status_set(st, PG_ERR_IO, "spool: cannot open %s: %s", path, strerror(errno));
-        pg_spool_close(s);
-        return err;
-    }
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        err = pg_status_set(st, errno == EWOULDBLOCK ? PG_ERR_BUSY : PG_ERR_IO,
-                            "spool: directory %s is in use by another process (%s)", s->dir,
+    if (s->dir_fd < 0) {
+        err = pg_status_set(st, PG_ERR_IO, "spool: cannot open directory %s: %s", s->dir,
                             strerror(errno));
         pg_spool_close(s);
         return err;
+    }
+    snprintf(path, sizeof(path), "%s/LOCK", s->dir);
+    /* O_NONBLOCK|O_NOFOLLOW: a FIFO or a symlink planted as LOCK is refused
+     * at once instead of blocking the start or following it elsewhere. */
+    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0640);
+    if (s->lock_fd < 0) {
+        int e = errno;
+        err = pg_status_set(st, PG_ERR_IO, "spool: cannot open lock file %s: %s", path,
+                            e == EISDIR ? "it is a directory" : e == ELOOP ? "it is a symbolic link"
+                                                                           : strerror(e));
+        pg_spool_close(s);
+        return err;
+    }
+    {
+        struct stat sb;
+        if (fstat(s->lock_fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            err = pg_status_set(st, PG_ERR_IO, "spool: lock file %s is not a regular file", path);
+            pg_spool_close(s);
+            return err;
+        }
+    }
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t n = pread(s->lock_fd, holder, sizeof(holder) - 1, 0);
+        long pid = n > 0 ? strtol(holder, NULL, 10) : 0;
+        if (e == EWOULDBLOCK && pid > 0) {
+            err = pg_status_set(st, PG_ERR_BUSY,
+                                "spool: directory %s is locked by a running gateway (pid %ld); "
+                                "each gateway needs its own file_storage directory",
+                                s->dir, pid);
+        } else {
+            err = pg_status_set(st, e == EWOULDBLOCK ? PG_ERR_BUSY : PG_ERR_IO,
+                                "spool: directory %s is locked by another process (%s)", s->dir,
+                                strerror(e));
+        }
+        pg_spool_close(s);
+        return err;
+    }
+    {
+        /* Who holds it, for the message a second gateway prints. */
+        char me[32];
+        int n = snprintf(me, sizeof(me), "%ld\n", (long)getpid());
+        if (ftruncate(s->lock_fd, 0) != 0 || pwrite(s->lock_fd, me, (size_t)n, 0) != n) {
+            pg_log_debug(lname(s), "cannot write the pid into %s: %s", path, strerror(errno));
+        }
     }
     err = scan_dir(s, st);
     if (err != PG_ERR_OK) {
@@ -953,6 +1154,51 @@ out:
     return err;
 }
 
+enum pg_err pg_spool_read(struct pg_spool *s, uint64_t id, uint8_t **data, size_t *len,
+                          struct pg_status *st)
+{
+    enum pg_err err = PG_ERR_OK;
+    uint8_t hdr[PG_SPOOL_HDR_SIZE];
+    struct seg *g;
+    struct rec *r;
+    uint8_t *buf = NULL;
+    size_t idx;
+
+    *data = NULL;
+    *len = 0;
+    pthread_mutex_lock(&s->mu);
+    g = seg_for_id(s, id, &idx);
+    r = g != NULL ? rec_find(g, id) : NULL;
+    if (r == NULL || r->acked) {
+        err = pg_status_set(st, PG_ERR_INTERNAL, "spool %s: record %" PRIu64 " is not pending",
+                            s->dir, id);
+        goto out;
+    }
+    buf = malloc(r->len ? r->len : 1);
+    if (buf == NULL) {
+        err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory reading record %" PRIu64, id);
+        goto out;
+    }
+    if (!pread_full(g->fd, hdr, sizeof(hdr), r->off) ||
+        !pread_full(g->fd, buf, r->len, r->off + PG_SPOOL_HDR_SIZE) || !header_ok(hdr) ||
+        get64(hdr + 8) != id || get32(hdr + 16) != body_crc(r->len, id, buf)) {
+        /* Changed on disk underneath us: never send garbage; it is lost. */
+        s->stats.corrupt++;
+        mark_acked(s, g, r);
+        (void)write_ack(s, g, id, NULL);
+        free(buf);
+        buf = NULL;
+        err = pg_status_set(st, PG_ERR_IO, "spool %s: record %" PRIu64 " failed its checksum when "
+                            "read back; dropped", s->dir, id);
+        goto out;
+    }
+    *data = buf;
+    *len = r->len;
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
 void pg_spool_get_stats(struct pg_spool *s, struct pg_spool_stats *out)
 {
     pthread_mutex_lock(&s->mu);
@@ -969,7 +1215,29 @@ struct storage_entry {
     struct pg_spool_options opt;  /* dir and log_name owned */
 };
 
+/* Lock order: storage_mu, then a spool's mu (pg_storage_sync_all syncs
+ * tracked spools under storage_mu). Never the other way, and storage_mu is
+ * not recursive: pg_spool_open/pg_spool_close (which untracks, taking
+ * storage_mu) must run without it held. storage_lock() turns a violation
+ * into an immediate abort with a message instead of a silent hang. */
 static pthread_mutex_t storage_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool storage_mu_mine;
+
+static void storage_lock(void)
+{
+    if (storage_mu_mine) {
+        pg_log_error("spool", "internal error: storage registry lock taken twice by one thread");
+        abort();
+    }
+    pthread_mutex_lock(&storage_mu);
+    storage_mu_mine = true;
+}
+
+static void storage_unlock(void)
+{
+    storage_mu_mine = false;
+    pthread_mutex_unlock(&storage_mu);
+}
 static struct storage_entry storages[MAX_STORAGES];
 /* Spools opened through pg_storage_open, for pg_storage_sync_all(). */
 #define MAX_TRACKED 64
@@ -977,18 +1245,18 @@ static struct pg_spool *tracked[MAX_TRACKED];
 
 static void storage_untrack(struct pg_spool *s)
 {
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (size_t i = 0; i < MAX_TRACKED; i++) {
         if (tracked[i] == s) {
             tracked[i] = NULL;
         }
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
 }
 
 void pg_storage_sync_all(void)
 {
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (size_t i = 0; i < MAX_TRACKED; i++) {
         if (tracked[i] != NULL) {
             struct pg_status st;
@@ -997,7 +1265,7 @@ void pg_storage_sync_all(void)
             }
         }
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
 }
 
 static void entry_clear(struct storage_entry *e)
@@ -1012,7 +1280,7 @@ bool pg_storage_register(const char *id, const struct pg_spool_options *opt)
 {
     bool ok = false;
 
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (size_t i = 0; i < MAX_STORAGES; i++) {
         if (storages[i].id != NULL && strcmp(storages[i].id, id) == 0) {
             entry_clear(&storages[i]);
@@ -1034,29 +1302,29 @@ bool pg_storage_register(const char *id, const struct pg_spool_options *opt)
         }
         ok = true;
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
     return ok;
 }
 
 void pg_storage_unregister(const char *id)
 {
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (size_t i = 0; i < MAX_STORAGES; i++) {
         if (storages[i].id != NULL && strcmp(storages[i].id, id) == 0) {
             entry_clear(&storages[i]);
         }
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
 }
 
 bool pg_storage_known(const char *id)
 {
     bool found = false;
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (size_t i = 0; i < MAX_STORAGES && !found; i++) {
         found = storages[i].id != NULL && strcmp(storages[i].id, id) == 0;
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
     return found;
 }
 
@@ -1065,7 +1333,7 @@ const char *pg_storage_ids(void)
     static char buf[512];
     size_t off = 0;
 
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     buf[0] = '\0';
     for (size_t i = 0; i < MAX_STORAGES; i++) {
         if (storages[i].id != NULL && off < sizeof(buf)) {
@@ -1074,7 +1342,7 @@ const char *pg_storage_ids(void)
             off += n > 0 ? (size_t)n : 0;
         }
     }
-    pthread_mutex_unlock(&storage_mu);
+    storage_unlock();
     return buf[0] ? buf : "(none)";
 }
 
@@ -1084,11 +1352,13 @@ enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg
     struct pg_spool_options opt;
     char dir[4096];
     char sub[256];
+    char log_name[256];
     bool found = false;
+    enum pg_err err;
     size_t i;
 
     *out = NULL;
-    pthread_mutex_lock(&storage_mu);
+    storage_lock();
     for (i = 0; i < MAX_STORAGES; i++) {
         if (storages[i].id != NULL && strcmp(storages[i].id, storage_id) == 0) {
             found = true;
@@ -1096,7 +1366,7 @@ enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg
         }
     }
     if (!found) {
-        pthread_mutex_unlock(&storage_mu);
+        storage_unlock();
         return pg_status_set(st, PG_ERR_CONFIG,
                              "storage \"%s\" is not a configured file_storage extension", storage_id);
     }
@@ -1110,16 +1380,22 @@ enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg
     }
     snprintf(dir, sizeof(dir), "%s/%s", opt.dir, sub);
     opt.dir = dir;
-    {
-        /* log_name is owned by the registry entry; the spool copies it. */
-        enum pg_err err = pg_spool_open(&opt, out, st);
-        for (size_t k = 0; err == PG_ERR_OK && k < MAX_TRACKED; k++) {
-            if (tracked[k] == NULL) {
-                tracked[k] = *out;
-                break;
-            }
-        }
-        pthread_mutex_unlock(&storage_mu);
+    snprintf(log_name, sizeof(log_name), "%s", opt.log_name != NULL ? opt.log_name : "spool");
+    opt.log_name = log_name;
+    /* Open outside storage_mu: a failing open closes the spool, which
+     * untracks it under storage_mu (see the lock order above). */
+    storage_unlock();
+    err = pg_spool_open(&opt, out, st);
+    if (err != PG_ERR_OK) {
         return err;
     }
+    storage_lock();
+    for (size_t k = 0; k < MAX_TRACKED; k++) {
+        if (tracked[k] == NULL) {
+            tracked[k] = *out;
+            break;
+        }
+    }
+    storage_unlock();
+    return PG_ERR_OK;
 }

@@ -55,6 +55,7 @@ struct pg_spool_stats {
     uint64_t acked;              /* this run */
     uint64_t corrupt;            /* records/regions skipped at open: bad checksum or header */
     uint64_t truncated;          /* records cut short at the end of a segment */
+    uint64_t lost;               /* records missing at open (emptied/cut segments), by id gaps */
     uint64_t refused_full;       /* appends refused: cap reached */
     uint64_t refused_disk;       /* appends refused: ENOSPC / EDQUOT */
 };
@@ -88,6 +89,12 @@ enum pg_err pg_spool_sync(struct pg_spool *s, bool force, struct pg_status *st);
  * read back is skipped (logged, counted, acked). */
 enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id,
                                  uint8_t **data, size_t *len, struct pg_status *st);
+
+/* Reads pending record @id back (any run's): *@data malloc'd, the caller
+ * frees it. INTERNAL when it is not pending; IO when its checksum fails
+ * (then it is counted, acked and logged by the caller: it cannot be sent). */
+enum pg_err pg_spool_read(struct pg_spool *s, uint64_t id, uint8_t **data, size_t *len,
+                          struct pg_status *st);
 
 void pg_spool_get_stats(struct pg_spool *s, struct pg_spool_stats *out);
 

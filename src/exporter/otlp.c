@@ -22,7 +22,8 @@
 #include "core/log.h"
 #include "core/otlp_encode.h"
 #include "core/metrics.h"
-#include "core/spool.h" /* issue 6: sending_queue.storage */
+#include "core/memlimit.h"
+#include "core/spool.h"
 #include "exporter/grpc_conn.h"
 #include "exporter/grpc_wire.h"
 #include "exporter/retry.h"
@@ -53,8 +54,11 @@ struct ox_queue_cfg {
     bool block_on_overflow;
     struct ox_batch_cfg batch;
     bool has_batch;
-    char *storage; /* issue 6: id of a file_storage extension, or NULL */
+    char *storage; /* id of a file_storage extension, or NULL */
+    int sizer;     /* index into sizer_choices: the unit of queue_size */
 };
+
+enum { SIZER_REQUESTS, SIZER_ITEMS, SIZER_BYTES };
 
 struct ox_keepalive_cfg {
     int64_t time;
@@ -87,6 +91,7 @@ struct ox_cfg {
     {name, PG_FT_SECTION, offsetof(st, member), NULL, 0, 0, sub, NULL, present, doc}
 
 static const char *const compression_choices[] = {"gzip", "none", NULL};
+static const char *const sizer_choices[] = {"requests", "items", "bytes", NULL};
 
 static const struct pg_field tls_fields[] = {
     F("insecure", PG_FT_BOOL, struct ox_tls_cfg, insecure, "false", 0, 0,
@@ -129,8 +134,12 @@ static const struct pg_field batch_fields[] = {
 static const struct pg_field queue_fields[] = {
     F("enabled", PG_FT_BOOL, struct ox_queue_cfg, enabled, "true", 0, 0,
       "false: no waiting room, only num_consumers requests in flight"),
-    F("queue_size", PG_FT_INT, struct ox_queue_cfg, queue_size, "1000", 1, 1e7,
-      "requests waiting; when full the receiver answers 503 + Retry-After"),
+    F("queue_size", PG_FT_INT, struct ox_queue_cfg, queue_size, "1000", 1, 1e15,
+      "capacity in `sizer` units; when full the receiver answers 503 + Retry-After"),
+    {"sizer", PG_FT_ENUM, offsetof(struct ox_queue_cfg, sizer), "requests", 0, 0, NULL,
+     sizer_choices, PG_NO_PRESENT,
+     "unit of queue_size: requests, items (profile samples) or bytes (memory the queued and "
+     "in-flight requests hold; with storage, their encoded size on disk)"},
     F("num_consumers", PG_FT_INT, struct ox_queue_cfg, num_consumers, "10", 1, 1000,
       "concurrent exports (HTTP/2 streams)"),
     F("block_on_overflow", PG_FT_BOOL, struct ox_queue_cfg, block_on_overflow, "false", 0, 0,
@@ -139,7 +148,8 @@ static const struct pg_field queue_fields[] = {
     S("batch", struct ox_queue_cfg, batch, batch_fields, offsetof(struct ox_queue_cfg, has_batch),
       "merge pushes into one export with one rebuilt dictionary"),
     F("storage", PG_FT_STR, struct ox_queue_cfg, storage, NULL, 0, 0,
-      "id of a file_storage extension: accepted requests are spooled to disk until delivered"),
+      "id of a file_storage extension: accepted requests are spooled to disk until delivered; "
+      "only requests being sent are held in memory"),
     PG_FIELD_END,
 };
 
@@ -187,12 +197,19 @@ struct ox_item {
     size_t n_batches;
     size_t cap_batches;
     size_t samples;
-    /* issue 6: spool record ids of the batches (owned array); acked when the
-     * item is freed, unless keep_spooled (shutdown/abort: replayed at start). */
+    /* With storage the batches are not kept: the item names spool records
+     * (owned array of ids), read back when a consumer sends it. Acked when
+     * the item is freed, unless keep_spooled (shutdown/abort: replayed at
+     * the next start). */
     struct pg_spool *spool;    /* borrowed from struct ox */
     uint64_t *spool_ids;
     size_t n_spool_ids;
     bool keep_spooled;
+    uint8_t *raw;              /* owned: a replayed record already read (one id) */
+    size_t raw_len;
+    bool count_samples;        /* samples unknown (replayed, bisected): count when decoded */
+    struct ox *ex;             /* borrowed: whose q_used @units are charged to */
+    uint64_t units;            /* what it counts against queue_size (sizer units) */
 };
 
 struct ox_part {
@@ -237,6 +254,10 @@ struct ox {
     struct ox_item *q_head, *q_tail;
     size_t q_len;
     size_t q_cap;
+    int sizer;
+    uint64_t q_limit;            /* queue_size, in sizer units */
+    uint64_t q_used;             /* units of queued, pending and in-flight items */
+    struct event *replay_timer;  /* replay paused by the memory limit */
     struct ox_item *pending;     /* batch being accumulated (sending_queue.batch) */
     struct event *flush_timer;
     struct event *pump_ev;
@@ -255,7 +276,7 @@ struct ox {
     struct pg_metric *m_sent_requests, *m_capacity, *m_qsize, *m_inflight;
     char labels[160];
 
-    /* issue 6: persistent queue (sending_queue.storage). */
+    /* Persistent queue (sending_queue.storage). */
     struct pg_spool *spool;      /* owned; NULL without storage */
     uint64_t replay_after;       /* replay cursor: last record id taken */
     bool replay_done;
@@ -264,7 +285,8 @@ struct ox {
 
 static void worker_run(struct ox_worker *w);
 static void pump(struct ox *ex);
-static void replay_fill(struct ox *ex); /* issue 6 */
+static struct ox_item *replay_take(struct ox *ex);
+static bool bisect(struct ox_worker *w, const char *why);
 
 static int64_t now_ns(void)
 {
@@ -302,7 +324,10 @@ static void item_free(struct ox_item *it)
     if (it == NULL) {
         return;
     }
-    /* issue 6: delivered or dropped for good => off the spool. */
+    if (it->ex != NULL) {
+        it->ex->q_used -= it->units;
+    }
+    /* Delivered or dropped for good => off the spool. */
     for (size_t i = 0; it->spool != NULL && !it->keep_spooled && i < it->n_spool_ids; i++) {
         struct pg_status st;
 
@@ -311,6 +336,7 @@ static void item_free(struct ox_item *it)
         }
     }
     free(it->spool_ids);
+    free(it->raw);
     for (size_t i = 0; i < it->n_batches; i++) {
         pg_batch_unref(it->batches[i]);
     }
@@ -339,7 +365,9 @@ static bool item_add(struct ox_item *it, struct pg_batch *b, size_t samples)
 static void update_gauges(struct ox *ex)
 {
     if (ex->m_qsize != NULL) {
-        pg_metric_set(ex->m_qsize, (int64_t)(ex->q_len + (ex->pending != NULL)));
+        pg_metric_set(ex->m_qsize, ex->sizer == SIZER_REQUESTS
+                                       ? (int64_t)(ex->q_len + (ex->pending != NULL))
+                                       : (int64_t)ex->q_used);
         pg_metric_set(ex->m_inflight, (int64_t)ex->busy);
     }
 }
@@ -449,8 +477,22 @@ static void worker_release(struct ox_worker *w)
     w->ex->busy--;
 }
 
+/* Decodes one spooled record into @arena; NULL when it does not decode. */
+static const struct pg_otlp_request *decode_record(struct pg_arena *arena, const uint8_t *data,
+                                                   size_t len)
+{
+    ProtobufCAllocator alloc;
+
+    pg_arena_protobuf_allocator(arena, &alloc);
+    return (const struct pg_otlp_request *)protobuf_c_message_unpack(&pg_otlp_request_descriptor,
+                                                                      &alloc, len, data);
+}
+
 /* Encodes (and compresses) the item into parts; returns false when nothing
- * is left to send (everything dropped and counted). */
+ * is left to send (everything dropped and counted). A spooled item is read
+ * back from disk here, one consumer at a time: a record that fits
+ * max_request_bytes goes out as stored (never encoded twice); only merges
+ * and splits decode. */
 static bool worker_prepare(struct ox_worker *w)
 {
     struct ox *ex = w->ex;
@@ -458,24 +500,101 @@ static bool worker_prepare(struct ox_worker *w)
     struct pg_arena *arena = pg_arena_create(0);
     struct pg_status st;
     const struct pg_otlp_request **srcs = NULL;
+    size_t n_src = 0;
     struct pg_split_result res;
     enum pg_err err = PG_ERR_NOMEM;
     bool single = false;
     uint8_t *single_wire = NULL;
     size_t single_len = 0;
+    uint8_t **loaded = NULL; /* malloc'd records read back (spooled items) */
+    size_t n_loaded = 0;
 
     pg_status_clear(&st);
     memset(&res, 0, sizeof(res));
     if (arena == NULL) {
         goto fail;
     }
-    if (it->n_batches == 1) {
-        /* Encoded once: the size decides, and a request that fits is sent as is. */
-        err = pg_otlp_request_encode(it->batches[0]->req, arena, &single_wire, &single_len, &st);
-        if (err != PG_ERR_OK) {
+    if (it->n_batches > 0) {
+        srcs = pg_arena_calloc(arena, it->n_batches, sizeof(*srcs));
+        if (srcs == NULL) {
             goto fail;
         }
-        single = single_len <= ex->cfg.max_request_bytes;
+        for (size_t i = 0; i < it->n_batches; i++) {
+            srcs[n_src++] = it->batches[i]->req;
+        }
+        if (it->n_batches == 1) {
+            /* Encoded once: the size decides, and a request that fits is sent as is. */
+            err = pg_otlp_request_encode(srcs[0], arena, &single_wire, &single_len, &st);
+            if (err != PG_ERR_OK) {
+                goto fail;
+            }
+            single = single_len <= ex->cfg.max_request_bytes;
+        }
+    } else if (it->n_spool_ids > 0) {
+        size_t *lens = calloc(it->n_spool_ids, sizeof(*lens));
+        bool counted = !it->count_samples;
+
+        loaded = calloc(it->n_spool_ids, sizeof(*loaded));
+        srcs = pg_arena_calloc(arena, it->n_spool_ids, sizeof(*srcs));
+        if (lens == NULL || loaded == NULL || srcs == NULL) {
+            free(lens);
+            goto fail;
+        }
+        for (size_t i = 0; i < it->n_spool_ids; i++) {
+            uint8_t *data = NULL;
+            size_t len = 0;
+
+            if (it->raw != NULL && i == 0) {
+                data = it->raw; /* replayed: already read (and checksummed) */
+                len = it->raw_len;
+                it->raw = NULL;
+            } else if (pg_spool_read(ex->spool, it->spool_ids[i], &data, &len, &st) !=
+                       PG_ERR_OK) {
+                pg_log_error(ex->log, "%s", pg_status_text(&st));
+                pg_status_clear(&st);
+                continue;
+            }
+            loaded[n_loaded] = data;
+            lens[n_loaded++] = len;
+        }
+        if (!counted && n_loaded == 1 && lens[0] <= ex->cfg.max_request_bytes &&
+            pg_otlp_wire_samples(loaded[0], lens[0], &it->samples)) {
+            counted = true; /* read off the wire bytes: no decode needed */
+        }
+        if (n_loaded == 1 && lens[0] <= ex->cfg.max_request_bytes && counted) {
+            single = true;
+            single_wire = loaded[0];
+            single_len = lens[0];
+        } else {
+            if (it->count_samples) {
+                it->samples = 0;
+            }
+            for (size_t i = 0; i < n_loaded; i++) {
+                const struct pg_otlp_request *req = decode_record(arena, loaded[i], lens[i]);
+
+                if (req == NULL) {
+                    pg_log_error(ex->log, "a spooled request (%zu bytes) does not decode; dropped",
+                                 lens[i]);
+                    continue;
+                }
+                if (it->count_samples) {
+                    it->samples += pg_otlp_request_samples(req);
+                }
+                srcs[n_src++] = req;
+            }
+            if (n_loaded == 1 && n_src == 1 && lens[0] <= ex->cfg.max_request_bytes) {
+                /* Decoded only to count its samples: the stored bytes still go out. */
+                single = true;
+                single_wire = loaded[0];
+                single_len = lens[0];
+            }
+        }
+        free(lens);
+        if (n_src == 0 && !single) {
+            free(loaded);
+            pg_arena_destroy(arena);
+            return false;
+        }
     }
     if (single) {
         res.parts = pg_arena_calloc(arena, 1, sizeof(*res.parts));
@@ -483,20 +602,12 @@ static bool worker_prepare(struct ox_worker *w)
             goto fail;
         }
         res.n_parts = 1;
-        res.parts[0].req = it->batches[0]->req;
+        res.parts[0].req = NULL; /* the wire bytes are given */
         res.parts[0].samples = it->samples;
         res.parts[0].bytes = single_len;
         res.parts[0].wire = single_wire;
     } else {
-        srcs = calloc(it->n_batches, sizeof(*srcs));
-        if (srcs == NULL) {
-            goto fail;
-        }
-        for (size_t i = 0; i < it->n_batches; i++) {
-            srcs[i] = it->batches[i]->req;
-        }
-        err = pg_otlp_split(srcs, it->n_batches, ex->cfg.max_request_bytes, arena, &res, &st);
-        free(srcs);
+        err = pg_otlp_split(srcs, n_src, ex->cfg.max_request_bytes, arena, &res, &st);
         if (err != PG_ERR_OK) {
             goto fail;
         }
@@ -552,6 +663,10 @@ static bool worker_prepare(struct ox_worker *w)
         }
     }
     pg_arena_destroy(arena);
+    for (size_t i = 0; i < n_loaded; i++) {
+        free(loaded[i]);
+    }
+    free(loaded);
     return w->n_parts > 0;
 
 fail:
@@ -559,6 +674,10 @@ fail:
                  st.code ? pg_status_text(&st) : "out of memory");
     count_drop(ex, "encode", it->samples);
     pg_arena_destroy(arena);
+    for (size_t i = 0; i < n_loaded; i++) {
+        free(loaded[i]);
+    }
+    free(loaded);
     for (size_t i = 0; i < w->n_parts; i++) {
         free(w->parts[i].wire);
         w->parts[i].wire = NULL;
@@ -693,6 +812,12 @@ static void on_response(void *arg, const struct pg_grpc_result *r)
         return;
     }
     if (!pg_grpc_code_retryable(r->code, r->has_retry_info)) {
+        if (w->cur == 0 && w->n_parts == 1 && bisect(w, pg_grpc_code_name(r->code))) {
+            worker_release(w);
+            worker_run(w);
+            pump(ex);
+            return;
+        }
         pg_log_error(ex->log, "export of %zu samples rejected, not retryable: %s: %s",
                      p->samples, pg_grpc_code_name(r->code), r->message);
         count_drop(ex, drop_reason(r->code), p->samples);
@@ -734,19 +859,31 @@ static void worker_run(struct ox_worker *w)
         if (w->item != NULL) {
             worker_release(w);
         }
-        if (ex->q_head == NULL && ex->spool != NULL && !ex->replay_done) {
-            replay_fill(ex); /* issue 6 */
-        }
-        if (ex->q_head == NULL || ex->aborted) {
+        if (ex->aborted) {
             update_gauges(ex);
             return;
         }
-        w->item = ex->q_head;
-        ex->q_head = w->item->next;
-        if (ex->q_head == NULL) {
-            ex->q_tail = NULL;
+        /* The previous run's backlog first (read one record at a time), so
+         * this run's pushes queue behind it. */
+        if (ex->spool != NULL && !ex->replay_done) {
+            w->item = ex->shutting_down ? NULL : replay_take(ex);
+            if (w->item == NULL && !ex->replay_done && !ex->shutting_down) {
+                update_gauges(ex); /* paused by the memory limit: the timer resumes */
+                return;
+            }
         }
-        ex->q_len--;
+        if (w->item == NULL) {
+            if (ex->q_head == NULL) {
+                update_gauges(ex);
+                return;
+            }
+            w->item = ex->q_head;
+            ex->q_head = w->item->next;
+            if (ex->q_head == NULL) {
+                ex->q_tail = NULL;
+            }
+            ex->q_len--;
+        }
         ex->busy++;
         if (!worker_prepare(w)) {
             worker_release(w);
@@ -754,9 +891,15 @@ static void worker_run(struct ox_worker *w)
     }
 }
 
+static bool has_work(const struct ox *ex)
+{
+    return ex->q_head != NULL ||
+           (ex->spool != NULL && !ex->replay_done && !ex->shutting_down && !ex->aborted);
+}
+
 static void pump(struct ox *ex)
 {
-    for (size_t i = 0; i < ex->n_workers && ex->q_head != NULL; i++) {
+    for (size_t i = 0; i < ex->n_workers && has_work(ex); i++) {
         if (ex->workers[i].item == NULL) {
             worker_run(&ex->workers[i]);
         }
@@ -807,7 +950,7 @@ static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
     flush_pending(arg);
 }
 
-/* ---- persistent queue (issue 6) ------------------------------------------ */
+/* ---- persistent queue ---------------------------------------------------- */
 
 /* Records @id as carried by @it (acked when @it is freed). */
 static bool item_add_spool_id(struct ox_item *it, struct pg_spool *spool, uint64_t id)
@@ -824,13 +967,14 @@ static bool item_add_spool_id(struct ox_item *it, struct pg_spool *spool, uint64
 }
 
 /* Writes @batch to the spool before it is queued (and so before the 204).
- * BUSY when the spool or the disk is full: the receiver answers 503. */
+ * BUSY when the spool or the disk is full: the receiver answers 503. The
+ * encoding is the only one: the consumer sends these bytes back from disk. */
 static enum pg_err spool_batch(struct ox *ex, struct pg_batch *batch, uint64_t *id,
-                               struct pg_status *st)
+                               size_t *enc_len, struct pg_status *st)
 {
     struct pg_arena *a = pg_arena_create(0);
     uint8_t *buf;
-    size_t len;
+    size_t len = 0;
     enum pg_err err;
 
     if (a == NULL) {
@@ -840,87 +984,166 @@ static enum pg_err spool_batch(struct ox *ex, struct pg_batch *batch, uint64_t *
     if (err == PG_ERR_OK) {
         err = pg_spool_append(ex->spool, buf, len, id, st);
     }
+    *enc_len = len;
     pg_arena_destroy(a);
     return err;
 }
 
-/* Moves records left by the previous run into the queue, up to queue_size
- * waiting (the rest stays on disk until there is room). Does not pump. */
-static void replay_fill(struct ox *ex)
+static void on_replay_timer(evutil_socket_t fd, short what, void *arg)
 {
-    while (ex->spool != NULL && !ex->replay_done && !ex->aborted && ex->q_len < ex->q_cap) {
-        struct pg_status st;
-        uint64_t id = 0;
-        uint8_t *data = NULL;
-        size_t len = 0;
-        struct pg_arena *arena;
-        struct pg_otlp_request *req = NULL;
-        struct pg_batch *b = NULL;
-        struct ox_item *it;
-        ProtobufCAllocator alloc;
+    (void)fd;
+    (void)what;
+    pump(arg);
+}
 
-        pg_status_clear(&st);
-        if (pg_spool_next_replay(ex->spool, ex->replay_after, &id, &data, &len, &st) !=
-                PG_ERR_OK) {
-            pg_log_error(ex->log, "replay stopped: %s", pg_status_text(&st));
-            ex->replay_done = true;
-            break;
+/* The next record the previous run left, read from disk as one item, or
+ * NULL: replay finished (replay_done) or paused while the process is past
+ * memory_limiter's soft limit (a timer resumes it). Only what consumers
+ * hold is in memory: start-up and memory do not grow with the backlog. */
+static struct ox_item *replay_take(struct ox *ex)
+{
+    static struct pg_log_ratelimit rl = PG_LOG_RATELIMIT_INIT(0.2, 1);
+    struct pg_status st;
+    uint64_t id = 0;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    struct ox_item *it;
+
+    pg_status_clear(&st);
+    if (pg_memlimit_over(&st)) {
+        struct timeval tv = {0, 250000};
+
+        if (pg_log_ratelimit_ok(&rl, NULL)) {
+            pg_log_info(ex->log, "replay paused: %s", pg_status_text(&st));
         }
-        if (data == NULL) {
-            ex->replay_done = true;
-            if (ex->replayed > 0) {
-                pg_log_info(ex->log, "replayed %zu spooled request(s) from the previous run",
-                            ex->replayed);
-            }
-            break;
+        if (ex->replay_timer != NULL) {
+            evtimer_add(ex->replay_timer, &tv);
         }
-        ex->replay_after = id;
-        arena = pg_arena_create(len * 32 + (1u << 20));
-        if (arena != NULL) {
-            pg_arena_protobuf_allocator(arena, &alloc);
-            req = (struct pg_otlp_request *)protobuf_c_message_unpack(&pg_otlp_request_descriptor,
-                                                                       &alloc, len, data);
-        }
-        free(data);
-        if (req == NULL) {
-            pg_arena_destroy(arena);
-            pg_log_error(ex->log, "spooled request %" PRIu64 " does not decode; dropped", id);
-            (void)pg_spool_ack(ex->spool, id, &st);
-            continue;
-        }
-        b = pg_batch_new(arena, req); /* takes the arena */
-        it = b != NULL ? calloc(1, sizeof(*it)) : NULL;
-        if (it == NULL || !item_add(it, b, pg_batch_sample_count(b)) ||
-            !item_add_spool_id(it, ex->spool, id)) {
-            /* Out of memory: leave it on disk for the next start. */
-            if (it != NULL) {
-                it->keep_spooled = true;
-            }
-            item_free(it);
-            pg_batch_unref(b);
-            ex->replay_done = true;
-            break;
-        }
-        pg_batch_unref(b); /* the item holds its own reference */
-        it->next = NULL;
-        if (ex->q_tail != NULL) {
-            ex->q_tail->next = it;
-        } else {
-            ex->q_head = it;
-        }
-        ex->q_tail = it;
-        ex->q_len++;
-        ex->replayed++;
+        return NULL;
     }
+    if (pg_spool_next_replay(ex->spool, ex->replay_after, &id, &data, &len, &st) != PG_ERR_OK) {
+        pg_log_error(ex->log, "replay stopped: %s", pg_status_text(&st));
+        ex->replay_done = true;
+        return NULL;
+    }
+    if (data == NULL) {
+        ex->replay_done = true;
+        if (ex->replayed > 0) {
+            pg_log_info(ex->log, "replayed %zu spooled request(s) from the previous run",
+                        ex->replayed);
+        }
+        return NULL;
+    }
+    ex->replay_after = id;
+    it = calloc(1, sizeof(*it));
+    if (it == NULL || !item_add_spool_id(it, ex->spool, id)) {
+        /* Out of memory: it stays on disk for the next start. */
+        free(data);
+        if (it != NULL) {
+            it->keep_spooled = true;
+        }
+        item_free(it);
+        ex->replay_done = true;
+        return NULL;
+    }
+    it->raw = data;
+    it->raw_len = len;
+    it->count_samples = true;
+    ex->replayed++;
+    return it;
+}
+
+/* A permanent rejection of an item merged from several pushes: instead of
+ * dropping all of them for one bad request, its sources go back to the head
+ * of the queue in two halves (each half again, down to the single culprit). */
+static bool bisect(struct ox_worker *w, const char *why)
+{
+    struct ox *ex = w->ex;
+    struct ox_item *it = w->item;
+    size_t n = it->n_batches > 0 ? it->n_batches : it->n_spool_ids;
+    struct ox_item *h[2];
+    size_t half = n / 2;
+
+    if (n < 2 || it->raw != NULL) {
+        return false;
+    }
+    h[0] = calloc(1, sizeof(*h[0]));
+    h[1] = calloc(1, sizeof(*h[1]));
+    if (h[0] == NULL || h[1] == NULL) {
+        free(h[0]);
+        free(h[1]);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct ox_item *d = h[i < half ? 0 : 1];
+        bool ok = it->n_batches > 0
+                      ? item_add(d, it->batches[i], pg_batch_sample_count(it->batches[i]))
+                      : item_add_spool_id(d, it->spool, it->spool_ids[i]);
+        if (!ok) {
+            item_free(h[0]); /* nothing moved yet: the originals stay with @it */
+            item_free(h[1]);
+            return false;
+        }
+    }
+    if (it->n_batches == 0) {
+        h[0]->count_samples = h[1]->count_samples = true;
+        it->n_spool_ids = 0; /* moved: not acked with @it */
+    }
+    h[0]->ex = h[1]->ex = ex;
+    h[0]->units = it->units / 2;
+    h[1]->units = it->units - h[0]->units;
+    it->units = 0;
+    pg_log_warn(ex->log,
+                "export of %zu samples from %zu requests rejected, not retryable (%s); retrying "
+                "them in two halves so one bad request cannot drop the others",
+                it->samples, n, why);
+    h[1]->next = ex->q_head;
+    h[0]->next = h[1];
+    ex->q_head = h[0];
+    if (ex->q_tail == NULL) {
+        ex->q_tail = h[1];
+    }
+    ex->q_len += 2;
+    return true;
 }
 
 /* ---- component ops ------------------------------------------------------- */
 
-/* No room for one more request: the waiting room (queue_size requests; none
- * when the queue is disabled) and every idle consumer are taken. */
-static bool queue_full(const struct ox *ex)
+/* What one push counts against queue_size. Without storage, bytes are the
+ * memory the decoded batch holds (what the budget is for); with storage the
+ * encoded size on disk (@enc_len, 0 before encoding: then the memory size
+ * stands in as an upper bound). */
+static uint64_t push_units(const struct ox *ex, const struct pg_batch *b, size_t samples,
+                           size_t enc_len)
 {
-    return ex->q_len >= (ex->cfg.queue.enabled ? ex->q_cap : 0) + (ex->n_workers - ex->busy);
+    switch (ex->sizer) {
+    case SIZER_ITEMS:
+        return samples;
+    case SIZER_BYTES:
+        return enc_len > 0 ? enc_len : pg_arena_footprint(b->arena);
+    default:
+        return 1;
+    }
+}
+
+/* No room for @units more. With the requests sizer and no storage: the
+ * waiting room (queue_size requests; none when the queue is disabled) and
+ * every idle consumer are taken, as before. Otherwise what is held (queued,
+ * merging and in flight; with storage, what waits on disk, the previous
+ * run's backlog included) plus @units would pass queue_size. */
+static bool queue_full(const struct ox *ex, uint64_t units)
+{
+    if (!ex->cfg.queue.enabled || (ex->sizer == SIZER_REQUESTS && ex->spool == NULL)) {
+        return ex->q_len >= (ex->cfg.queue.enabled ? ex->q_cap : 0) + (ex->n_workers - ex->busy);
+    }
+    if (ex->spool != NULL && ex->sizer != SIZER_ITEMS) {
+        struct pg_spool_stats ss;
+
+        pg_spool_get_stats(ex->spool, &ss);
+        return (ex->sizer == SIZER_REQUESTS ? ss.pending : ss.pending_bytes) + units >
+               ex->q_limit;
+    }
+    return ex->q_used + units > ex->q_limit;
 }
 
 /* With batching, @samples more still fit the open merge (no queue slot needed). */
@@ -931,100 +1154,126 @@ static bool fits_pending(const struct ox *ex, size_t samples)
                                        (size_t)ex->cfg.queue.batch.max_size);
 }
 
+/* Room for the push: with the requests sizer a push merging into the open
+ * batch takes no slot; every other sizer counts each push. */
+static bool push_blocked(const struct ox *ex, size_t samples, uint64_t units)
+{
+    bool batching = ex->cfg.queue.has_batch && ex->cfg.queue.enabled;
+
+    if (batching && fits_pending(ex, samples) && ex->sizer == SIZER_REQUESTS) {
+        return false;
+    }
+    return queue_full(ex, ex->sizer == SIZER_REQUESTS ? 1 : units);
+}
+
 static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_status *st)
 {
     struct ox *ex = state;
     size_t samples = pg_batch_sample_count(batch);
+    bool batching = ex->cfg.queue.has_batch && ex->cfg.queue.enabled;
+    uint64_t units = push_units(ex, batch, samples, 0);
+    struct ox_item *it;
+    uint64_t sid = 0;
 
     if (ex->shutting_down) {
         pg_metric_add(ex->m_enqueue_failed, samples);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "exporter %s is shutting down", ex->id);
     }
-    if (ex->cfg.queue.has_batch && ex->cfg.queue.enabled) {
-        if (ex->pending != NULL && !fits_pending(ex, samples)) {
-            if (queue_full(ex)) {
-                goto full;
-            }
-            flush_pending(ex);
-        }
-        if (ex->pending == NULL) {
-            struct timeval tv = tv_of(ex->cfg.queue.batch.flush_timeout);
-
-            if (queue_full(ex)) {
-                goto full;
-            }
-            ex->pending = calloc(1, sizeof(*ex->pending));
-            if (ex->pending == NULL) {
-                return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
-            }
-            evtimer_add(ex->flush_timer, &tv);
-        }
-        if (ex->spool != NULL) { /* issue 6: on disk before the 204 */
-            uint64_t sid;
-            enum pg_err serr = spool_batch(ex, batch, &sid, st);
-
-            if (serr != PG_ERR_OK) {
-                pg_metric_add(ex->m_enqueue_failed, samples);
-                return serr;
-            }
-            if (!item_add_spool_id(ex->pending, ex->spool, sid)) {
-                (void)pg_spool_ack(ex->spool, sid, NULL);
-                return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
-            }
-        }
-        if (!item_add(ex->pending, batch, samples)) {
-            return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
-        }
-        if (ex->pending->samples >= (size_t)ex->cfg.queue.batch.min_size) {
-            flush_pending(ex);
-        }
-        return PG_ERR_OK;
+    if (ex->sizer != SIZER_REQUESTS && ex->cfg.queue.enabled && units > ex->q_limit) {
+        /* Could never fit, even in an empty queue: a retry cannot help. */
+        pg_metric_add(ex->m_enqueue_failed, samples);
+        return pg_status_set(st, PG_ERR_LIMIT,
+                             "exporter %s: a request of %" PRIu64 " %s is larger than the whole "
+                             "sending queue (queue_size %" PRIu64 ")",
+                             ex->id, units, ex->sizer == SIZER_ITEMS ? "samples" : "bytes",
+                             ex->q_limit);
     }
-    if (queue_full(ex)) {
+    if (push_blocked(ex, samples, units)) {
         goto full;
     }
-    {
-        struct ox_item *it = calloc(1, sizeof(*it));
+    if (batching && ex->pending != NULL && !fits_pending(ex, samples)) {
+        flush_pending(ex);
+        if (ex->sizer == SIZER_REQUESTS && queue_full(ex, 1)) {
+            goto full;
+        }
+    }
+    if (ex->spool != NULL) {
+        /* On disk before the 204; the batch itself is not kept. */
+        size_t enc_len = 0;
+        enum pg_err serr = spool_batch(ex, batch, &sid, &enc_len, st);
 
-        if (it == NULL || !item_add(it, batch, samples)) {
+        if (serr != PG_ERR_OK) {
+            pg_metric_add(ex->m_enqueue_failed, samples);
+            return serr;
+        }
+        units = push_units(ex, batch, samples, enc_len);
+    }
+    if (batching && ex->pending == NULL) {
+        struct timeval tv = tv_of(ex->cfg.queue.batch.flush_timeout);
+
+        ex->pending = calloc(1, sizeof(*ex->pending));
+        if (ex->pending == NULL) {
+            goto nomem;
+        }
+        ex->pending->ex = ex;
+        evtimer_add(ex->flush_timer, &tv);
+    }
+    it = batching ? ex->pending : calloc(1, sizeof(*it));
+    if (it == NULL) {
+        goto nomem;
+    }
+    it->ex = ex;
+    if (ex->spool != NULL ? !item_add_spool_id(it, ex->spool, sid) : !item_add(it, batch, samples)) {
+        if (!batching) {
             item_free(it);
-            return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
         }
-        if (ex->spool != NULL) { /* issue 6: on disk before the 204 */
-            uint64_t sid;
-            enum pg_err serr = spool_batch(ex, batch, &sid, st);
-
-            if (serr != PG_ERR_OK) {
-                item_free(it);
-                pg_metric_add(ex->m_enqueue_failed, samples);
-                return serr;
-            }
-            if (!item_add_spool_id(it, ex->spool, sid)) {
-                (void)pg_spool_ack(ex->spool, sid, NULL);
-                item_free(it);
-                return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
-            }
-        }
+        goto nomem;
+    }
+    if (ex->spool != NULL) {
+        it->samples += samples;
+    }
+    it->units += units;
+    ex->q_used += units;
+    if (!batching) {
         enqueue(ex, it);
+    } else if (ex->pending->samples >= (size_t)ex->cfg.queue.batch.min_size) {
+        flush_pending(ex);
+    } else {
+        update_gauges(ex);
     }
     return PG_ERR_OK;
 
+nomem:
+    if (ex->spool != NULL) {
+        (void)pg_spool_ack(ex->spool, sid, NULL); /* not acknowledged to the client either */
+    }
+    return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
+
 full:
     pg_metric_add(ex->m_enqueue_failed, samples);
+    if (ex->sizer == SIZER_REQUESTS && ex->spool == NULL) {
+        return pg_status_set(st, PG_ERR_BUSY,
+                             "exporter %s: sending queue is full (%zu requests waiting, %zu in "
+                             "flight)", ex->id, ex->q_len, ex->busy);
+    }
     return pg_status_set(st, PG_ERR_BUSY,
-                         "exporter %s: sending queue is full (%zu requests waiting, %zu in flight)",
-                         ex->id, ex->q_len, ex->busy);
+                         "exporter %s: sending queue is full (%s sizer, queue_size %" PRIu64
+                         "%s)", ex->id, sizer_choices[ex->sizer], ex->q_limit,
+                         ex->spool != NULL ? ", counted on disk" : "");
 }
 
-/* The receiver asks this before consuming: mirrors the "full" exits of
+/* The receiver asks this before consuming: mirrors the "full" exit of
  * ox_consume() (a batch that still fits the pending merge is never held). */
 static bool ox_would_block(void *state, const struct pg_batch *batch)
 {
     const struct ox *ex = state;
-    bool batching = ex != NULL && ex->cfg.queue.has_batch && ex->cfg.queue.enabled;
+    size_t samples;
 
-    return ex != NULL && ex->cfg.queue.block_on_overflow && !ex->shutting_down &&
-           queue_full(ex) && !(batching && fits_pending(ex, pg_batch_sample_count(batch)));
+    if (ex == NULL || !ex->cfg.queue.block_on_overflow || ex->shutting_down) {
+        return false;
+    }
+    samples = pg_batch_sample_count(batch);
+    return push_blocked(ex, samples, push_units(ex, batch, samples, 0));
 }
 
 static void ox_destroy(void *state);
@@ -1065,7 +1314,7 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         problems++;
     }
     if (ex->cfg.queue.storage != NULL && !pg_storage_known(ex->cfg.queue.storage)) {
-        /* issue 6: extensions are created first, so a defined one is known. */
+        /* Extensions are created first, so a defined one is known. */
         pg_diag_add(ctx->diag, ctx->config, path,
                     "sending_queue::storage: \"%s\" is not a file_storage extension listed in "
                     "service::extensions; defined: %s",
@@ -1093,6 +1342,8 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         ex->token.path = ex->cfg.auth.bearer_token_file;
     }
     ex->q_cap = (size_t)ex->cfg.queue.queue_size;
+    ex->q_limit = (uint64_t)ex->cfg.queue.queue_size;
+    ex->sizer = ex->cfg.queue.sizer;
     ex->n_workers = (size_t)ex->cfg.queue.num_consumers;
     ex->seed = (uint64_t)now_ns();
     snprintf(ex->user_agent, sizeof(ex->user_agent), "pprofgate/%s nghttp2/%s",
@@ -1126,8 +1377,9 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
     ex->workers = calloc(ex->n_workers, sizeof(*ex->workers));
     ex->flush_timer = evtimer_new(base, on_flush_timer, ex);
     ex->pump_ev = event_new(base, -1, 0, on_pump, ex);
+    ex->replay_timer = evtimer_new(base, on_replay_timer, ex);
     if (ex->conn == NULL || ex->workers == NULL || ex->flush_timer == NULL ||
-        ex->pump_ev == NULL) {
+        ex->pump_ev == NULL || ex->replay_timer == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "exporter %s: out of memory", ex->id);
     }
     for (size_t i = 0; i < ex->n_workers; i++) {
@@ -1155,14 +1407,14 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
                                             "Export requests accepted by the destination",
                                             ex->labels);
     ex->m_capacity = pg_metric_gauge("otelcol_exporter_queue_capacity",
-                                     "Fixed capacity of the sending queue, in requests",
+                                     "Fixed capacity of the sending queue, in sizer units",
                                      ex->labels);
-    pg_metric_set(ex->m_capacity, (int64_t)ex->q_cap);
+    pg_metric_set(ex->m_capacity, (int64_t)ex->q_limit);
     ex->m_qsize = pg_metric_gauge("otelcol_exporter_queue_size",
-                                  "Current size of the sending queue, in requests", ex->labels);
+                                  "Current size of the sending queue, in sizer units", ex->labels);
     ex->m_inflight = pg_metric_gauge("otelcol_exporter_in_flight_requests", "Exports in flight",
                                      ex->labels);
-    if (ex->cfg.queue.storage != NULL) { /* issue 6 */
+    if (ex->cfg.queue.storage != NULL) {
         struct pg_spool_stats ss;
         enum pg_err serr = pg_storage_open(ex->cfg.queue.storage, ex->log, &ex->spool, st);
 
@@ -1170,17 +1422,21 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
             return serr;
         }
         pg_spool_get_stats(ex->spool, &ss);
-        pg_log_info(ex->log, "persistent queue on %s: %" PRIu64 " request(s) to replay",
-                    ex->cfg.queue.storage, ss.replay_pending);
-        replay_fill(ex);
+        pg_log_info(ex->log, "persistent queue on %s: %" PRIu64 " request(s) (%" PRIu64
+                    " bytes) to replay, read back one at a time per consumer",
+                    ex->cfg.queue.storage, ss.replay_pending, ss.pending_bytes);
     }
     update_gauges(ex);
     ex->started = true;
-    pg_log_info(ex->log, "exporting to %s:%d (%s, compression %s, %zu consumers, queue %zu)",
+    pg_log_info(ex->log,
+                "exporting to %s:%d (%s, compression %s, %zu consumers, queue %" PRIu64 " %s)",
                 ex->host_name, ex->port, ex->tls ? "TLS" : "plaintext",
-                compression_choices[ex->cfg.compression], ex->n_workers, ex->q_cap);
+                compression_choices[ex->cfg.compression], ex->n_workers, ex->q_limit,
+                sizer_choices[ex->sizer]);
     pg_grpc_conn_connect(ex->conn);
-    pump(ex); /* issue 6: replayed requests start at once */
+    /* Replay starts from the loop, once every component (the receiver
+     * included) is up: start-up never waits for the backlog. */
+    event_active(ex->pump_ev, 0, 0);
     return PG_ERR_OK;
 }
 
@@ -1191,7 +1447,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
     ex->aborted = true;
     if (ex->pending != NULL) {
-        ex->pending->keep_spooled = true; /* issue 6: replayed at the next start */
+        ex->pending->keep_spooled = true; /* replayed at the next start */
         lost += ex->pending->samples;
         item_free(ex->pending);
         ex->pending = NULL;
@@ -1201,7 +1457,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
         ex->q_head = it->next;
         lost += it->samples;
-        it->keep_spooled = true; /* issue 6 */
+        it->keep_spooled = true;
         item_free(it);
     }
     ex->q_tail = NULL;
@@ -1210,7 +1466,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
         struct ox_worker *w = &ex->workers[i];
 
         if (w->item != NULL && !w->abandoned) {
-            w->item->keep_spooled = true; /* issue 6 */
+            w->item->keep_spooled = true;
             for (size_t p = w->cur; p < w->n_parts; p++) {
                 lost += w->parts[p].samples;
             }
@@ -1301,6 +1557,9 @@ static void ox_destroy(void *state)
     if (ex->pump_ev != NULL) {
         event_free(ex->pump_ev);
     }
+    if (ex->replay_timer != NULL) {
+        event_free(ex->replay_timer);
+    }
     if (ex->shutdown_timer != NULL) {
         event_free(ex->shutdown_timer);
     }
@@ -1308,7 +1567,7 @@ static void ox_destroy(void *state)
         SSL_CTX_free(ex->ssl_ctx);
     }
     free(ex->token.header);
-    pg_spool_close(ex->spool); /* issue 6: after every item released */
+    pg_spool_close(ex->spool); /* after every item released */
     free(ex);
 }
 

@@ -39,4 +39,10 @@ enum pg_err pg_otlp_split(const struct pg_otlp_request *const *srcs, size_t n_sr
 /* Total sample records in @req. */
 size_t pg_otlp_request_samples(const struct pg_otlp_request *req);
 
+/* The same count read straight from an encoded request (resource_profiles
+ * -> scope_profiles -> profiles -> samples), without decoding it: a spooled
+ * record is counted for metrics and sent as stored. False when the bytes
+ * are not well-formed protobuf along that path. */
+bool pg_otlp_wire_samples(const uint8_t *buf, size_t len, size_t *out);
+
 #endif

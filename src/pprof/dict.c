@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 #define K1 0x9e3779b97f4a7c15ull
 #define K2 0xc2b2ae3d27d4eb4full
 
@@ -239,84 +241,28 @@ static bool str_eq(const struct tab *t, size_t idx, const void *key)
     return t->lens[idx] == k->len && memcmp(t->items[idx], k->s, k->len) == 0;
 }
 
-/* Length of the valid UTF-8 sequence at @p (1..4), or 0 if invalid / NUL. */
-static size_t utf8_seq(const uint8_t *p, size_t n)
-{
-    uint8_t c = p[0];
-
-    if (c >= 0x01 && c < 0x80) {
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    }
-    if (c >= 0xe0 && c <= 0xef) {
-        if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80) {
-            return 0;
-        }
-        if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f)) {
-            return 0; /* overlong or surrogate */
-        }
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80) {
-            return 0;
-        }
-        if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f)) {
-            return 0;
-        }
-        return 4;
-    }
-    return 0;
-}
-
-/* Returns @s itself when it is clean, else a repaired copy in b->tmp. */
+/* Returns @s itself when it is clean, else a repaired copy in b->tmp (the
+ * core/utf8 rule: each invalid byte becomes U+FFFD, counted and logged). */
 static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
 {
-    const uint8_t *p = (const uint8_t *)s;
-    size_t n = *len, i = 0, o = 0;
+    size_t n = *len, bad = 0;
 
-    while (i < n && p[i] >= 0x01 && p[i] < 0x80) {
-        i++;
-    }
-    if (i == n) {
+    if (pg_utf8_valid(s, n)) {
         return s;
     }
-    for (size_t j = i; j < n;) {
-        size_t k = utf8_seq(p + j, n - j);
-        if (k == 0) {
-            goto repair;
-        }
-        j += k;
-    }
-    return s;
-repair:
     if (n > (SIZE_MAX - 1) / 3) {
         return NULL;
     }
     if (b->tmp_cap < n * 3 + 1) {
         b->tmp = pg_arena_alloc(b->scratch, n * 3 + 1);
         if (b->tmp == NULL) {
+            b->tmp_cap = 0;
             return NULL;
         }
         b->tmp_cap = n * 3 + 1;
     }
-    memcpy(b->tmp, s, i);
-    o = i;
-    while (i < n) {
-        size_t k = utf8_seq(p + i, n - i);
-        if (k == 0) {
-            memcpy(b->tmp + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        } else {
-            memcpy(b->tmp + o, p + i, k);
-            o += k;
-            i += k;
-        }
-    }
-    *len = o;
+    *len = pg_utf8_repair(b->tmp, s, n, &bad);
+    pg_utf8_note(bad, "pprof string");
     return b->tmp;
 }
 

@@ -4,10 +4,17 @@
 
 #include <string.h>
 
+#include "core/utf8.h"
+
 struct pg_otlp_anyvalue *pg_otlp_any_str(struct pg_arena *arena, const char *s, size_t len)
 {
     struct pg_otlp_anyvalue *v = pg_arena_alloc(arena, sizeof(*v));
-    char *copy = pg_arena_strndup(arena, s != NULL ? s : "", s != NULL ? len : 0);
+    size_t n = s != NULL ? len : 0;
+    const char *clean = s != NULL ? pg_utf8_clean(arena, s, &n, "attribute value") : "";
+    /* clean is @s (valid: copy it) or already a repaired arena copy. */
+    char *copy = clean == NULL ? NULL
+                 : clean == s  ? pg_arena_strndup(arena, s, n)
+                               : pg_arena_strndup(arena, clean, n);
 
     if (v == NULL || copy == NULL) {
         return NULL;

@@ -10,6 +10,8 @@
 
 #include "processor/ottl_internal.h"
 
+#include "core/utf8.h"
+
 #define ANYVALUE_INIT OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT
 #define KV_INIT OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT
 #define MAX_NEST 16 /* kvlist/array depth converted to values */
@@ -125,6 +127,8 @@ static void *grow(struct pg_ottl_env *env, void *arr, size_t n, size_t *cap, siz
     return nv;
 }
 
+static const char *dup_if_lit(struct pg_ottl_env *env, const char *s, size_t n, bool lit);
+
 static enum pg_err intern_string(struct pg_ottl_env *env, const char *s, size_t n, bool lit,
                                  int32_t *out, struct pg_status *st)
 {
@@ -133,6 +137,14 @@ static enum pg_err intern_string(struct pg_ottl_env *env, const char *s, size_t 
 
     if (d == NULL) {
         return pg_ottl_oom(env, st);
+    }
+    if (!pg_utf8_valid(s, n)) {
+        /* A NUL-terminated arena copy: no second copy below. */
+        s = pg_utf8_clean(env->a, s, &n, "transform result");
+        lit = false;
+        if (s == NULL) {
+            return pg_ottl_oom(env, st);
+        }
     }
     for (size_t i = 0; i < d->n_string_table; i++) {
         const char *t = d->string_table[i];
@@ -325,8 +337,13 @@ static enum pg_err any_to_value(struct pg_ottl_env *env, const struct pg_otlp_an
     return PG_ERR_OK;
 }
 
+/* Every string an expression writes into the model passes here: valid
+ * UTF-8 (core/utf8 repair) and, for literals, a copy in the request arena. */
 static const char *dup_if_lit(struct pg_ottl_env *env, const char *s, size_t n, bool lit)
 {
+    if (!pg_utf8_valid(s, n)) {
+        return pg_utf8_clean(env->a, s, &n, "transform result");
+    }
     return lit ? pg_arena_strndup(env->a, s, n) : s;
 }
 

@@ -6,6 +6,7 @@
 #include "processor/ottl_kv.h"
 
 #include "core/hex.h"
+#include "core/utf8.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -361,48 +362,6 @@ enum pg_err pg_ottl_parse_key_value(struct pg_arena *a, const char *src, const c
     return PG_ERR_OK;
 }
 
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t need;
-        uint32_t cp;
-
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + need >= n) {
-            return false;
-        }
-        for (size_t k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) {
-                return false;
-            }
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF)) {
-            return false;
-        }
-        i += need + 1;
-    }
-    return true;
-}
-
 /* Percent-decodes @s[0..n) into @dst (NUL-terminated). False on a bad escape,
  * a decoded NUL or invalid UTF-8 (decodeURIComponent would throw). */
 static bool pct_decode(const char *s, size_t n, char *dst)
@@ -417,7 +376,7 @@ static bool pct_decode(const char *s, size_t n, char *dst)
         }
         memcpy(dst, s, n);
         dst[n] = '\0';
-        return ascii || utf8_valid((const unsigned char *)dst, n);
+        return ascii || pg_utf8_valid(dst, n);
     }
 
     for (size_t i = 0; i < n; i++) {
@@ -439,7 +398,7 @@ static bool pct_decode(const char *s, size_t n, char *dst)
         }
     }
     dst[o] = '\0';
-    return utf8_valid((const unsigned char *)dst, o);
+    return pg_utf8_valid(dst, o);
 }
 
 enum pg_err pg_ottl_parse_resource_attributes(struct pg_arena *a, const char *src,

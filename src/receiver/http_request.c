@@ -14,6 +14,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "core/utf8.h"
 #include "pprof/inflate.h"
 
 static const struct {
@@ -214,8 +215,15 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
     if (headers != NULL) {
         TAILQ_FOREACH(kv, headers, next)
         {
-            md->entries[i].key = lower_dup(arena, kv->key);
-            md->entries[i].value = pg_arena_strdup(arena, kv->value);
+            /* Header bytes are the client's: made valid UTF-8 (core/utf8)
+             * before anything can copy them into an OTLP string. */
+            size_t vlen = strlen(kv->value);
+            const char *v = pg_utf8_clean(arena, kv->value, &vlen, "request header");
+            char *k = lower_dup(arena, kv->key);
+            size_t klen = k != NULL ? strlen(k) : 0;
+            md->entries[i].key = k != NULL ? (char *)pg_utf8_clean(arena, k, &klen, "request header")
+                                           : NULL;
+            md->entries[i].value = v == kv->value ? pg_arena_strdup(arena, v) : (char *)v;
             if (md->entries[i].key == NULL || md->entries[i].value == NULL) {
                 return arena_fail(arena, st, "request metadata");
             }

@@ -16,6 +16,7 @@
 
 #include "core/arena.h"
 #include "core/batch.h"
+#include "core/utf8.h"
 #include "receiver/http_request.h"
 
 #define MAX_LAYER (64 * 1024)
@@ -108,12 +109,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(md.n == n_headers + (have_host ? 0 : 1));
         TAILQ_FOREACH(kv, &h, next)
         {
-            check(strcasecmp(md.entries[i].key, kv->key) == 0);
-            check(strcmp(md.entries[i].value, kv->value) == 0);
+            /* Keys and values are kept, made valid UTF-8 (core/utf8). */
+            size_t kn = strlen(kv->key), vn = strlen(kv->value), bad = 0;
+            char *kw = malloc(kn * 3 + 1), *vw = malloc(vn * 3 + 1);
+
+            kw[pg_utf8_repair(kw, kv->key, kn, &bad)] = '\0';
+            vw[pg_utf8_repair(vw, kv->value, vn, &bad)] = '\0';
+            check(strcasecmp(md.entries[i].key, kw) == 0);
+            check(strcmp(md.entries[i].value, vw) == 0);
+            check(pg_utf8_valid(md.entries[i].key, strlen(md.entries[i].key)));
+            check(pg_utf8_valid(md.entries[i].value, strlen(md.entries[i].value)));
+            free(vw);
             for (const char *k = md.entries[i].key; *k; k++) {
                 check(!isupper((unsigned char)*k));
             }
-            check(pg_metadata_get(&md, kv->key, 0) != NULL);
+            check(pg_metadata_get(&md, kw, 0) != NULL);
+            free(kw);
             i++;
         }
         check(pg_metadata_count(&md, "host") >= 1);

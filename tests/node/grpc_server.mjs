@@ -8,6 +8,10 @@
 //        [--tls-ca F --mtls]] [--start-delay-ms N] [--mode M] [--fail-first N]
 //        [--max-conn-age-ms N] (GOAWAY each connection after N ms)
 //        [--raw-http-status N] (plain HTTP/2 answering :status N, no gRPC)
+//        [--reject-containing STR] (INVALID_ARGUMENT for any request whose bytes contain STR)
+//        [--discard] (benchmarks: count requests and bytes without decoding them)
+//        [--strict-utf8] (a string field with invalid UTF-8 fails the call with INTERNAL,
+//        as Go's protobuf does; stats.invalid_utf8 counts such fields either way)
 // Prints one JSON line {"grpc_port":..,"control_port":..} on stdout when listening.
 // Control endpoint (HTTP/1.1 on 127.0.0.1:control_port):
 //   GET  /stats      counters, encodings seen, sample totals, duplicate count
@@ -64,7 +68,7 @@ let digests;
 function reset() {
   stats = { calls: 0, ok: 0, failed: 0, samples: 0, profiles: 0, requests: 0, duplicates: 0,
             bytes: 0, max_bytes: 0, wire_bytes: 0, encodings: {}, authorization: [], headers: {},
-            mode_hits: 0 };
+            mode_hits: 0, invalid_utf8: 0, invalid_utf8_requests: 0 };
   stored = [];
   digests = new Set();
 }
@@ -79,6 +83,27 @@ proto.decompressMessage = function (message, encoding) {
   stats.wire_bytes += message.length;
   return origDecompress.call(this, message, encoding);
 };
+
+// Strict UTF-8, as Go's protobuf checks proto3 `string` fields: protobufjs
+// would silently decode bad bytes to U+FFFD, so its string readers are
+// wrapped to count every string field that is not valid UTF-8 (and, with
+// --strict-utf8, to fail the call with INTERNAL as the collector does).
+const strictDecoder = new TextDecoder('utf-8', { fatal: true });
+let badStrings = 0;
+for (const R of [protobuf.Reader, protobuf.BufferReader]) {
+  if (!R || !R.prototype.string) continue;
+  const orig = R.prototype.string;
+  R.prototype.string = function () {
+    const start = this.pos;
+    const out = orig.call(this);
+    const bytes = this.buf.subarray(start, this.pos);
+    // Skip the length prefix (a varint) before checking the string bytes.
+    let i = 0;
+    while (i < bytes.length && (bytes[i] & 0x80)) i++;
+    try { strictDecoder.decode(bytes.subarray(i + 1)); } catch { badStrings++; }
+    return out;
+  };
+}
 
 function countSamples(req) {
   let samples = 0, profiles = 0;
@@ -151,6 +176,25 @@ function handler(call, callback) {
   const req = call.request.msg;
   const md = call.metadata;
   const early = n <= cfg.fail_first;
+  const poison = arg('--reject-containing', '');
+  if (poison && raw.includes(Buffer.from(poison))) {
+    // One bad request inside a merged export: rejected for good, as a
+    // collector rejects a request it cannot take.
+    stats.failed++;
+    stats.rejected_poison = (stats.rejected_poison || 0) + 1;
+    callback({ code: grpc.status.INVALID_ARGUMENT, details: 'test: poisoned request' });
+    return;
+  }
+  if (call.request.bad_utf8 > 0) {
+    stats.invalid_utf8 += call.request.bad_utf8;
+    stats.invalid_utf8_requests++;
+    if (flag('--strict-utf8') || process.env.PG_GRPC_STRICT_UTF8 === '1') {
+      stats.failed++;
+      callback({ code: grpc.status.INTERNAL,
+                 details: 'grpc: error unmarshalling request: string field contains invalid UTF-8' });
+      return;
+    }
+  }
   const reply = () => {
     if (cfg.mode === 'partial') {
       accept(raw, req, md);
@@ -213,7 +257,12 @@ const service = {
     requestStream: false,
     responseStream: false,
     requestSerialize: (m) => Req.encode(m).finish(),
-    requestDeserialize: (buf) => ({ raw: Buffer.from(buf), msg: Req.decode(buf) }),
+    requestDeserialize: (buf) => {
+      if (flag('--discard')) return { raw: Buffer.from(buf), msg: {}, bad_utf8: 0 };
+      badStrings = 0;
+      const msg = Req.decode(buf);
+      return { raw: Buffer.from(buf), msg, bad_utf8: badStrings };
+    },
     responseSerialize: (m) => Buffer.from(Resp.encode(m).finish()),
     responseDeserialize: (buf) => Resp.decode(buf),
   },

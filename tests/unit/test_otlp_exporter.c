@@ -903,6 +903,76 @@ PG_TEST(tls_and_mtls)
     remove_certs();
 }
 
+/* The items and bytes sizers: queue_size in samples / bytes held, counting
+ * queued and in-flight requests; past it BUSY, a push larger than the whole
+ * budget LIMIT; everything accepted delivered. */
+PG_TEST(sizer_items_and_bytes)
+{
+    static const struct {
+        const char *queue;
+        int accepted, busy, limit; /* of six 5-sample pushes, then one 50-sample push */
+    } cases[] = {
+        /* 12 samples: two pushes (10), the third would make 15. */
+        {"{sizer: items, queue_size: 12, num_consumers: 1}", 2, 4, 1},
+        /* requests sizer: one in flight + two waiting, as before. */
+        {"{sizer: requests, queue_size: 2, num_consumers: 1}", 3, 3, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct srv s;
+        struct rig r;
+        int accepted = 0, busy = 0, limit = 0;
+
+        CHECK(srv_start(&s, "--mode slow --delay-ms 400"));
+        char id[32];
+
+        /* Metrics are per exporter id: one id per case. */
+        snprintf(id, sizeof(id), "otlp/sizer%zu", i);
+        CHECK(rig_create(&r, id, "endpoint: 127.0.0.1:%d\ntls: {insecure: true}\n"
+                         "sending_queue: %s\n", s.grpc_port, cases[i].queue));
+        for (unsigned k = 0; k < 7; k++) {
+            enum pg_err err = push(&r, 1, k < 6 ? 5 : 50, k);
+
+            accepted += err == PG_ERR_OK;
+            busy += err == PG_ERR_BUSY;
+            limit += err == PG_ERR_LIMIT;
+        }
+        if (cases[i].limit == 0) {
+            /* The big push is just one more request there. */
+            busy -= 1;
+        }
+        CHECK_INT(accepted, cases[i].accepted);
+        CHECK_INT(busy, cases[i].busy);
+        CHECK_INT(limit, cases[i].limit);
+        rig_wait(&r, (size_t)cases[i].accepted * 5, 10000);
+        CHECK_INT(srv_stat(&s, "samples"), cases[i].accepted * 5);
+        rig_destroy(&r);
+        srv_stop(&s);
+    }
+    {
+        /* bytes: a budget of one push's memory (a few KiB here): the first
+         * push fits, the next are refused until it is delivered. */
+        struct srv s;
+        struct rig r;
+        int accepted = 0, busy = 0;
+
+        CHECK(srv_start(&s, "--mode slow --delay-ms 300"));
+        CHECK(rig_create(&r, "otlp/bytes", "endpoint: 127.0.0.1:%d\ntls: {insecure: true}\n"
+                         "sending_queue: {sizer: bytes, queue_size: 200000, num_consumers: 4}\n",
+                         s.grpc_port));
+        for (unsigned k = 0; k < 40; k++) {
+            enum pg_err err = push(&r, 1, 5, k);
+            accepted += err == PG_ERR_OK;
+            busy += err == PG_ERR_BUSY;
+        }
+        CHECK(accepted >= 1 && busy >= 1);
+        CHECK_INT(accepted + busy, 40);
+        rig_wait(&r, (size_t)accepted * 5, 10000);
+        CHECK_INT(srv_stat(&s, "samples"), accepted * 5);
+        rig_destroy(&r);
+        srv_stop(&s);
+    }
+}
+
 PG_TEST(config_errors)
 {
     static const char *bad[] = {
@@ -911,6 +981,7 @@ PG_TEST(config_errors)
         "endpoint: host:99999\n",
         "endpoint: host:1\ncompression: snappy\n",
         "endpoint: host:1\nsending_queue: {queue_size: 0}\n",
+        "endpoint: host:1\nsending_queue: {sizer: samples}\n",
         "endpoint: host:1\nretry_on_failure: {multiplier: 0.5}\n",
         "endpoint: host:1\nbogus: 1\n",
         "endpoint: host:1\ntls: {ca_file: /nonexistent/ca.pem}\n",
@@ -954,4 +1025,4 @@ PG_TEST_MAIN(PG_CASE(delivers_with_gzip), PG_CASE(compression_none),
              PG_CASE(large_request_split), PG_CASE(batching_merges_pushes),
              PG_CASE(headers_and_bearer_token_file), PG_CASE(partial_success_counted),
              PG_CASE(shutdown_drains_queue), PG_CASE(shutdown_deadline_drops_and_counts),
-             PG_CASE(tls_and_mtls), PG_CASE(config_errors))
+             PG_CASE(tls_and_mtls), PG_CASE(sizer_items_and_bytes), PG_CASE(config_errors))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/otlp_encode.h"
 #include "exporter/split.h"
 #include "pg_test.h"
 #include "test_otlp_util.h"
@@ -220,6 +221,35 @@ PG_TEST(empty_profile_kept)
     pg_arena_destroy(out);
 }
 
+/* The wire count of samples equals the decoded count, for several shapes;
+ * a cut or malformed encoding is refused, never miscounted. */
+PG_TEST(wire_sample_count)
+{
+    static const size_t shapes[][2] = {{1, 1}, {1, 200}, {3, 50}, {2, 0}};
+
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        struct pg_arena *a = pg_arena_create(0);
+        struct pg_otlp_request *req = tb_request(a, shapes[i][0], shapes[i][1], 20, "svc", 7);
+        uint8_t *buf = NULL;
+        size_t len = 0, n = 12345;
+        struct pg_status st;
+
+        CHECK_INT(pg_otlp_request_encode(req, a, &buf, &len, &st), PG_ERR_OK);
+        CHECK(pg_otlp_wire_samples(buf, len, &n));
+        CHECK_INT(n, pg_otlp_request_samples(req));
+        CHECK_INT(n, shapes[i][0] * shapes[i][1]);
+        if (len > 3) {
+            CHECK(!pg_otlp_wire_samples(buf, len - 3, &n)); /* cut inside a field */
+        }
+        pg_arena_destroy(a);
+    }
+    {
+        static const uint8_t bad_wt[] = {0x0b, 0x00}; /* wire type 3 */
+        size_t n;
+        CHECK(!pg_otlp_wire_samples(bad_wt, sizeof(bad_wt), &n));
+    }
+}
+
 PG_TEST_MAIN(PG_CASE(split_under_cap_keeps_everything), PG_CASE(merge_dedupes_by_value),
              PG_CASE(oversized_sample_dropped), PG_CASE(resource_strindex_made_plain),
-             PG_CASE(empty_profile_kept))
+             PG_CASE(empty_profile_kept), PG_CASE(wire_sample_count))
