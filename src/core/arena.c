@@ -3,6 +3,7 @@
  * large requests get a chunk of their own so small ones keep packing. */
 #include "core/arena.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,10 @@
 #define ARENA_ALIGN 16u
 #define ARENA_MIN_CHUNK (16u * 1024u)
 #define ARENA_MAX_CHUNK (4u * 1024u * 1024u)
+/* glibc's default mmap threshold (and the fixed one pg_arena_malloc_setup sets). */
+#define MMAP_THRESHOLD (128u * 1024u)
+/* An arena that held this much was a large request: trim the heaps after it. */
+#define ARENA_TRIM_AT (2u * 1024u * 1024u)
 
 struct chunk {
     struct chunk *next;
@@ -74,13 +79,24 @@ struct pg_arena *pg_arena_create(size_t cap)
     return a;
 }
 
+void pg_arena_malloc_setup(void)
+{
+    /* glibc raises its mmap threshold (up to 32 MiB) every time an mmap'd block is freed;
+     * from then on large blocks come from heaps that shrink only from the top, and one large
+     * request leaves tens of MiB resident (per worker thread: each has its own heap). A fixed
+     * threshold keeps every block above it mmap'd, so it goes back to the kernel when freed. */
+    mallopt(M_MMAP_THRESHOLD, (int)MMAP_THRESHOLD);
+}
+
 void pg_arena_destroy(struct pg_arena *a)
 {
     struct chunk *c;
+    int trim;
 
     if (a == NULL) {
         return;
     }
+    trim = a->footprint >= ARENA_TRIM_AT;
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
     }
@@ -92,6 +108,11 @@ void pg_arena_destroy(struct pg_arena *a)
         c = next;
     }
     free(a);
+    if (trim) {
+        /* A large request also freed many small blocks (hash tables under the mmap threshold,
+         * the body's socket buffers) scattered over the heaps: return their pages too. */
+        malloc_trim(0);
+    }
 }
 
 static struct chunk *chunk_new(struct pg_arena *a, size_t size)

@@ -102,6 +102,7 @@ struct srec {
 struct xlate {
     struct pg_arena *out, *scratch; /* scratch is destroyed (NULL) before the samples exist */
     struct pg_arena *keep;          /* struct srec array: outlives scratch, dies with the call */
+    struct pg_arena **input;        /* the caller's body arena, destroyed once the body is dead */
     size_t peak;                    /* max bytes held by out + scratch + keep at once */
     const struct pg_translate_opts *opts;
     struct pg_status *st;
@@ -773,9 +774,21 @@ static void note_peak(struct xlate *x)
         now += pg_arena_footprint(x->scratch) + (x->b != NULL ? pg_dict_heap_peak(x->b) : 0) +
                x->sc.peak;
     }
+    if (x->input != NULL && *x->input != NULL) {
+        now += pg_arena_footprint(*x->input);
+    }
 
     if (now > x->peak) {
         x->peak = now;
+    }
+}
+
+/* The caller's body (in *x->input) is not read again: give its memory back now. */
+static void drop_input(struct xlate *x)
+{
+    if (x->input != NULL && *x->input != NULL) {
+        pg_arena_destroy(*x->input);
+        *x->input = NULL;
     }
 }
 
@@ -796,6 +809,7 @@ static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, s
     pg_arena_destroy(x->scratch); /* the builder and its tables go with it */
     x->scratch = NULL;
     x->b = NULL;
+    drop_input(x); /* a plain body was the pprof itself: dead now too */
     /* One block for structs and pointers: a lone pointer array of up to a chunk would open
      * a fresh 4 MiB arena chunk this late. Sizes are bounded by max_samples x types. */
     recs = pg_arena_alloc(x->out, ns * nt * (sizeof(*recs) + sizeof(*ptrs)));
@@ -1055,6 +1069,15 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
                                struct pg_otlp_request **out, struct pg_translate_stats *stats,
                                struct pg_status *st)
 {
+    return pg_pprof_translate_owned(arena, NULL, body, len, opts, out, stats, st);
+}
+
+enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **body_arena,
+                                     const uint8_t *body, size_t len,
+                                     const struct pg_translate_opts *opts,
+                                     struct pg_otlp_request **out,
+                                     struct pg_translate_stats *stats, struct pg_status *st)
+{
     struct pg_translate_opts defaults;
     struct xlate x;
     const uint8_t *data = body;
@@ -1071,6 +1094,7 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
     }
     memset(&x, 0, sizeof(x));
     x.out = arena;
+    x.input = body_arena;
     x.opts = opts;
     x.st = st;
     /* Temporaries die with this call; the request arena keeps only the result. */
@@ -1104,6 +1128,8 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
         dlen = inner_len;
         inflated += inner_len;
         layers++;
+        note_peak(&x);
+        drop_input(&x); /* the outer layer is inflated: only x.scratch is read from now */
     }
     err = pg_pprof_decode(x.scratch, data, dlen, &opts->limits, &x.p, st);
     if (err == PG_ERR_OK) {
@@ -1124,5 +1150,6 @@ done:
     }
     pg_arena_destroy(x.scratch);
     pg_arena_destroy(x.keep);
+    drop_input(&x);
     return err;
 }
