@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,11 +88,16 @@ def run(args, tmp, workers, body, raw_len):
     try:
         # A warn-level log has no "listening" line: read the port from /proc.
         port = find_port(proc.pid, log, proc)
-        # Small SDK pushes first (a few per worker) so every thread's lazy
-        # set-up (libevent, malloc arenas, stacks) counts as idle, not as the
-        # large push's cost: idle = a gateway that has served small pushes.
-        for _ in range(8):
-            push(port, args.small)
+        # Small SDK pushes first, 4 connections at once so every worker gets
+        # some: each thread's lazy set-up (libevent, its malloc arena, its
+        # stack) counts as idle, not as the large push's cost; idle = a
+        # gateway that has served SDK traffic.
+        warm = [threading.Thread(target=lambda: [push(port, args.small) for _ in range(16)])
+                for _ in range(4)]
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
         idle = settle(proc.pid)
         codes, after = [], []
         for _ in range(args.pushes):

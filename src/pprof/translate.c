@@ -86,6 +86,15 @@ struct scache {
     size_t bytes, peak; /* for the peak-memory figure */
 };
 
+/* Direct-mapped memo of the last link per (trace_id string, span_id string) pair: samples of
+ * one span repeat the pair, and a hit skips two hex decodes and the link hash. Fixed size (in
+ * scratch), so a profile where every pair is new costs one probe per sample and no memory. */
+#define LCACHE_BITS 9
+struct lcache_ent {
+    uint32_t tr, sp; /* pprof string indexes; tr 0 = empty (links need a non-empty string) */
+    int32_t link;    /* link index, or -1: the pair is not a valid link (labels stay) */
+};
+
 struct label_group {
     int32_t key;   /* OTLP strindex */
     uint32_t first, last, count;
@@ -112,6 +121,7 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
+    struct lcache_ent *lc; /* 1 << LCACHE_BITS entries, scratch */
     struct scache sc;
     uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
     size_t seen_n;
@@ -618,12 +628,27 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         }
     }
     if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
-        uint8_t ids[24];
-        if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
-            parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8)) {
-            if ((*link = pg_dict_link(x->b, ids, ids + 16)) < 0) {
+        /* An index beyond 32 bits (only with limits raised far past the defaults)
+         * bypasses the memo through a throw-away entry. */
+        uint32_t ts = (uint32_t)lab[tr].str, ss = (uint32_t)lab[sp].str;
+        bool fits = (uint64_t)lab[tr].str <= UINT32_MAX && (uint64_t)lab[sp].str <= UINT32_MAX;
+        struct lcache_ent tmp = {0, 0, -1};
+        struct lcache_ent *e =
+            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - LCACHE_BITS)] : &tmp;
+
+        if (!fits || e->tr != ts || e->sp != ss) {
+            uint8_t ids[24];
+            int32_t l = -1;
+
+            if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
+                parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8) &&
+                (l = pg_dict_link(x->b, ids, ids + 16)) < 0) {
                 return nomem(x, "links");
             }
+            *e = (struct lcache_ent){ts, ss, l};
+        }
+        if (e->link >= 0) {
+            *link = e->link;
             have_link = true;
         }
     }
@@ -862,12 +887,13 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
+    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << LCACHE_BITS, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
     x->map_otlp = pg_arena_alloc(x->scratch, (p->n_mappings + 1) * sizeof(int32_t));
     x->loc_otlp = pg_arena_alloc(x->scratch, (p->n_locations + 1) * sizeof(int32_t));
     x->fn_otlp = pg_arena_alloc(x->scratch, (p->n_functions + 1) * sizeof(int32_t));
     if (x->b == NULL || x->str_otlp == NULL || x->keykind == NULL || x->seen_stamp == NULL ||
-        x->seen_group == NULL || x->map_otlp == NULL || x->loc_otlp == NULL ||
+        x->seen_group == NULL || x->map_otlp == NULL || x->loc_otlp == NULL || x->lc == NULL ||
         x->fn_otlp == NULL) {
         return nomem(x, "the dictionary");
     }
