@@ -31,10 +31,10 @@
 #define ARENA_ALIGN 16u
 #define ARENA_MIN_CHUNK (16u * 1024u)
 #define ARENA_MAX_CHUNK (4u * 1024u * 1024u)
-/* glibc's default mmap threshold (and the fixed one pg_arena_malloc_setup sets). */
-#define MMAP_THRESHOLD (128u * 1024u)
-/* An arena that held this much was a large request: trim the heaps after it. */
-#define ARENA_TRIM_AT (2u * 1024u * 1024u)
+/* The fixed thresholds pg_arena_malloc_setup sets: blocks from MMAP_THRESHOLD up are
+ * mmap'd (so freed straight back); a heap keeps up to TRIM_THRESHOLD free at its top. */
+#define MMAP_THRESHOLD (1024u * 1024u)
+#define TRIM_THRESHOLD (512u * 1024u)
 
 struct chunk {
     struct chunk *next;
@@ -79,9 +79,10 @@ static inline uint8_t *chunk_data(struct chunk *c)
 /* At most 16 >> class chunks per class: 16 x 16 KiB ... 1 x 256 KiB, 1.25 MiB in all. */
 #define POOL_PER_CLASS(k) ((size_t)16 >> (k))
 #define POOL_ARENAS 32
-/* Only arenas up to this footprint (small requests) feed the pool, so one large request
- * does not leave it fuller than steady small traffic does. */
-#define POOL_FEED_MAX (512u * 1024u)
+/* Arenas up to this footprint (small requests) feed the pool; a larger one is a large
+ * request: its chunks go back to the system and the heaps are trimmed after it, so one
+ * large request leaves neither a fuller pool nor free heap pages behind. */
+#define SMALL_ARENA (512u * 1024u)
 
 struct pool {
     pthread_mutex_t mu;
@@ -132,6 +133,12 @@ void pg_arena_malloc_setup(void)
      * request leaves tens of MiB resident (per worker thread: each has its own heap). A fixed
      * threshold keeps every block above it mmap'd, so it goes back to the kernel when freed. */
     mallopt(M_MMAP_THRESHOLD, (int)MMAP_THRESHOLD);
+    /* Setting it also freezes the trim threshold at 128 KiB, and steady small traffic then
+     * gives the top of the heap back and faults it in again many times a second. 512 KiB
+     * bounds what a worker thread's heap keeps at its top after a large request (malloc_trim
+     * releases free pages inside heaps, not a thread heap's top). 1 MiB for the mmap
+     * threshold keeps a small request's 128/256 KiB chunks out of mmap (a fault per page). */
+    mallopt(M_TRIM_THRESHOLD, (int)TRIM_THRESHOLD);
 }
 
 void pg_arena_destroy(struct pg_arena *a)
@@ -142,8 +149,8 @@ void pg_arena_destroy(struct pg_arena *a)
     if (a == NULL) {
         return;
     }
-    trim = a->footprint >= ARENA_TRIM_AT;
-    feed = a->footprint <= POOL_FEED_MAX;
+    feed = a->footprint <= SMALL_ARENA;
+    trim = !feed;
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
     }
