@@ -6,8 +6,9 @@
 #   3. pprofgate (receiver -> debug exporter at basic, output to /dev/null);
 # in the same run, and prints both req/s, their ratio (target >= 0.70),
 # each server's CPU time per request (user + system, from /proc: robust when
-# the machine is shared, unlike req/s) and pprofgate's RSS sampled over its
-# run (target: flat within +-10%).
+# the machine is shared, unlike req/s), pprofgate's CPU per request divided by
+# inflate-only's (target <= 1.5) and pprofgate's RSS sampled over its run
+# (target: flat within +-10%).
 # Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
 #      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture),
 #      WORKERS (receiver server.workers; unset = the receiver's default).
@@ -127,6 +128,7 @@ WRK_US=$(awk -v c="$(cat "$TMP/wrkcpu.$IPORT")" -v r="$IRPS" -v d="$DURATION" 'B
 awk -v n="$(nproc)" -v i="$IUS" -v w="$WRK_US" -v d="$DRPS" 'BEGIN {
     printf "ceiling if inflate-only used all %d cores: %.0f req/s = %.2f of discard (inflate %d us + wrk %d us per request)\n", n, n * 1e6 / (i + w), n * 1e6 / (i + w) / d, i, w }'
 echo "CPU per request: discard_server $DUS us, inflate-only $IUS us, pprofgate $GUS us (user+system)"
+awk -v g="$GUS" -v i="$IUS" 'BEGIN { if (i > 0 && g > 0) printf "CPU per request pprofgate/inflate-only: %.2f (target <= 1.5)\n", g / i }'
 # With workers, only the loop thread's share is serial: on a machine with
 # cores to spare for the workers, req/s is bounded by 1 / (loop CPU per
 # request), as the one-threaded discard server's is by its own.

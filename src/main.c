@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/arena.h"
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -117,6 +118,7 @@ static int run(const char *path)
     int rc = 0;
 
     signal(SIGPIPE, SIG_IGN);
+    pg_arena_malloc_setup();
     evthread_use_pthreads();
     base = event_base_new();
     if (base == NULL) {

@@ -3,6 +3,8 @@
  * large requests get a chunk of their own so small ones keep packing. */
 #include "core/arena.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,10 @@
 #define ARENA_ALIGN 16u
 #define ARENA_MIN_CHUNK (16u * 1024u)
 #define ARENA_MAX_CHUNK (4u * 1024u * 1024u)
+/* The fixed thresholds pg_arena_malloc_setup sets: blocks from MMAP_THRESHOLD up are
+ * mmap'd (so freed straight back); a heap keeps up to TRIM_THRESHOLD free at its top. */
+#define MMAP_THRESHOLD (1024u * 1024u)
+#define TRIM_THRESHOLD (512u * 1024u)
 
 struct chunk {
     struct chunk *next;
@@ -62,11 +68,57 @@ static inline uint8_t *chunk_data(struct chunk *c)
     return (uint8_t *)c + CHUNK_HDR;
 }
 
+/* Recycling. Every request creates and destroys several arenas (body, decoded layers, the
+ * translator's temporaries, the batch) whose first chunks have the same few sizes; keeping
+ * them saves a malloc/free pair per chunk and the page faults of fresh memory. Process-wide
+ * (arenas are created on one thread and often destroyed on another), bounded, and fed only
+ * by small arenas: a large request's chunks go back to the system. Chunks of up to
+ * POOL_MAX_CHUNK come in power-of-two classes from ARENA_MIN_CHUNK so they can be reused. */
+#define POOL_CLASSES 5                               /* 16, 32, 64, 128, 256 KiB */
+#define POOL_MAX_CHUNK (ARENA_MIN_CHUNK << (POOL_CLASSES - 1))
+/* At most 16 >> class chunks per class: 16 x 16 KiB ... 1 x 256 KiB, 1.25 MiB in all. */
+#define POOL_PER_CLASS(k) ((size_t)16 >> (k))
+#define POOL_ARENAS 32
+/* Arenas up to this footprint (small requests) feed the pool; a larger one is a large
+ * request: its chunks go back to the system and the heaps are trimmed after it, so one
+ * large request leaves neither a fuller pool nor free heap pages behind. */
+#define SMALL_ARENA (512u * 1024u)
+
+struct pool {
+    pthread_mutex_t mu;
+    struct chunk *chunks[POOL_CLASSES]; /* linked through ->next, POISONed payloads */
+    size_t n[POOL_CLASSES];
+    struct pg_arena *arenas;            /* linked through ->head */
+    size_t n_arenas;
+};
+
+static struct pool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Class of a payload size, or -1 when it is not a pooled size. */
+static int pool_class(size_t size)
+{
+    for (int k = 0; k < POOL_CLASSES; k++) {
+        if (size == (size_t)ARENA_MIN_CHUNK << k) {
+            return k;
+        }
+    }
+    return -1;
+}
+
 struct pg_arena *pg_arena_create(size_t cap)
 {
-    struct pg_arena *a = calloc(1, sizeof(*a));
+    struct pg_arena *a;
 
-    if (a == NULL) {
+    pthread_mutex_lock(&g_pool.mu);
+    a = g_pool.arenas;
+    if (a != NULL) {
+        g_pool.arenas = (struct pg_arena *)a->head;
+        g_pool.n_arenas--;
+    }
+    pthread_mutex_unlock(&g_pool.mu);
+    if (a != NULL) {
+        memset(a, 0, sizeof(*a));
+    } else if ((a = calloc(1, sizeof(*a))) == NULL) {
         return NULL;
     }
     a->cap = cap;
@@ -74,31 +126,85 @@ struct pg_arena *pg_arena_create(size_t cap)
     return a;
 }
 
+void pg_arena_malloc_setup(void)
+{
+    /* glibc raises its mmap threshold (up to 32 MiB) every time an mmap'd block is freed;
+     * from then on large blocks come from heaps that shrink only from the top, and one large
+     * request leaves tens of MiB resident (per worker thread: each has its own heap). A fixed
+     * threshold keeps every block above it mmap'd, so it goes back to the kernel when freed. */
+    mallopt(M_MMAP_THRESHOLD, (int)MMAP_THRESHOLD);
+    /* Setting it also freezes the trim threshold at 128 KiB, and steady small traffic then
+     * gives the top of the heap back and faults it in again many times a second. 512 KiB
+     * bounds what a worker thread's heap keeps at its top after a large request (malloc_trim
+     * releases free pages inside heaps, not a thread heap's top). 1 MiB for the mmap
+     * threshold keeps a small request's 128/256 KiB chunks out of mmap (a fault per page). */
+    mallopt(M_TRIM_THRESHOLD, (int)TRIM_THRESHOLD);
+}
+
 void pg_arena_destroy(struct pg_arena *a)
 {
     struct chunk *c;
+    int trim, feed;
 
     if (a == NULL) {
         return;
     }
+    feed = a->footprint <= SMALL_ARENA;
+    trim = !feed;
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
     }
     c = a->head;
+    if (feed) {
+        pthread_mutex_lock(&g_pool.mu);
+    }
     while (c != NULL) {
         struct chunk *next = c->next;
-        UNPOISON(chunk_data(c), c->size);
-        free(c);
+        int k = feed ? pool_class(c->size) : -1;
+
+        if (k >= 0 && g_pool.n[k] < POOL_PER_CLASS(k)) {
+            POISON(chunk_data(c), c->size);
+            c->next = g_pool.chunks[k];
+            g_pool.chunks[k] = c;
+            g_pool.n[k]++;
+        } else {
+            UNPOISON(chunk_data(c), c->size);
+            free(c);
+        }
         c = next;
     }
+    if (feed && g_pool.n_arenas < POOL_ARENAS) {
+        a->head = (struct chunk *)g_pool.arenas;
+        g_pool.arenas = a;
+        g_pool.n_arenas++;
+        a = NULL;
+    }
+    if (feed) {
+        pthread_mutex_unlock(&g_pool.mu);
+    }
     free(a);
+    if (trim) {
+        /* A large request also freed many small blocks (hash tables under the mmap threshold,
+         * the body's socket buffers) scattered over the heaps: return their pages too. */
+        malloc_trim(0);
+    }
 }
 
 static struct chunk *chunk_new(struct pg_arena *a, size_t size)
 {
-    struct chunk *c = malloc(CHUNK_HDR + size);
+    int k = pool_class(size);
+    struct chunk *c = NULL;
 
-    if (c == NULL) {
+    if (k >= 0) {
+        pthread_mutex_lock(&g_pool.mu);
+        c = g_pool.chunks[k];
+        if (c != NULL) {
+            g_pool.chunks[k] = c->next;
+            g_pool.n[k]--;
+        }
+        pthread_mutex_unlock(&g_pool.mu);
+    }
+    if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
         return NULL;
     }
     c->size = size;
@@ -128,7 +234,17 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
         if (need > a->next_chunk / 4) {
             /* Big block: its own chunk, linked behind the current head so the
              * head keeps serving small allocations. */
-            struct chunk *big = chunk_new(a, need);
+            /* Up to POOL_MAX_CHUNK, rounded up to a pooled size (so it can be reused). */
+            size_t sz = need;
+            struct chunk *big;
+
+            if (sz <= POOL_MAX_CHUNK) {
+                sz = ARENA_MIN_CHUNK;
+                while (sz < need) {
+                    sz <<= 1;
+                }
+            }
+            big = chunk_new(a, sz);
             if (big == NULL) {
                 return NULL;
             }

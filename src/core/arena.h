@@ -16,6 +16,9 @@ struct pg_arena;
 /* Creates an arena that refuses to hand out more than @cap bytes in total
  * (0 = no cap). Returns NULL on OOM. Owned by the caller: pg_arena_destroy(). */
 struct pg_arena *pg_arena_create(size_t cap);
+/* Process start, before any thread: makes glibc give large freed blocks back to the kernel
+ * (a fixed mmap threshold), so RSS returns to idle after a large request. */
+void pg_arena_malloc_setup(void);
 /* Runs the cleanups (last registered first), then frees every chunk. NULL ok. */
 void pg_arena_destroy(struct pg_arena *a);
 

@@ -86,6 +86,15 @@ struct scache {
     size_t bytes, peak; /* for the peak-memory figure */
 };
 
+/* Direct-mapped memo of the last link per (trace_id string, span_id string) pair: samples of
+ * one span repeat the pair, and a hit skips two hex decodes and the link hash. Fixed size (in
+ * scratch), so a profile where every pair is new costs one probe per sample and no memory. */
+#define LCACHE_BITS 9
+struct lcache_ent {
+    uint32_t tr, sp; /* pprof string indexes; tr 0 = empty (links need a non-empty string) */
+    int32_t link;    /* link index, or -1: the pair is not a valid link (labels stay) */
+};
+
 struct label_group {
     int32_t key;   /* OTLP strindex */
     uint32_t first, last, count;
@@ -102,6 +111,7 @@ struct srec {
 struct xlate {
     struct pg_arena *out, *scratch; /* scratch is destroyed (NULL) before the samples exist */
     struct pg_arena *keep;          /* struct srec array: outlives scratch, dies with the call */
+    struct pg_arena **input;        /* the caller's body arena, destroyed once the body is dead */
     size_t peak;                    /* max bytes held by out + scratch + keep at once */
     const struct pg_translate_opts *opts;
     struct pg_status *st;
@@ -111,6 +121,7 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
+    struct lcache_ent *lc; /* 1 << LCACHE_BITS entries, scratch */
     struct scache sc;
     uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
     size_t seen_n;
@@ -617,12 +628,27 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         }
     }
     if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
-        uint8_t ids[24];
-        if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
-            parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8)) {
-            if ((*link = pg_dict_link(x->b, ids, ids + 16)) < 0) {
+        /* An index beyond 32 bits (only with limits raised far past the defaults)
+         * bypasses the memo through a throw-away entry. */
+        uint32_t ts = (uint32_t)lab[tr].str, ss = (uint32_t)lab[sp].str;
+        bool fits = (uint64_t)lab[tr].str <= UINT32_MAX && (uint64_t)lab[sp].str <= UINT32_MAX;
+        struct lcache_ent tmp = {0, 0, -1};
+        struct lcache_ent *e =
+            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - LCACHE_BITS)] : &tmp;
+
+        if (!fits || e->tr != ts || e->sp != ss) {
+            uint8_t ids[24];
+            int32_t l = -1;
+
+            if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
+                parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8) &&
+                (l = pg_dict_link(x->b, ids, ids + 16)) < 0) {
                 return nomem(x, "links");
             }
+            *e = (struct lcache_ent){ts, ss, l};
+        }
+        if (e->link >= 0) {
+            *link = e->link;
             have_link = true;
         }
     }
@@ -773,9 +799,21 @@ static void note_peak(struct xlate *x)
         now += pg_arena_footprint(x->scratch) + (x->b != NULL ? pg_dict_heap_peak(x->b) : 0) +
                x->sc.peak;
     }
+    if (x->input != NULL && *x->input != NULL) {
+        now += pg_arena_footprint(*x->input);
+    }
 
     if (now > x->peak) {
         x->peak = now;
+    }
+}
+
+/* The caller's body (in *x->input) is not read again: give its memory back now. */
+static void drop_input(struct xlate *x)
+{
+    if (x->input != NULL && *x->input != NULL) {
+        pg_arena_destroy(*x->input);
+        *x->input = NULL;
     }
 }
 
@@ -796,6 +834,7 @@ static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, s
     pg_arena_destroy(x->scratch); /* the builder and its tables go with it */
     x->scratch = NULL;
     x->b = NULL;
+    drop_input(x); /* a plain body was the pprof itself: dead now too */
     /* One block for structs and pointers: a lone pointer array of up to a chunk would open
      * a fresh 4 MiB arena chunk this late. Sizes are bounded by max_samples x types. */
     recs = pg_arena_alloc(x->out, ns * nt * (sizeof(*recs) + sizeof(*ptrs)));
@@ -848,12 +887,13 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
+    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << LCACHE_BITS, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
     x->map_otlp = pg_arena_alloc(x->scratch, (p->n_mappings + 1) * sizeof(int32_t));
     x->loc_otlp = pg_arena_alloc(x->scratch, (p->n_locations + 1) * sizeof(int32_t));
     x->fn_otlp = pg_arena_alloc(x->scratch, (p->n_functions + 1) * sizeof(int32_t));
     if (x->b == NULL || x->str_otlp == NULL || x->keykind == NULL || x->seen_stamp == NULL ||
-        x->seen_group == NULL || x->map_otlp == NULL || x->loc_otlp == NULL ||
+        x->seen_group == NULL || x->map_otlp == NULL || x->loc_otlp == NULL || x->lc == NULL ||
         x->fn_otlp == NULL) {
         return nomem(x, "the dictionary");
     }
@@ -1055,6 +1095,15 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
                                struct pg_otlp_request **out, struct pg_translate_stats *stats,
                                struct pg_status *st)
 {
+    return pg_pprof_translate_owned(arena, NULL, body, len, opts, out, stats, st);
+}
+
+enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **body_arena,
+                                     const uint8_t *body, size_t len,
+                                     const struct pg_translate_opts *opts,
+                                     struct pg_otlp_request **out,
+                                     struct pg_translate_stats *stats, struct pg_status *st)
+{
     struct pg_translate_opts defaults;
     struct xlate x;
     const uint8_t *data = body;
@@ -1071,6 +1120,7 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
     }
     memset(&x, 0, sizeof(x));
     x.out = arena;
+    x.input = body_arena;
     x.opts = opts;
     x.st = st;
     /* Temporaries die with this call; the request arena keeps only the result. */
@@ -1104,6 +1154,8 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
         dlen = inner_len;
         inflated += inner_len;
         layers++;
+        note_peak(&x);
+        drop_input(&x); /* the outer layer is inflated: only x.scratch is read from now */
     }
     err = pg_pprof_decode(x.scratch, data, dlen, &opts->limits, &x.p, st);
     if (err == PG_ERR_OK) {
@@ -1124,5 +1176,6 @@ done:
     }
     pg_arena_destroy(x.scratch);
     pg_arena_destroy(x.keep);
+    drop_input(&x);
     return err;
 }

@@ -65,4 +65,15 @@ enum pg_err pg_pprof_translate(struct pg_arena *arena, const uint8_t *body, size
                                struct pg_otlp_request **out, struct pg_translate_stats *stats,
                                struct pg_status *st);
 
+/* The same, for a caller whose @body lives alone in *@body_arena: this call owns that arena
+ * and destroys it (setting *@body_arena to NULL) as soon as the body is dead, i.e. once its
+ * gzip layer is inflated, or for a plain pprof once the dictionary is final and before the
+ * Sample structs are allocated; at the latest before returning, on success or failure. So
+ * the body and the finished request never occupy memory together. */
+enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **body_arena,
+                                     const uint8_t *body, size_t len,
+                                     const struct pg_translate_opts *opts,
+                                     struct pg_otlp_request **out,
+                                     struct pg_translate_stats *stats, struct pg_status *st);
+
 #endif

@@ -738,11 +738,25 @@ static void job_run(struct rx *rx, struct rx_job *job)
     size_t body_len = 0, inflated = 0;
     enum pg_err err;
 
-    err = pg_http_decode_body(job->scratch, job->raw, job->len, &job->codings, max, &body,
-                              &body_len, &inflated, &job->st);
+    body = job->raw;
+    body_len = job->len;
+    if (job->codings.n > 0) {
+        /* Decoded layers go to an arena of their own so the raw body can go
+         * as soon as it is inflated: the two never wait out translation together. */
+        struct pg_arena *dec = pg_arena_create(pg_arena_cap(job->scratch));
+
+        err = dec == NULL ? pg_status_set(&job->st, PG_ERR_NOMEM, "no memory to decode the body")
+                          : pg_http_decode_body(dec, job->raw, job->len, &job->codings, max,
+                                                &body, &body_len, &inflated, &job->st);
+        pg_arena_destroy(job->scratch);
+        job->scratch = dec;
+    } else {
+        err = PG_ERR_OK;
+    }
     if (err == PG_ERR_OK) {
-        err = pg_pprof_translate(job->arena, body, body_len, &rx->topts, &otlp, &job->stats,
-                                 &job->st);
+        /* Takes job->scratch: the pprof bytes die before the Sample structs are built. */
+        err = pg_pprof_translate_owned(job->arena, &job->scratch, body, body_len, &rx->topts,
+                                       &otlp, &job->stats, &job->st);
         pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
         pg_metric_observe(rx->m_latency, mono_seconds() - job->t0);
     }

@@ -1270,6 +1270,88 @@ PG_TEST(inflate_api)
     pg_arena_destroy(a);
 }
 
+/* The request's bytes with random profile ids cleared (they differ per call). */
+static uint8_t *packed_without_ids(struct pg_otlp_request *req, size_t *len)
+{
+    struct pg_otlp_scopeprof *sp = req->resource_profiles[0]->scope_profiles[0];
+    uint8_t *buf;
+
+    for (size_t k = 0; k < sp->n_profiles; k++) {
+        sp->profiles[k]->profile_id.len = 0;
+    }
+    *len = protobuf_c_message_get_packed_size(&req->base);
+    buf = malloc(*len ? *len : 1);
+    protobuf_c_message_pack(&req->base, buf);
+    return buf;
+}
+
+/* pg_pprof_translate_owned gives the body's arena back (NULL) on every path and produces
+ * the same request as pg_pprof_translate; under ASan a read of the body after it was
+ * dropped (plain pprof strings, the original payload copy) is a use-after-free. */
+PG_TEST(owned_body_arena)
+{
+    size_t glen, plen;
+    uint8_t *gz = read_fixture("sdk/push0.pprof.gz", &glen);
+    uint8_t *plain = read_fixture("pprof/golden/appendix_b.pprof", &plen);
+    static const uint8_t bad[] = {0x0a, 0xff};
+    struct {
+        const char *name;
+        const uint8_t *body;
+        size_t len;
+        bool payload;
+        enum pg_err want;
+    } cases[] = {
+        {"gzip'd SDK push", gz, glen, false, PG_ERR_OK},
+        {"gzip'd, original payload kept", gz, glen, true, PG_ERR_OK},
+        {"plain pprof", plain, plen, false, PG_ERR_OK},
+        {"plain, original payload kept", plain, plen, true, PG_ERR_OK},
+        {"malformed", bad, sizeof(bad), false, PG_ERR_MALFORMED},
+        {"truncated gzip", gz, glen / 2, false, PG_ERR_MALFORMED},
+    };
+
+    CHECK(gz != NULL && plain != NULL);
+    if (gz == NULL || plain == NULL) {
+        free(gz);
+        free(plain);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_translate_opts o;
+        struct pg_arena *a1 = pg_arena_create(0), *a2 = pg_arena_create(0);
+        struct pg_arena *body_arena = pg_arena_create(0);
+        uint8_t *copy = pg_arena_memdup(body_arena, cases[i].body, cases[i].len);
+        struct pg_otlp_request *r1 = NULL, *r2 = NULL;
+        struct pg_status st1, st2;
+        enum pg_err e1, e2;
+
+        pg_translate_opts_default(&o);
+        o.include_original_payload = cases[i].payload;
+        e1 = pg_pprof_translate(a1, cases[i].body, cases[i].len, &o, &r1, NULL, &st1);
+        e2 = pg_pprof_translate_owned(a2, &body_arena, copy, cases[i].len, &o, &r2, NULL, &st2);
+        if (e1 != cases[i].want || e2 != cases[i].want || body_arena != NULL) {
+            fprintf(stderr, "  case %s: %d / %d, body arena %s\n", cases[i].name, e1, e2,
+                    body_arena ? "kept" : "dropped");
+        }
+        CHECK_INT(e1, cases[i].want);
+        CHECK_INT(e2, cases[i].want);
+        CHECK(body_arena == NULL);
+        if (e1 == PG_ERR_OK && e2 == PG_ERR_OK) {
+            size_t l1, l2;
+            uint8_t *b1 = packed_without_ids(r1, &l1), *b2 = packed_without_ids(r2, &l2);
+            CHECK(l1 == l2 && memcmp(b1, b2, l1) == 0);
+            free(b1);
+            free(b2);
+        } else if (e1 != PG_ERR_OK && e2 != PG_ERR_OK) {
+            CHECK_STR(st1.msg, st2.msg);
+        }
+        pg_arena_destroy(body_arena);
+        pg_arena_destroy(a1);
+        pg_arena_destroy(a2);
+    }
+    free(gz);
+    free(plain);
+}
+
 PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
              PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
@@ -1277,4 +1359,4 @@ PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(invalid_inputs), PG_CASE(i
              PG_CASE(four_sample_types_and_values), PG_CASE(profile_attributes_comments_frames),
              PG_CASE(mappings_locations_inline_folded), PG_CASE(determinism_packed_unpacked_order),
              PG_CASE(duplicate_pprof_strings_and_bad_utf8), PG_CASE(original_payload_option),
-             PG_CASE(inflate_api))
+             PG_CASE(inflate_api), PG_CASE(owned_body_arena))
