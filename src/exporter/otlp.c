@@ -22,7 +22,7 @@
 #include "core/log.h"
 #include "core/otlp_encode.h"
 #include "core/metrics.h"
-#include "core/spool.h" /* issue 6: sending_queue.storage */
+#include "core/spool.h" /* sending_queue.storage */
 #include "exporter/grpc_conn.h"
 #include "exporter/grpc_wire.h"
 #include "exporter/retry.h"
@@ -53,7 +53,7 @@ struct ox_queue_cfg {
     bool block_on_overflow;
     struct ox_batch_cfg batch;
     bool has_batch;
-    char *storage; /* issue 6: id of a file_storage extension, or NULL */
+    char *storage; /* id of a file_storage extension, or NULL */
 };
 
 struct ox_keepalive_cfg {
@@ -187,7 +187,7 @@ struct ox_item {
     size_t n_batches;
     size_t cap_batches;
     size_t samples;
-    /* issue 6: spool record ids of the batches (owned array); acked when the
+    /* Spool record ids of the batches (owned array); acked when the
      * item is freed, unless keep_spooled (shutdown/abort: replayed at start). */
     struct pg_spool *spool;    /* borrowed from struct ox */
     uint64_t *spool_ids;
@@ -255,7 +255,7 @@ struct ox {
     struct pg_metric *m_sent_requests, *m_capacity, *m_qsize, *m_inflight;
     char labels[160];
 
-    /* issue 6: persistent queue (sending_queue.storage). */
+    /* Persistent queue (sending_queue.storage). */
     struct pg_spool *spool;      /* owned; NULL without storage */
     uint64_t replay_after;       /* replay cursor: last record id taken */
     bool replay_done;
@@ -264,7 +264,7 @@ struct ox {
 
 static void worker_run(struct ox_worker *w);
 static void pump(struct ox *ex);
-static void replay_fill(struct ox *ex); /* issue 6 */
+static void replay_fill(struct ox *ex);
 
 static int64_t now_ns(void)
 {
@@ -302,7 +302,7 @@ static void item_free(struct ox_item *it)
     if (it == NULL) {
         return;
     }
-    /* issue 6: delivered or dropped for good => off the spool. */
+    /* Delivered or dropped for good => off the spool. */
     for (size_t i = 0; it->spool != NULL && !it->keep_spooled && i < it->n_spool_ids; i++) {
         struct pg_status st;
 
@@ -735,7 +735,7 @@ static void worker_run(struct ox_worker *w)
             worker_release(w);
         }
         if (ex->q_head == NULL && ex->spool != NULL && !ex->replay_done) {
-            replay_fill(ex); /* issue 6 */
+            replay_fill(ex);
         }
         if (ex->q_head == NULL || ex->aborted) {
             update_gauges(ex);
@@ -807,7 +807,7 @@ static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
     flush_pending(arg);
 }
 
-/* ---- persistent queue (issue 6) ------------------------------------------ */
+/* ---- persistent queue ------------------------------------------------------- */
 
 /* Records @id as carried by @it (acked when @it is freed). */
 static bool item_add_spool_id(struct ox_item *it, struct pg_spool *spool, uint64_t id)
@@ -959,7 +959,7 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
             }
             evtimer_add(ex->flush_timer, &tv);
         }
-        if (ex->spool != NULL) { /* issue 6: on disk before the 204 */
+        if (ex->spool != NULL) { /* on disk before the 204 */
             uint64_t sid;
             enum pg_err serr = spool_batch(ex, batch, &sid, st);
 
@@ -990,7 +990,7 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
             item_free(it);
             return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
         }
-        if (ex->spool != NULL) { /* issue 6: on disk before the 204 */
+        if (ex->spool != NULL) { /* on disk before the 204 */
             uint64_t sid;
             enum pg_err serr = spool_batch(ex, batch, &sid, st);
 
@@ -1065,7 +1065,7 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         problems++;
     }
     if (ex->cfg.queue.storage != NULL && !pg_storage_known(ex->cfg.queue.storage)) {
-        /* issue 6: extensions are created first, so a defined one is known. */
+        /* Extensions are created first, so a defined one is known. */
         pg_diag_add(ctx->diag, ctx->config, path,
                     "sending_queue::storage: \"%s\" is not a file_storage extension listed in "
                     "service::extensions; defined: %s",
@@ -1162,7 +1162,7 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
                                   "Current size of the sending queue, in requests", ex->labels);
     ex->m_inflight = pg_metric_gauge("otelcol_exporter_in_flight_requests", "Exports in flight",
                                      ex->labels);
-    if (ex->cfg.queue.storage != NULL) { /* issue 6 */
+    if (ex->cfg.queue.storage != NULL) {
         struct pg_spool_stats ss;
         enum pg_err serr = pg_storage_open(ex->cfg.queue.storage, ex->log, &ex->spool, st);
 
@@ -1180,7 +1180,7 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
                 ex->host_name, ex->port, ex->tls ? "TLS" : "plaintext",
                 compression_choices[ex->cfg.compression], ex->n_workers, ex->q_cap);
     pg_grpc_conn_connect(ex->conn);
-    pump(ex); /* issue 6: replayed requests start at once */
+    pump(ex); /* replayed requests start at once */
     return PG_ERR_OK;
 }
 
@@ -1191,7 +1191,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
     ex->aborted = true;
     if (ex->pending != NULL) {
-        ex->pending->keep_spooled = true; /* issue 6: replayed at the next start */
+        ex->pending->keep_spooled = true; /* replayed at the next start */
         lost += ex->pending->samples;
         item_free(ex->pending);
         ex->pending = NULL;
@@ -1201,7 +1201,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
 
         ex->q_head = it->next;
         lost += it->samples;
-        it->keep_spooled = true; /* issue 6 */
+        it->keep_spooled = true;
         item_free(it);
     }
     ex->q_tail = NULL;
@@ -1210,7 +1210,7 @@ static size_t abort_all(struct ox *ex, const char *reason)
         struct ox_worker *w = &ex->workers[i];
 
         if (w->item != NULL && !w->abandoned) {
-            w->item->keep_spooled = true; /* issue 6 */
+            w->item->keep_spooled = true;
             for (size_t p = w->cur; p < w->n_parts; p++) {
                 lost += w->parts[p].samples;
             }
@@ -1308,7 +1308,7 @@ static void ox_destroy(void *state)
         SSL_CTX_free(ex->ssl_ctx);
     }
     free(ex->token.header);
-    pg_spool_close(ex->spool); /* issue 6: after every item released */
+    pg_spool_close(ex->spool); /* after every item released */
     free(ex);
 }
 

@@ -32,15 +32,15 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/memlimit.h" /* issue 6 */
+#include "core/memlimit.h"
 #include "core/metrics.h"
 #include "pprof/translate.h"
 #include "receiver/http_request.h"
 #include "receiver/listener.h"
 #include "receiver/pprof_self.h"
-#include "receiver/auth.h" /* issue 6 */
-#include "receiver/tls.h"  /* issue 6 */
-#include "receiver/conn_limits.h" /* issue 6 */
+#include "receiver/auth.h"
+#include "receiver/tls.h"
+#include "receiver/conn_limits.h"
 
 #define PPROF_PATH "/v1/pprof"
 #define MIB (1024.0 * 1024.0)
@@ -68,7 +68,7 @@ struct rx_server_cfg {
     bool keep_alives_enabled;
     struct pg_strmap response_headers;
     char *default_service_name;
-    /* issue 6: TLS, authentication, header-count cap. */
+    /* TLS, authentication, header-count cap. */
     struct pg_tls_server_options tls;
     bool has_tls;
     struct pg_auth_options auth;
@@ -131,7 +131,7 @@ static const struct pg_field server_fields[] = {
       "headers added to every response"),
     F("default_service_name", PG_FT_STR, struct rx_server_cfg, default_service_name, NULL, 0, 0,
       "service.name used when none survives the processors (pprofgate extension)"),
-    /* issue 6 (docs/security.md) */
+    /* Transport security and access control: docs/security.md. */
     {"tls", PG_FT_SECTION, offsetof(struct rx_server_cfg, tls), NULL, 0, 0, pg_tls_server_fields,
      NULL, offsetof(struct rx_server_cfg, has_tls), "serve HTTPS (confighttp tls keys; mTLS with "
      "client_ca_file)"},
@@ -213,9 +213,9 @@ struct rx {
     struct timeval timeout;
 
     struct pg_pprof_self *self;    /* owned; NULL without `self:` */
-    SSL_CTX *ssl_ctx;              /* issue 6: owned; NULL without server.tls */
-    struct pg_auth *auth;          /* issue 6: owned; NULL without server.auth */
-    struct pg_conn_limits *conns;  /* issue 6: owned; freed after http */
+    SSL_CTX *ssl_ctx;              /* owned; NULL without server.tls */
+    struct pg_auth *auth;          /* owned; NULL without server.auth */
+    struct pg_conn_limits *conns;  /* owned; freed after http */
     struct evhttp *http;           /* owned */
     struct evhttp_bound_socket *sock; /* owned by http */
     bool draining;
@@ -377,7 +377,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         }
     }
     if (problems == 0 && rx->cfg.has_server && rx->cfg.server.has_tls) {
-        /* issue 6: load certificates now, so `validate` reports bad files. */
+        /* Load certificates now, so `validate` reports bad files. */
         struct pg_status tst;
 
         if (pg_tls_server_ctx_new(&rx->cfg.server.tls, &rx->ssl_ctx, &tst) != PG_ERR_OK) {
@@ -649,7 +649,7 @@ struct rx_pool {
 /* Ends a job: gives back its memory admission and frees it. */
 static void job_free(struct rx_job *job)
 {
-    pg_memlimit_release(job->admitted); /* issue 6 */
+    pg_memlimit_release(job->admitted);
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -870,7 +870,7 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
         job_free(job);
         return;
     }
-    /* issue 6: charged until the last exporter drops the batch. */
+    /* Charged until the last exporter drops the batch. */
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
     if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
@@ -1131,7 +1131,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     {
-        /* issue 6: header-count cap, then authentication, before any work. */
+        /* Header-count cap, then authentication, before any work. */
         const struct evkeyval *kv;
         int64_t n_headers = 0;
         struct pg_status ast;
@@ -1180,7 +1180,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     {
-        /* issue 6: the body counts against the memory budget while it is
+        /* The body counts against the memory budget while it is
          * decoded; the batch arena is charged until its last user is done. */
         size_t body_len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
         struct pg_status mst;
@@ -1233,14 +1233,14 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     evhttp_set_default_content_type(rx->http, "text/plain; charset=utf-8");
     evhttp_set_gencb(rx->http, on_request, rx);
     rx->conns = pg_conn_limits_new((size_t)s->max_connections,
-                                   (size_t)s->max_requests_per_connection); /* issue 6 */
+                                   (size_t)s->max_requests_per_connection);
     if (rx->conns == NULL) {
         evhttp_free(rx->http);
         rx->http = NULL;
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
     }
     if (rx->ssl_ctx != NULL) {
-        /* issue 6: every connection is a server-side TLS bufferevent. */
+        /* Every connection is a server-side TLS bufferevent. */
         evhttp_set_bevcb(rx->http, pg_tls_server_bevcb, rx->ssl_ctx);
     }
     rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
@@ -1368,7 +1368,7 @@ static void rx_destroy(void *state)
         evhttp_free(rx->http);
     }
     remove_socket_file(rx);
-    if (rx->ssl_ctx != NULL) { /* issue 6: after the connections using it */
+    if (rx->ssl_ctx != NULL) { /* after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
     }
     pg_conn_limits_free(rx->conns);
