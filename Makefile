@@ -5,12 +5,13 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
+TSAN_BUILD ?= build-tsan
 CONFIG     ?= config/pprofgate.yaml
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 RUN_LOG    ?= $(BUILD)/make-run.log
 
-.PHONY: all build gateway run test test-unit test-asan fuzz fuzz-smoke bench bootstrap bootstrap-test clean
+.PHONY: all build gateway run test test-unit test-asan test-tsan fuzz fuzz-smoke bench bootstrap bootstrap-test clean
 
 all: build
 
@@ -40,10 +41,17 @@ run:
 test: build
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPG_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
 
 test-unit: build
 	cd $(BUILD) && ctest -L unit --output-on-failure
+
+# The tests labelled "threads" under ThreadSanitizer (make test runs them too).
+test-tsan: bootstrap-test
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target pg_threaded_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1 suppressions=$(abspath tests/tsan.supp)}" \
+	    ctest -L threads --output-on-failure
 
 fuzz: bootstrap-test
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPG_FUZZ=ON -DPG_TESTS=OFF >/dev/null
@@ -54,4 +62,4 @@ bench: build
 	@bash bench/run-all.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)

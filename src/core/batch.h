@@ -55,6 +55,7 @@ void pg_batch_unref(struct pg_batch *b);
 /* Consumes the caller's reference on *@b. On success *@b has refcnt 1 and may
  * be modified: the same batch when it was not shared, else a deep copy in a
  * new arena of the same cap. On failure *@b is untouched (still the caller's). */
+PG_MUST_CHECK
 enum pg_err pg_batch_make_mutable(struct pg_batch **b, struct pg_status *st);
 
 /* Total sample records over every profile (the collector's SampleCount). */
@@ -62,6 +63,7 @@ size_t pg_batch_sample_count(const struct pg_batch *b);
 size_t pg_batch_profile_count(const struct pg_batch *b);
 
 /* Serialises b->req as protobuf into @arena; *@out/@len point into it. */
+PG_MUST_CHECK
 enum pg_err pg_batch_encode(const struct pg_batch *b, struct pg_arena *arena, uint8_t **out,
                             size_t *len, struct pg_status *st);
 

@@ -40,6 +40,10 @@ bool pg_err_is_retryable(enum pg_err err);
 
 /* An error code plus a one-line human message (it becomes a log line or an
  * HTTP response body). Embedded by value; never allocated. */
+/* On functions whose result says whether they worked: ignoring it is a
+ * compile error under -Werror (gcc does not accept a (void) cast either). */
+#define PG_MUST_CHECK __attribute__((warn_unused_result))
+
 #define PG_STATUS_MSG_MAX 256
 struct pg_status {
     enum pg_err code;

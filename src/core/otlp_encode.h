@@ -16,6 +16,7 @@
 
 /* Serialises @req into @arena; *@out (owned by @arena) holds *@len bytes. The size cache is
  * malloc'd and freed before returning. LIMIT (arena cap or a message over 4 GiB), NOMEM. */
+PG_MUST_CHECK
 enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_arena *arena,
                                    uint8_t **out, size_t *len, struct pg_status *st);
 

@@ -23,6 +23,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                                     struct event_base *base, struct pg_diag *diag);
 /* Starts extensions, exporters, processors, receivers. On failure stops
  * what started and returns the error with a message. */
+PG_MUST_CHECK
 enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st);
 /* Begins a graceful stop: health turns 503, receivers stop accepting,
  * exporters drain; when all are idle (or @deadline_ns passed) every

@@ -186,6 +186,15 @@ static const char *lname(const struct pg_spool *s)
     return s->log_name != NULL ? s->log_name : "spool";
 }
 
+/* Cuts a torn tail off after a failed write; if even that fails the tail
+ * stays and replay's checksum skips it, so it is only worth a warning. */
+static void cut_back(const struct pg_spool *s, int fd, off_t len)
+{
+    if (ftruncate(fd, len) != 0) {
+        pg_log_warn(lname(s), "cannot cut a torn record off the spool: %s", strerror(errno));
+    }
+}
+
 static void seg_path(const struct pg_spool *s, uint64_t seq, const char *ext, char *out,
                      size_t cap)
 {
@@ -953,7 +962,7 @@ enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, ui
         if (w <= 0) {
             int e = w < 0 ? errno : ENOSPC;
             /* Cut the partial record off so the segment stays a clean prefix. */
-            (void)ftruncate(g->fd, (off_t)g->bytes);
+            cut_back(s, g->fd, (off_t)g->bytes);
             if (e == ENOSPC || e == EDQUOT) {
                 s->stats.refused_disk++;
                 err = pg_status_set(st, PG_ERR_BUSY, "spool: disk full under %s: %s", s->dir,
@@ -971,7 +980,7 @@ enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, ui
         (s->fsync == PG_SPOOL_FSYNC_INTERVAL && mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
         if (sync_active(s) != 0) {
             int e = errno;
-            (void)ftruncate(g->fd, (off_t)g->bytes);
+            cut_back(s, g->fd, (off_t)g->bytes);
             err = pg_status_set(st, e == ENOSPC || e == EDQUOT ? PG_ERR_BUSY : PG_ERR_IO,
                                 "spool: fsync under %s failed: %s", s->dir, strerror(e));
             if (e == ENOSPC || e == EDQUOT) {
@@ -981,7 +990,7 @@ enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, ui
         }
     }
     if (!rec_push(g, id, g->bytes, (uint32_t)len)) {
-        (void)ftruncate(g->fd, (off_t)g->bytes);
+        cut_back(s, g->fd, (off_t)g->bytes);
         err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory");
         goto out;
     }
@@ -1015,7 +1024,7 @@ static enum pg_err write_ack(struct pg_spool *s, struct seg *g, uint64_t id, str
         }
         /* A torn entry from a crash would misalign what we append next. */
         if (fstat(g->ack_fd, &sb) == 0 && sb.st_size % PG_SPOOL_ACK_SIZE != 0) {
-            (void)ftruncate(g->ack_fd, sb.st_size - sb.st_size % PG_SPOOL_ACK_SIZE);
+            cut_back(s, g->ack_fd, sb.st_size - sb.st_size % PG_SPOOL_ACK_SIZE);
         }
     }
     put32(rec, PG_SPOOL_ACK_MAGIC);

@@ -65,6 +65,7 @@ struct pg_spool;
 /* Opens (creating) the spool directory, takes an exclusive lock on it (a
  * second process gets PG_ERR_BUSY), and indexes every segment. The caller
  * owns *@out: pg_spool_close(). Thread-safe afterwards (one mutex). */
+PG_MUST_CHECK
 enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **out,
                           struct pg_status *st);
 /* Syncs, deletes fully acknowledged segments, unlocks, frees. NULL ok. */
@@ -74,6 +75,7 @@ void pg_spool_close(struct pg_spool *s);
  * returning. BUSY when the cap is reached or the disk is full (the message
  * says which): the receiver answers 503 Retry-After. IO for other failures.
  * *@id_out gets the record id (monotonic across restarts). */
+PG_MUST_CHECK
 enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, uint64_t *id_out,
                             struct pg_status *st);
 /* Marks @id delivered (or dropped for good). Unknown/already acked ids are a
@@ -87,6 +89,7 @@ enum pg_err pg_spool_sync(struct pg_spool *s, bool force, struct pg_status *st);
  * malloc'd (the caller frees it) and @id, @len are set; when there is none
  * left, returns OK with *@data == NULL. A record that fails its checksum when
  * read back is skipped (logged, counted, acked). */
+PG_MUST_CHECK
 enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id,
                                  uint8_t **data, size_t *len, struct pg_status *st);
 
@@ -129,6 +132,7 @@ void pg_storage_unregister(const char *id);
 bool pg_storage_known(const char *id);
 /* Opens "<directory>/<owner with '/' made '_'>" with the extension's options;
  * PG_ERR_CONFIG when @storage_id is not registered. The caller owns *@out. */
+PG_MUST_CHECK
 enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg_spool **out,
                             struct pg_status *st);
 /* Syncs every spool opened through pg_storage_open whose fsync interval has

@@ -440,7 +440,7 @@ static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32
     uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
     h ^= (uint64_t)val + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
     h *= 0xc2b2ae3d27d4eb4full;
-    h ^= (uint64_t)unit * 0x165667b19e3779f9ull + (uint64_t)is_num;
+    h ^= (uint64_t)unit * UINT64_C(0x165667b19e3779f9) + (uint64_t)is_num;
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 32);

@@ -86,7 +86,7 @@ struct rx_server_cfg {
     bool keep_alives_enabled;
     struct pg_strmap response_headers;
     char *default_service_name;
-    /* issue 6: TLS, authentication, header-count cap. */
+    /* TLS, authentication, header-count cap. */
     struct pg_tls_server_options tls;
     bool has_tls;
     struct pg_auth_options auth;
@@ -156,7 +156,7 @@ static const struct pg_field server_fields[] = {
       "headers added to every response"),
     F("default_service_name", PG_FT_STR, struct rx_server_cfg, default_service_name, NULL, 0, 0,
       "service.name used when none survives the processors (pprofgate extension)"),
-    /* issue 6 (docs/security.md) */
+    /* Transport security and access control: docs/security.md. */
     {"tls", PG_FT_SECTION, offsetof(struct rx_server_cfg, tls), NULL, 0, 0, pg_tls_server_fields,
      NULL, offsetof(struct rx_server_cfg, has_tls), "serve HTTPS (confighttp tls keys; mTLS with "
      "client_ca_file)"},
@@ -398,7 +398,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         }
     }
     if (problems == 0 && rx->cfg.has_server && rx->cfg.server.has_tls) {
-        /* issue 6: load certificates now, so `validate` reports bad files. */
+        /* Load certificates now, so `validate` reports bad files. */
         struct pg_status tst;
 
         if (pg_tls_server_ctx_new(&rx->cfg.server.tls, &rx->ssl_ctx, &tst) != PG_ERR_OK) {
@@ -721,7 +721,7 @@ struct rx_pool {
 /* Ends a job: gives back its memory admission and frees it. */
 static void job_free(struct rx_job *job)
 {
-    pg_memlimit_release(job->admitted); /* issue 6 */
+    pg_memlimit_release(job->admitted);
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -942,7 +942,7 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
         job_free(job);
         return;
     }
-    /* issue 6: charged until the last exporter drops the batch. */
+    /* Charged until the last exporter drops the batch. */
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
     if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {

@@ -41,7 +41,7 @@ const big = (v) => (v === undefined || v === null ? 0n
 const i64 = (v) => BigInt.asIntN(64, big(v));
 const hex = (b) => Buffer.from(b || []).toString('hex');
 
-// ---- the pprof side (rules of issue 3, written independently) ----
+// ---- the pprof side (the translation rules, written independently) ----
 function pprofTotals(buf, traceKey = 'trace_id', spanKey = 'span_id') {
   while (buf[0] === 0x1f && buf[1] === 0x8b) buf = gunzipSync(buf);
   const p = Profile.decode(buf);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * A tiny table-driven test harness: PG_TEST(name) defines a case, the
- * CHECK macros record failures and go on, PG_TEST_MAIN() runs every case and
- * ends with the line "N passed, N failed". */
+ * CHECK macros record failures and go on, PG_REQUIRE records a failure and
+ * ends the case (for set-up that later steps depend on), PG_SKIP_ALL ends the
+ * executable with ctest's skip code when a peer is missing, PG_TEST_MAIN()
+ * runs every case and ends with the line "N passed, N failed". */
 #ifndef PG_TEST_H
 #define PG_TEST_H
 
@@ -18,6 +20,15 @@ struct pg_test_case {
 extern int pg_test_failures_;
 int pg_test_failures_;
 
+/* Run by PG_TEST_MAIN after every case, then reset: a case that may end
+ * early through PG_REQUIRE sets it to release what it started (a child
+ * process, a thread) so the next case starts clean. */
+extern void (*pg_test_after_case_)(void);
+void (*pg_test_after_case_)(void);
+
+/* ctest's SKIP_RETURN_CODE for tests that need a peer (Node, a tool). */
+#define PG_TEST_SKIP_CODE 77
+
 #define PG_TEST(name) static void name(void)
 
 #define CHECK(cond)                                                                                \
@@ -26,6 +37,29 @@ int pg_test_failures_;
             fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);             \
             pg_test_failures_++;                                                                   \
         }                                                                                          \
+    } while (0)
+
+/* Like CHECK, but a failure ends the current case: used where set-up failed
+ * and the steps after it would only crash or report noise. Only in the
+ * case's own body (it returns from the enclosing void function). */
+#define PG_REQUIRE(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: REQUIRE(%s) failed; case ends here\n", __FILE__, __LINE__,   \
+                    #cond);                                                                        \
+            pg_test_failures_++;                                                                   \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* Ends the whole executable as skipped (ctest shows "Not Run" with the
+ * reason) when an outside peer the tests need is absent. */
+#define PG_SKIP_ALL(...)                                                                           \
+    do {                                                                                           \
+        fprintf(stderr, "SKIP: ");                                                                 \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        exit(PG_TEST_SKIP_CODE);                                                                   \
     } while (0)
 
 #define CHECK_INT(a, b)                                                                            \
@@ -55,6 +89,10 @@ int pg_test_failures_;
         for (size_t i_ = 0; i_ < sizeof(cases_) / sizeof(cases_[0]); i_++) {                      \
             int before_ = pg_test_failures_;                                                       \
             cases_[i_].fn();                                                                       \
+            if (pg_test_after_case_ != NULL) {                                                     \
+                pg_test_after_case_();                                                             \
+                pg_test_after_case_ = NULL;                                                        \
+            }                                                                                      \
             if (pg_test_failures_ == before_) {                                                    \
                 passed_++;                                                                         \
                 fprintf(stderr, "ok   %s\n", cases_[i_].name);                                     \

@@ -361,8 +361,8 @@ PG_TEST(test_gate_routes_and_rotation)
     struct reply r;
     g_routed = 0;
     fixture_make(&f, &test_ops, "test", "{}\n");
-    CHECK_INT(f.rc, PG_ERR_OK);
-    CHECK_INT(test_ops.start(f.state, &st), PG_ERR_OK);
+    PG_REQUIRE(f.rc == PG_ERR_OK);
+    PG_REQUIRE(test_ops.start(f.state, &st) == PG_ERR_OK);
     CHECK_INT(get(&f, "/", NULL, &r), 200);
     CHECK_INT(get(&f, "/x", "Bearer whatever", &r), 200);
     CHECK_INT(g_routed, 2);
@@ -371,8 +371,8 @@ PG_TEST(test_gate_routes_and_rotation)
     /* With basic auth: only the right user:password is routed. */
     g_routed = 0;
     fixture_make(&f, &test_ops, "test", yaml);
-    CHECK_INT(f.rc, PG_ERR_OK);
-    CHECK_INT(test_ops.start(f.state, &st), PG_ERR_OK);
+    PG_REQUIRE(f.rc == PG_ERR_OK);
+    PG_REQUIRE(test_ops.start(f.state, &st) == PG_ERR_OK);
     CHECK_INT(get(&f, "/", NULL, &r), 401);
     CHECK_STR(r.challenge, "Basic realm=\"admin\", charset=\"UTF-8\"");
     CHECK_INT(get(&f, "/", "Basic b3BzOndyb25n", &r), 401); /* ops:wrong */

@@ -158,7 +158,7 @@ PG_TEST(test_stalled_output_never_blocks)
     CHECK_INT(mkfifo(path, 0600), 0);
     /* A reader that never reads: the writer fills the pipe and blocks. */
     rfd = open(path, O_RDONLY | O_NONBLOCK);
-    CHECK(rfd >= 0);
+    PG_REQUIRE(rfd >= 0);
     (void)fcntl(rfd, F_SETPIPE_SZ, 4096);
     dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total", "",
                                 "exporter=\"debug\"");
@@ -272,7 +272,7 @@ PG_TEST(test_pipe_writes_whole_lines)
     CHECK_INT(mkfifo(path, 0600), 0);
     r.fd = open(path, O_RDONLY | O_NONBLOCK);
     wfd = open(path, O_WRONLY);
-    CHECK(r.fd >= 0 && wfd >= 0);
+    PG_REQUIRE(r.fd >= 0 && wfd >= 0);
     fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) & ~O_NONBLOCK);
     pthread_create(&reader, NULL, read_all, &r);
     b = mk_batch(3000); /* ~150 KB of text: many PIPE_BUF chunks */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * pprof -> OTLP translation: the golden vectors of otlp-profiles.md
  * (Appendix B in, Appendix A out, compared semantically), every invalid case
- * with its message, limits, and the edge cases of issue 3 (links, labels,
+ * with its message, limits, and the edge cases translation must keep (links, labels,
  * sample type order, comments, empty profiles, address-only locations...). */
 #include <stdbool.h>
 #include <stdint.h>
