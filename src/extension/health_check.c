@@ -31,7 +31,7 @@ static const struct pg_field health_fields[] = {
     PG_FIELD_END,
 };
 
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct pg_httpd_req *req, void *arg)
 {
     struct health_ext *x = arg;
     char path[512];
@@ -65,7 +65,6 @@ static const struct pg_admin_spec health_spec = {
     .config_path = NULL,
     .endpoint_word = "endpoint",
     .endpoint_example = "localhost:13133",
-    .timeout_s = 30,
     .max_body = 4096,
     .on_request = on_request,
 };

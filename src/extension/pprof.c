@@ -17,6 +17,7 @@
 #include "core/component.h"
 #include "core/log.h"
 #include "extension/admin_http.h"
+#include "receiver/http_server.h"
 #include "selfprof/selfprof.h"
 
 #define PROFILE_ARENA_CAP ((size_t)256 << 20)
@@ -46,9 +47,9 @@ static const struct pg_field pprof_fields[] = {
 struct pending {
     struct pending *next;
     struct pprof_ext *x;
-    struct evhttp_request *req;         /* borrowed from evhttp until we reply */
-    struct evhttp_connection *evcon;
-    struct event *timer;                /* owned */
+    struct pg_httpd_req *req;           /* borrowed from the server until on_done */
+    struct event *timer;                /* owned: the window's end */
+    struct event *watch;                /* owned: notices a client that left */
     struct pg_selfprof_snapshot *base;  /* owned */
     enum pg_selfprof_view view;
     const char *name;
@@ -65,11 +66,17 @@ static void pending_unlink_free(struct pending *p)
     if (p->timer != NULL) {
         event_free(p->timer);
     }
+    if (p->watch != NULL) {
+        event_free(p->watch);
+    }
+    if (p->req != NULL) {
+        p->req->user = NULL;
+    }
     pg_selfprof_snapshot_free(p->base);
     free(p);
 }
 
-static void send_profile(struct pprof_ext *x, struct evhttp_request *req, enum pg_selfprof_view view,
+static void send_profile(struct pprof_ext *x, struct pg_httpd_req *req, enum pg_selfprof_view view,
                          const char *name, const struct pg_selfprof_snapshot *base)
 {
     if (!pg_selfprof_enabled()) {
@@ -92,7 +99,7 @@ static void send_profile(struct pprof_ext *x, struct evhttp_request *req, enum p
     } else {
         char disp[64];
         snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", name);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Disposition", disp);
+        evhttp_add_header(req->out, "Content-Disposition", disp);
         pg_admin_reply(&x->http, req, 200, "application/octet-stream", gz, len);
     }
     pg_arena_destroy(a);
@@ -103,25 +110,47 @@ static void on_delta_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct pending *p = arg;
-    evhttp_connection_set_closecb(p->evcon, NULL, NULL);
-    send_profile(p->x, p->req, p->view, p->name, p->base);
+    struct pg_httpd_req *req = p->req;
+    p->req->user = NULL;
+    p->req = NULL;
+    send_profile(p->x, req, p->view, p->name, p->base);
     pending_unlink_free(p);
 }
 
-static void on_delta_close(struct evhttp_connection *evcon, void *arg)
+/* The server does not read a held request's connection, so a client that
+ * gave up is noticed here, once a second: it gets no answer and its
+ * connection closes now rather than after the window. */
+static void on_delta_watch(evutil_socket_t fd, short what, void *arg)
 {
-    (void)evcon;
+    (void)fd;
+    (void)what;
     struct pending *p = arg;
+    if (!pg_httpd_client_gone(p->req)) {
+        return;
+    }
     pg_log_debug(p->x->http.log_name, "client left before its %s delta was ready", p->name);
-    pending_unlink_free(p); /* evhttp frees the request itself */
+    struct pg_httpd_req *req = p->req;
+    pending_unlink_free(p);
+    /* Nobody reads it: the write fails and the server closes the connection. */
+    pg_httpd_reply_body(req, 499, NULL, NULL, 0);
+}
+
+/* The request ended before its window (connection closed by the server). */
+static void on_done(struct pg_httpd_req *req, void *state)
+{
+    (void)state;
+    struct pending *p = req->user;
+    if (p != NULL) {
+        p->req = NULL;
+        pending_unlink_free(p);
+    }
 }
 
 /* Parses the query; returns false after replying 400. */
-static bool parse_profile_query(struct pprof_ext *x, struct evhttp_request *req, long *seconds)
+static bool parse_profile_query(struct pprof_ext *x, struct pg_httpd_req *req, long *seconds)
 {
     *seconds = 0;
-    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-    const char *q = u ? evhttp_uri_get_query(u) : NULL;
+    const char *q = pg_admin_request_query(req);
     if (q == NULL || q[0] == '\0') {
         return true;
     }
@@ -156,7 +185,7 @@ static bool parse_profile_query(struct pprof_ext *x, struct evhttp_request *req,
     return ok;
 }
 
-static void handle_profile(struct pprof_ext *x, struct evhttp_request *req,
+static void handle_profile(struct pprof_ext *x, struct pg_httpd_req *req,
                            enum pg_selfprof_view view, const char *name)
 {
     long seconds;
@@ -174,32 +203,30 @@ static void handle_profile(struct pprof_ext *x, struct evhttp_request *req,
         return;
     }
     p->x = x;
-    p->req = req;
-    p->evcon = evhttp_request_get_connection(req);
     p->view = view;
     p->name = name;
+    p->next = x->pending;
+    x->pending = p;
     p->timer = evtimer_new(x->http.host->base, on_delta_timer, p);
+    p->watch = event_new(x->http.host->base, -1, EV_PERSIST, on_delta_watch, p);
     struct timeval tv = {seconds, 0};
-    if (p->timer == NULL || evtimer_add(p->timer, &tv) != 0) {
-        if (p->timer != NULL) {
-            event_free(p->timer);
-        }
-        pg_selfprof_snapshot_free(p->base);
-        free(p);
+    struct timeval every = {1, 0};
+    if (p->timer == NULL || p->watch == NULL || evtimer_add(p->timer, &tv) != 0 ||
+        event_add(p->watch, &every) != 0) {
+        pending_unlink_free(p);
         pg_admin_reply_text(&x->http, req, 500, "cannot arm the delta timer");
         return;
     }
-    p->next = x->pending;
-    x->pending = p;
-    evhttp_connection_set_closecb(p->evcon, on_delta_close, p);
+    p->req = req;
+    req->user = p;
 }
 
-static void handle_symbol(struct pprof_ext *x, struct evhttp_request *req)
+static void handle_symbol(struct pprof_ext *x, struct pg_httpd_req *req)
 {
     const char *body = NULL;
     size_t len = 0;
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    if (strcmp(req->method, "POST") == 0) {
+        struct evbuffer *in = req->body;
         len = evbuffer_get_length(in);
         if (len > SYMBOL_BODY_MAX) {
             pg_admin_reply_text(&x->http, req, 413, "symbol request body over 1 MiB");
@@ -207,8 +234,7 @@ static void handle_symbol(struct pprof_ext *x, struct evhttp_request *req)
         }
         body = len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
     } else {
-        const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-        body = u ? evhttp_uri_get_query(u) : NULL;
+        body = pg_admin_request_query(req);
         len = body ? strlen(body) : 0;
     }
     struct pg_arena *a = pg_arena_create(64u << 20);
@@ -225,7 +251,7 @@ static void handle_symbol(struct pprof_ext *x, struct evhttp_request *req)
     pg_arena_destroy(a);
 }
 
-static void handle_index(struct pprof_ext *x, struct evhttp_request *req)
+static void handle_index(struct pprof_ext *x, struct pg_httpd_req *req)
 {
     char text[1536];
     snprintf(text, sizeof(text),
@@ -240,7 +266,7 @@ static void handle_index(struct pprof_ext *x, struct evhttp_request *req)
     pg_admin_reply(&x->http, req, 200, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct pg_httpd_req *req, void *arg)
 {
     struct pprof_ext *x = arg;
     char path[512];
@@ -291,9 +317,9 @@ static const struct pg_admin_spec pprof_spec = {
     .config_path = NULL,
     .endpoint_word = "endpoint",
     .endpoint_example = "localhost:1777",
-    .timeout_s = MAX_DELTA_SECONDS + 60, /* a ?seconds=N reply comes late */
     .max_body = SYMBOL_BODY_MAX,
     .on_request = on_request,
+    .on_done = on_done,
 };
 
 static enum pg_err pprof_create(const struct pg_component_ctx *ctx, void **state)
@@ -314,16 +340,16 @@ static enum pg_err pprof_start(void *state, struct pg_status *st)
     return pg_admin_ext_start(x, st);
 }
 
-/* Pending deltas are answered 503 before the listener goes (freeing evhttp
- * would drop them silently). */
+/* Pending deltas are answered 503 before the listener goes (they would
+ * otherwise be dropped silently). */
 static void pprof_shutdown(void *state)
 {
     struct pprof_ext *x = state;
     while (x->pending != NULL) {
         struct pending *p = x->pending;
-        evhttp_connection_set_closecb(p->evcon, NULL, NULL);
-        pg_admin_reply_text(&x->http, p->req, 503, "pprofgate is shutting down");
+        struct pg_httpd_req *req = p->req;
         pending_unlink_free(p);
+        pg_admin_reply_text(&x->http, req, 503, "pprofgate is shutting down");
     }
     pg_admin_ext_shutdown(x);
 }

@@ -126,7 +126,7 @@ static void register_process_metrics(void)
     }
 }
 
-static void serve_targets(struct metrics_ext *x, struct evhttp_request *req)
+static void serve_targets(struct metrics_ext *x, struct pg_httpd_req *req)
 {
     char *text = NULL;
     size_t len = 0;
@@ -145,7 +145,7 @@ static void serve_targets(struct metrics_ext *x, struct evhttp_request *req)
     free(text);
 }
 
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct pg_httpd_req *req, void *arg)
 {
     struct metrics_ext *x = arg;
     char path[512];
@@ -183,7 +183,6 @@ static const struct pg_admin_spec metrics_spec = {
     .config_path = "service::telemetry::metrics",
     .endpoint_word = "address",
     .endpoint_example = "localhost:8888",
-    .timeout_s = 30,
     .max_body = 4096,
     .on_request = on_request,
 };

@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "extension/admin_http.h"
+#include "receiver/http_server.h"
 #include "pg_test.h"
 #include "pg_test_diag.h"
 
@@ -219,8 +220,8 @@ static unsigned bound_port(void *state)
     const struct pg_admin_http *h = state;
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
-    if (h->sock == NULL ||
-        getsockname(evhttp_bound_socket_get_fd(h->sock), (struct sockaddr *)&sa, &sl) != 0) {
+    if (h->httpd == NULL ||
+        getsockname(pg_httpd_fd(h->httpd), (struct sockaddr *)&sa, &sl) != 0) {
         return 0;
     }
     return ntohs(sa.sin_port);
@@ -310,7 +311,7 @@ PG_TEST(test_gate_each_extension)
 /* A spec of our own: counts what reaches the routes. */
 static int g_routed;
 
-static void count_route(struct evhttp_request *req, void *state)
+static void count_route(struct pg_httpd_req *req, void *state)
 {
     g_routed++;
     pg_admin_reply_text(state, req, 200, "routed");
@@ -322,7 +323,6 @@ static const struct pg_admin_spec test_spec = {
     .config_path = "test",
     .endpoint_word = "endpoint",
     .endpoint_example = "localhost:1",
-    .timeout_s = 5,
     .max_body = 1024,
     .on_request = count_route,
 };
@@ -392,7 +392,7 @@ PG_TEST(test_gate_routes_and_rotation)
 
     /* shutdown closes the listener; a second shutdown is harmless. */
     test_ops.shutdown(f.state);
-    CHECK(((struct pg_admin_http *)f.state)->http == NULL);
+    CHECK(((struct pg_admin_http *)f.state)->httpd == NULL);
     fixture_free(&f);
     pg_log_set_stream(NULL);
     fclose(log);
