@@ -96,12 +96,42 @@ def pusher(port):
             time.sleep(0.05)  # a client that honours Retry-After a little
 
 
-with gw:
+# The same probe against a second, idle gateway at the same time: the part
+# of the probe's latency that the machine (the flooding clients, other
+# processes) adds whatever the flooded gateway does.
+ctl = Gateway(cfg)
+with open(ctl.path("token"), "w") as f:
+    f.write(TOKEN + "\n")
+
+
+def start_probe(port, src):
+    pr = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "hostile", "probe.py"),
+                           str(port), TOKEN, src, small], stdout=subprocess.PIPE, text=True)
+    pr.stdout.readline()
+    return pr
+
+
+def probe_result(pr):
+    pr.terminate()
+    out, _ = pr.communicate(timeout=10)
+    lat, fail = [], []
+    for line in out.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "ok":
+            lat = sorted(float(x) * 1000 for x in rest.split())
+        elif kind == "fail":
+            fail = rest.split()
+    return lat, fail
+
+
+def pct(lat, q):
+    return lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
+
+
+with gw, ctl:
     rss_peak = 0
-    probe = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "hostile", "probe.py"),
-                              str(gw.port), TOKEN, "127.0.0.2", small], stdout=subprocess.PIPE,
-                             text=True)
-    probe.stdout.readline()
+    probe = start_probe(gw.port, "127.0.0.2")
+    cprobe = start_probe(ctl.port, "127.0.0.3")
     rss_idle = gw.rss_kb() or 0
     ths = [threading.Thread(target=pusher, args=(gw.port,), daemon=True) for _ in range(CLIENTS)]
     for t in ths:
@@ -113,20 +143,9 @@ with gw:
     stop.set()
     for t in ths:
         t.join(35)
-    probe.terminate()
-    out, _ = probe.communicate(timeout=10)
+    lat, pfail = probe_result(probe)
+    clat, cfail = probe_result(cprobe)
     hwm = gw.hwm_kb() or 0
-    lat = []
-    pfail = []
-    for line in out.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind == "ok":
-            lat = sorted(float(x) * 1000 for x in rest.split())
-        elif kind == "fail":
-            pfail = rest.split()
-
-    def pct(q):
-        return lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
 
     print(f"flood: {CLIENTS} clients x {len(BIG) >> 10} KiB gzip for {DURATION:.0f} s, "
           f"memory_limiter limit_mib {LIMIT} spike {SPIKE}, auth {'on' if AUTH else 'off'}")
@@ -135,5 +154,8 @@ with gw:
     print(f"  peak RSS / limit_mib = {rss_peak / 1024 / LIMIT:.2f}   VmHWM / limit_mib = "
           f"{hwm / 1024 / LIMIT:.2f}   (goal <= 1.0)")
     print(f"  status mix: {dict(sorted(statuses.items()))}")
-    print(f"  small pushes meanwhile: {len(lat)} ok, {len(pfail)} failed, p50 {pct(0.5):.1f} ms, "
-          f"p99 {pct(0.99):.1f} ms (goal < 50)")
+    print(f"  small pushes meanwhile: {len(lat)} ok, {len(pfail)} failed, p50 {pct(lat, 0.5):.1f} ms, "
+          f"p99 {pct(lat, 0.99):.1f} ms (goal < 50)")
+    print(f"  same probe against an idle gateway meanwhile (the machine's share): {len(clat)} ok, "
+          f"{len(cfail)} failed, p50 {pct(clat, 0.5):.1f} ms, p99 {pct(clat, 0.99):.1f} ms; "
+          f"p99 ratio flooded / idle = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")

@@ -32,6 +32,7 @@
 
 #include "core/arena.h"
 #include "core/batch.h"
+#include "core/thread_sched.h"
 #include "core/cgroup.h"
 #include "core/component.h"
 #include "core/config.h"
@@ -956,21 +957,18 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
  * thread): a flood of large bodies then cannot starve accepting, answering
  * and the small pushes the loop translates itself. */
 #define WORKER_NICE 5
+/* Scheduler slices (Linux 6.12+): the loop's short one makes it run first
+ * when it wakes; the workers' short one bounds how long it waits for a core
+ * they hold (the default is ~3 ms, paid at every wakeup of a request). */
+#define LOOP_SLICE_NS (500u * 1000u)
+#define WORKER_SLICE_NS (500u * 1000u)
 
 static void *worker_main(void *arg)
 {
     struct rx *rx = arg;
     struct rx_pool *pool = rx->pool;
-    pid_t tid = (pid_t)syscall(SYS_gettid);
 
-    errno = 0;
-    {
-        int cur = getpriority(PRIO_PROCESS, (id_t)tid);
-
-        if (errno == 0) {
-            (void)setpriority(PRIO_PROCESS, (id_t)tid, cur + WORKER_NICE);
-        }
-    }
+    pg_sched_bulk_thread(WORKER_NICE, WORKER_SLICE_NS);
 
     for (;;) {
         struct rx_job *job;
@@ -1413,6 +1411,11 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
                                  rx->log_name);
         }
     }
+    /* This (the loop) thread accepts, answers and translates small pushes
+     * for every client: a short scheduler slice lets it run as soon as it
+     * wakes instead of after the current holder of the CPU (a worker, a
+     * busy neighbour) used up its default ~3 ms slice. */
+    (void)pg_sched_latency_thread(LOOP_SLICE_NS);
     rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
     if (rx->held_ev == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
