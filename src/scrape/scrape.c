@@ -351,6 +351,60 @@ static void append_query(char *q, size_t cap, const char *k, const char *v)
     q[n] = '\0';
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
+                     const struct pg_labels *l)
+{
+    const char *keys[256];
+    size_t nk = 0;
+    bool has_seconds = false;
+
+    for (size_t i = 0; i < l->n && nk < 256; i++) {
+        if (strncmp(l->v[i].name, "__param_", 8) == 0) {
+            keys[nk++] = l->v[i].name + 8;
+        }
+    }
+    for (size_t i = 0; i < params->n && nk < 256; i++) {
+        bool seen = false;
+
+        for (size_t k = 0; k < nk && !seen; k++) {
+            seen = strcmp(keys[k], params->keys[i]) == 0;
+        }
+        if (!seen) {
+            keys[nk++] = params->keys[i];
+        }
+    }
+    /* url.Values.Encode order: by key, values in config order. */
+    qsort(keys, nk, sizeof(keys[0]), cmp_str);
+    for (size_t k = 0; k < nk; k++) {
+        char name[200];
+        const char *lv;
+        bool first = true;
+
+        snprintf(name, sizeof(name), "__param_%s", keys[k]);
+        lv = pg_labels_get(l, name);
+        if (lv != NULL) {
+            append_query(pq, cap, keys[k], lv);
+        }
+        /* The label (after relabeling) replaces the first configured value;
+         * the others are sent as configured, the key repeated. */
+        for (size_t i = 0; i < params->n; i++) {
+            if (strcmp(params->keys[i], keys[k]) == 0) {
+                if (!(first && lv != NULL)) {
+                    append_query(pq, cap, keys[k], params->values[i]);
+                }
+                first = false;
+            }
+        }
+        has_seconds = has_seconds || strcmp(keys[k], "seconds") == 0;
+    }
+    return has_seconds;
+}
+
 /* Builds one target from a group entry and a profile: the Parca label order
  * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
  * address checks, instance and the URL. NULL when dropped (counted). */
@@ -399,12 +453,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     add_port(addr, sizeof(addr), scheme);
     path = pg_labels_get(&l, "__profile_path__");
     snprintf(pq, sizeof(pq), "%s%s", path && path[0] == '/' ? "" : "/", path ? path : "");
-    for (size_t i = 0; i < l.n; i++) {
-        if (strncmp(l.v[i].name, "__param_", 8) == 0) {
-            append_query(pq, sizeof(pq), l.v[i].name + 8, l.v[i].value);
-            has_seconds = has_seconds || strcmp(l.v[i].name + 8, "seconds") == 0;
-        }
-    }
+    has_seconds = pg_scrape_query(pq, sizeof(pq), &job->params, &l);
     if (seconds > 0 && !has_seconds) {
         snprintf(secs, sizeof(secs), "%lld", (long long)seconds);
         append_query(pq, sizeof(pq), "seconds", secs);
@@ -578,7 +627,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
-    struct target *fresh = NULL, **pp;
+    struct target *fresh = NULL, *gone = NULL, **pp;
     size_t added = 0, removed = 0, dropped = 0;
 
     for (struct target *t = s->targets; t != NULL; t = t->next) {
@@ -613,13 +662,14 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             fresh = t;
         }
     }
-    /* Remove this source's targets that are gone. */
+    /* Unlink this source's targets that are gone (freed below). */
     for (pp = &s->targets; *pp != NULL;) {
         struct target *t = *pp;
 
         if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
             *pp = t->next;
-            target_free(t);
+            t->next = gone;
+            gone = t;
             removed++;
         } else {
             pp = &t->next;
@@ -635,6 +685,22 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             target_begin(t);
         }
         added++;
+    }
+    /* A gone target's series go with it (pod churn must not grow /metrics),
+     * unless a live target has the same job/instance/profile: it shares
+     * them, so a relabeled or re-sourced target keeps its counters. */
+    while (gone != NULL) {
+        struct target *t = gone;
+        bool shared = false;
+
+        gone = t->next;
+        for (const struct target *o = s->targets; o != NULL && !shared && t->mlabels[0]; o = o->next) {
+            shared = strcmp(o->mlabels, t->mlabels) == 0;
+        }
+        if (t->mlabels[0] != '\0' && !shared) {
+            pg_metrics_remove("pprofgate_scrape_", t->mlabels);
+        }
+        target_free(t);
     }
     set_drops(&s->jobs[ji], source, dropped);
     update_job_gauges(s, ji);

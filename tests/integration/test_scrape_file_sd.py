@@ -2,7 +2,8 @@
 """file_sd_configs end to end: a loopback server hands out a real Go heap
 profile; a JSON target file adds a target (its labels reach the exporter as
 resource attributes; the pipeline's processors apply), an atomic rename changes its labels, a malformed file
-keeps the previous targets, a deleted file removes them. Also an https target
+keeps the previous targets, a deleted file removes them; churning targets
+leave /metrics with their series. Also an https target
 (tls_config.ca_file, certificate made by openssl) that requires the bearer
 token from authorization.credentials_file."""
 import http.server
@@ -169,9 +170,28 @@ def main():
             res.check("malformed file logged", wait(lambda: "keeping its previous targets" in gw.log()))
             t = [x for x in targets(mport) if x["job"] == "files"]
             res.check("malformed file keeps the previous target", len(t) == 1, t)
+            # Churn: a live target plus one short-lived target per rewrite
+            # (nothing listens on 127.0.0.N, so each gets failure series too).
+            live = f"127.0.0.1:{port}"
+            churn = [f"127.0.0.{i}:{port}" for i in range(2, 6)]
+            for c in churn:
+                write_atomic(tf, json.dumps([{"targets": [live, c], "labels": {"team": "two"}}]))
+                res.check(f"churn target {c} scraped and failing (connect)",
+                          wait(lambda: re.search(r'job="files",instance="%s".*reason="connect"'
+                                                 % re.escape(c), get_metrics(mport))))
+
+            def files_instances():
+                return {m for ln in get_metrics(mport).splitlines() if ln.startswith("pprofgate_scrape_")
+                        for m in re.findall(r'job="files",instance="([^"]+)"', ln)}
+            res.check("removed targets' series leave /metrics; the live ones stay",
+                      files_instances() == {live, churn[-1]}, files_instances())
+            res.check("the live target's counters survive the rewrites",
+                      re.search(r'pprofgate_scrape_requests_total\{[^}]*instance="%s"[^}]*\} ([2-9]|\d\d)'
+                                % re.escape(live), get_metrics(mport)))
             os.remove(tf)
             res.check("deleted file removes its targets",
                       wait(lambda: [x for x in targets(mport) if x["job"] == "files"] == []))
+            res.check("and their series", files_instances() == set(), files_instances())
             res.check("clean exit", gw.stop() == 0, gw.log()[-1000:])
     finally:
         srv.shutdown()
