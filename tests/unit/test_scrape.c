@@ -318,6 +318,18 @@ PG_TEST(test_config_errors)
         {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
          "kubeconfig_file: /k}]}\n",
          "kubeconfig_file is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {node: true}}]}\n",
+         "attach_metadata.node: true is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {namespace: true}}]}\n",
+         "attach_metadata.namespace: true is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {nodes: false}}]}\n",
+         "attach_metadata.nodes: unknown key"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {node: maybe}}]}\n",
+         "attach_metadata.node must be true or false"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, scrape_intervall: 5s}\n",
          "scrape_intervall"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, file_sd_configs: [{files: [t.txt]}]}\n",
@@ -325,6 +337,22 @@ PG_TEST(test_config_errors)
         {"remote: {collection_interval: 5s}\n", "remote.endpoint must be specified"},
     };
 
+    /* attach_metadata: false is what happens anyway: accepted. */
+    {
+        struct pg_config *cfg;
+        struct pg_diag d;
+        struct pg_scrape_config sc;
+
+        pg_diag_init(&d);
+        CHECK_INT(load_scrape("scrape:\n  scrape_configs:\n    - {job_name: a, "
+                              "kubernetes_sd_configs: [{role: pod, attach_metadata: "
+                              "{node: false, namespace: false}}]}\n",
+                              &cfg, &d, &sc),
+                  0);
+        pg_scrape_config_free(&sc);
+        pg_diag_free(&d);
+        pg_config_free(cfg);
+    }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct pg_config *cfg;
         struct pg_diag d;
