@@ -58,7 +58,7 @@ PG_TEST(test_histogram_and_fn_gauge)
 {
     static const double bounds[] = {0.001, 0.01};
     struct pg_metric *h = pg_metric_histogram("t_lat_seconds", "latency", NULL, bounds, 2);
-    int64_t v = 42;
+    static int64_t v = 42; /* stays registered: must outlive the test */
     char *text;
 
     pg_metric_observe(h, 0.0005);
