@@ -123,7 +123,7 @@ static const struct pg_field job_fields[] = {
     F(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
       "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
     F(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
-      "accepted; redirects are not followed (a 3xx is a failed scrape)"),
+      "up to 10 redirects, same scheme"),
     F(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
       "accepted; scrapes use HTTP/1.1"),
     S(struct job_raw, "tls_config", tls, tls_fields, has_tls, "https targets"),
@@ -695,6 +695,7 @@ static size_t parse_job(struct pg_arena *a, struct pg_diag *d, const struct pg_c
     job->timeout_ns = r.scrape_timeout;
     job->initial_delay_ns = -1;
     job->scheme = r.scheme;
+    job->client.follow_redirects = r.follow_redirects;
     if (job->job_name == NULL || job->job_name[0] == '\0') {
         pg_diag_add(d, item, p, "job_name is required");
         problems++;
@@ -791,6 +792,7 @@ static size_t parse_remote(struct pg_arena *a, struct pg_diag *d, const struct p
     job->timeout_ns = r.timeout > 0 ? r.timeout : job->interval_ns;
     job->initial_delay_ns = r.initial_delay;
     job->client.headers = r.headers;
+    job->client.follow_redirects = true; /* Go's client, as upstream */
     if (r.has_tls) {
         copy_tls(&job->client, &r.tls);
     }
