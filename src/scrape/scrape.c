@@ -902,6 +902,18 @@ static void snippet(char *dst, size_t cap, const uint8_t *b, size_t n)
 
 static void start_request(struct target *t, bool hop);
 
+/* Copies @n bytes of a redirect's path and query, adding the leading "/"
+ * an absolute URL may omit ("http://h:1?x=1"). */
+static char *dup_path(const char *p, size_t n)
+{
+    char *out = malloc(n + 2);
+
+    if (out != NULL) {
+        snprintf(out, n + 2, "%s%.*s", p[0] == '/' ? "" : "/", (int)n, p);
+    }
+    return out;
+}
+
 /* Follows a 301/302/303/307/308 as Go's client does (up to 10, inside the
  * scrape timeout): a path, or an absolute URL of the same scheme (another
  * scheme would need another TLS setup). Credentials go only to the target's
@@ -942,7 +954,7 @@ static int follow_redirect(struct target *t, const struct pg_http_response *r)
             free(host);
             return 0;
         }
-        path = *end == '/' ? end : "/";
+        path = end; /* "" or "?q" get a leading "/" below */
     } else {
         return 0; /* another scheme or a relative path: counted as a 3xx */
     }
@@ -953,7 +965,7 @@ static int follow_redirect(struct target *t, const struct pg_http_response *r)
     free(t->hop_pq);
     t->hop_host = host;
     t->hop_port = port;
-    t->hop_pq = strndup(path, strcspn(path, "#"));
+    t->hop_pq = dup_path(path, strcspn(path, "#"));
     t->hops++;
     if (t->hop_pq == NULL) {
         return 0;
