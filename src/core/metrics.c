@@ -218,6 +218,58 @@ static void render_series(FILE *out, struct pg_metric *m)
     }
 }
 
+static void metric_free(struct pg_metric *m)
+{
+    free(m->name);
+    free(m->help);
+    free(m->labels);
+    free(m->bounds);
+    free(m->counts);
+    free(m);
+}
+
+/* True when @labels is @want or @want followed by more labels. */
+static bool labels_extend(const char *labels, const char *want)
+{
+    size_t n = strlen(want);
+
+    return labels != NULL && strncmp(labels, want, n) == 0 &&
+           (labels[n] == '\0' || labels[n] == ',');
+}
+
+size_t pg_metrics_remove(const char *name_prefix, const char *labels)
+{
+    size_t removed = 0;
+    struct pg_metric *prev = NULL;
+
+    if (labels == NULL || labels[0] == '\0') {
+        return 0;
+    }
+    pthread_mutex_lock(&reg_lock);
+    for (struct pg_metric *m = reg_head; m != NULL;) {
+        struct pg_metric *next = m->next;
+
+        if (strncmp(m->name, name_prefix, strlen(name_prefix)) == 0 &&
+            labels_extend(m->labels, labels)) {
+            if (prev == NULL) {
+                reg_head = next;
+            } else {
+                prev->next = next;
+            }
+            if (reg_tail == m) {
+                reg_tail = prev;
+            }
+            metric_free(m);
+            removed++;
+        } else {
+            prev = m;
+        }
+        m = next;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return removed;
+}
+
 void pg_metrics_render(FILE *out)
 {
     pthread_mutex_lock(&reg_lock);

@@ -32,6 +32,13 @@ typedef int64_t (*pg_metric_fn)(void *arg);
 void pg_metric_gauge_fn(const char *name, const char *help, const char *labels, pg_metric_fn fn,
                         void *arg);
 
+/* Removes and frees the series whose name starts with @name_prefix and whose
+ * label text is @labels or begins with @labels followed by more labels
+ * (`job="a"` matches `job="a",reason="x"`, not `job="ab"`). For series of
+ * things that go away (scrape targets): the caller guarantees nobody still
+ * holds a pointer to a removed series. Returns how many were removed. */
+size_t pg_metrics_remove(const char *name_prefix, const char *labels);
+
 /* Writes the whole registry in Prometheus text format 0.0.4. */
 void pg_metrics_render(FILE *out);
 

@@ -137,6 +137,7 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
         r.len = evbuffer_get_length(in);
         r.body = r.len ? evbuffer_pullup(in, -1) : NULL;
         r.go_pprof = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Go-Pprof");
+        r.location = evhttp_find_header(evhttp_request_get_input_headers(req), "Location");
         if (r.len > 0 && r.body == NULL) {
             r.fail = PG_HTTP_INTERNAL;
             snprintf(r.why, sizeof(r.why), "out of memory for the body");

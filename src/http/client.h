@@ -57,6 +57,7 @@ struct pg_http_response {
     const uint8_t *body;       /* valid during the callback only */
     size_t len;
     const char *go_pprof;      /* X-Go-Pprof header or NULL (callback only) */
+    const char *location;      /* Location header or NULL (callback only) */
     char why[200];             /* set when fail != OK */
 };
 

@@ -5,6 +5,7 @@
  * replace result deletes the target label; hashmod takes the low 8 bytes of
  * the MD5, big-endian. */
 #include "scrape/relabel.h"
+#include "scrape/casemap.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -485,11 +486,8 @@ static bool apply_one(const struct pg_relabel_rule *r, pcre2_match_data *md, str
         return pg_labels_set(l, buf, buf2); /* empty deletes */
     case PG_RELABEL_LOWERCASE:
     case PG_RELABEL_UPPERCASE:
-        for (char *p = val; *p; p++) {
-            *p = (char)(r->action == PG_RELABEL_LOWERCASE ? tolower((unsigned char)*p)
-                                                           : toupper((unsigned char)*p));
-        }
-        return pg_labels_set(l, r->target_label, val);
+        pg_utf8_case(buf, VALUE_MAX, val, r->action == PG_RELABEL_UPPERCASE);
+        return pg_labels_set(l, r->target_label, buf);
     case PG_RELABEL_HASHMOD:
         snprintf(buf, VALUE_MAX, "%llu",
                  (unsigned long long)hashmod(val, (uint64_t)r->modulus));

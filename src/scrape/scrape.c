@@ -48,6 +48,8 @@ struct target {
     struct pg_http_call *call;           /* in flight, or NULL */
     int64_t started_ns;
     bool pending;                        /* a tick came during our own scrape: run next */
+    char *hop_host, *hop_pq;             /* owned: where a redirect sent this scrape, or NULL */
+    unsigned hop_port, hops;
     bool marked;                         /* sync: seen in the new group */
     int health;                          /* -1 unknown, 0 down, 1 up */
     char last_error[240];
@@ -215,6 +217,8 @@ static void target_free(struct target *t)
     free(t->url);
     free(t->host);
     free(t->path_query);
+    free(t->hop_host);
+    free(t->hop_pq);
     free(t);
 }
 
@@ -351,6 +355,60 @@ static void append_query(char *q, size_t cap, const char *k, const char *v)
     q[n] = '\0';
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
+                     const struct pg_labels *l)
+{
+    const char *keys[256];
+    size_t nk = 0;
+    bool has_seconds = false;
+
+    for (size_t i = 0; i < l->n && nk < 256; i++) {
+        if (strncmp(l->v[i].name, "__param_", 8) == 0) {
+            keys[nk++] = l->v[i].name + 8;
+        }
+    }
+    for (size_t i = 0; i < params->n && nk < 256; i++) {
+        bool seen = false;
+
+        for (size_t k = 0; k < nk && !seen; k++) {
+            seen = strcmp(keys[k], params->keys[i]) == 0;
+        }
+        if (!seen) {
+            keys[nk++] = params->keys[i];
+        }
+    }
+    /* url.Values.Encode order: by key, values in config order. */
+    qsort(keys, nk, sizeof(keys[0]), cmp_str);
+    for (size_t k = 0; k < nk; k++) {
+        char name[200];
+        const char *lv;
+        bool first = true;
+
+        snprintf(name, sizeof(name), "__param_%s", keys[k]);
+        lv = pg_labels_get(l, name);
+        if (lv != NULL) {
+            append_query(pq, cap, keys[k], lv);
+        }
+        /* The label (after relabeling) replaces the first configured value;
+         * the others are sent as configured, the key repeated. */
+        for (size_t i = 0; i < params->n; i++) {
+            if (strcmp(params->keys[i], keys[k]) == 0) {
+                if (!(first && lv != NULL)) {
+                    append_query(pq, cap, keys[k], params->values[i]);
+                }
+                first = false;
+            }
+        }
+        has_seconds = has_seconds || strcmp(keys[k], "seconds") == 0;
+    }
+    return has_seconds;
+}
+
 /* Builds one target from a group entry and a profile: the Parca label order
  * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
  * address checks, instance and the URL. NULL when dropped (counted). */
@@ -399,12 +457,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     add_port(addr, sizeof(addr), scheme);
     path = pg_labels_get(&l, "__profile_path__");
     snprintf(pq, sizeof(pq), "%s%s", path && path[0] == '/' ? "" : "/", path ? path : "");
-    for (size_t i = 0; i < l.n; i++) {
-        if (strncmp(l.v[i].name, "__param_", 8) == 0) {
-            append_query(pq, sizeof(pq), l.v[i].name + 8, l.v[i].value);
-            has_seconds = has_seconds || strcmp(l.v[i].name + 8, "seconds") == 0;
-        }
-    }
+    has_seconds = pg_scrape_query(pq, sizeof(pq), &job->params, &l);
     if (seconds > 0 && !has_seconds) {
         snprintf(secs, sizeof(secs), "%lld", (long long)seconds);
         append_query(pq, sizeof(pq), "seconds", secs);
@@ -578,7 +631,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
-    struct target *fresh = NULL, **pp;
+    struct target *fresh = NULL, *gone = NULL, **pp;
     size_t added = 0, removed = 0, dropped = 0;
 
     for (struct target *t = s->targets; t != NULL; t = t->next) {
@@ -613,13 +666,14 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             fresh = t;
         }
     }
-    /* Remove this source's targets that are gone. */
+    /* Unlink this source's targets that are gone (freed below). */
     for (pp = &s->targets; *pp != NULL;) {
         struct target *t = *pp;
 
         if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
             *pp = t->next;
-            target_free(t);
+            t->next = gone;
+            gone = t;
             removed++;
         } else {
             pp = &t->next;
@@ -635,6 +689,22 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             target_begin(t);
         }
         added++;
+    }
+    /* A gone target's series go with it (pod churn must not grow /metrics),
+     * unless a live target has the same job/instance/profile: it shares
+     * them, so a relabeled or re-sourced target keeps its counters. */
+    while (gone != NULL) {
+        struct target *t = gone;
+        bool shared = false;
+
+        gone = t->next;
+        for (const struct target *o = s->targets; o != NULL && !shared && t->mlabels[0]; o = o->next) {
+            shared = strcmp(o->mlabels, t->mlabels) == 0;
+        }
+        if (t->mlabels[0] != '\0' && !shared) {
+            pg_metrics_remove("pprofgate_scrape_", t->mlabels);
+        }
+        target_free(t);
     }
     set_drops(&s->jobs[ji], source, dropped);
     update_job_gauges(s, ji);
@@ -830,18 +900,104 @@ static void snippet(char *dst, size_t cap, const uint8_t *b, size_t n)
     dst[i] = '\0';
 }
 
+static void start_request(struct target *t, bool hop);
+
+/* Copies @n bytes of a redirect's path and query, adding the leading "/"
+ * an absolute URL may omit ("http://h:1?x=1"). */
+static char *dup_path(const char *p, size_t n)
+{
+    char *out = malloc(n + 2);
+
+    if (out != NULL) {
+        snprintf(out, n + 2, "%s%.*s", p[0] == '/' ? "" : "/", (int)n, p);
+    }
+    return out;
+}
+
+/* Follows a 301/302/303/307/308 as Go's client does (up to 10, inside the
+ * scrape timeout): a path, or an absolute URL of the same scheme (another
+ * scheme would need another TLS setup). Credentials go only to the target's
+ * own host and port, as Go drops them for another host. 1 when a new
+ * request is under way, 2 when a failure was recorded, 0 when @r is not a
+ * redirect to follow. */
+static int follow_redirect(struct target *t, const struct pg_http_response *r)
+{
+    const char *loc = r->location, *scheme = t->tls ? "https://" : "http://";
+    char addr[300], *host = NULL;
+    const char *path;
+    unsigned port;
+    size_t sl = strlen(scheme);
+
+    if (!t->job->client.follow_redirects || loc == NULL || t->s->stopped ||
+        (r->status != 301 && r->status != 302 && r->status != 303 && r->status != 307 &&
+         r->status != 308)) {
+        return 0;
+    }
+    if (t->hops >= 10) {
+        record_failure(t, "http_other", "stopped after 10 redirects (the last: HTTP %d to %s)",
+                       r->status, loc);
+        return 2;
+    }
+    if (loc[0] == '/' && loc[1] != '/') {
+        path = loc;
+        host = strdup(t->hop_host ? t->hop_host : t->host);
+        port = t->hop_host ? t->hop_port : t->port;
+    } else if (strncasecmp(loc, scheme, sl) == 0) {
+        const char *end = loc + sl + strcspn(loc + sl, "/?#");
+
+        if ((size_t)(end - (loc + sl)) >= sizeof(addr) - 8 || end == loc + sl) {
+            return 0;
+        }
+        snprintf(addr, sizeof(addr), "%.*s", (int)(end - (loc + sl)), loc + sl);
+        add_port(addr, sizeof(addr), t->tls ? "https" : "http");
+        if (!split_hostport(addr, &host, &port)) {
+            free(host);
+            return 0;
+        }
+        path = end; /* "" or "?q" get a leading "/" below */
+    } else {
+        return 0; /* another scheme or a relative path: counted as a 3xx */
+    }
+    if (host == NULL) {
+        return 0;
+    }
+    free(t->hop_host);
+    free(t->hop_pq);
+    t->hop_host = host;
+    t->hop_port = port;
+    t->hop_pq = dup_path(path, strcspn(path, "#"));
+    t->hops++;
+    if (t->hop_pq == NULL) {
+        return 0;
+    }
+    pg_log_debug(LOG_NAME, "%s: HTTP %d, following to %s", t->url, r->status, loc);
+    start_request(t, true); /* records its own failure */
+    return t->call != NULL ? 1 : 2;
+}
+
 static void on_response(void *arg, const struct pg_http_response *r)
 {
     struct target *t = arg;
     struct pg_scraper *s = t->s;
     char text[200];
+    int hop;
 
     t->call = NULL;
     inflight_del(t);
+    hop = r->fail == PG_HTTP_OK ? follow_redirect(t, r) : 0;
+    if (hop == 1) {
+        return;
+    }
+    free(t->hop_host);
+    free(t->hop_pq);
+    t->hop_host = t->hop_pq = NULL;
+    t->hops = 0;
     t->last_duration = (double)(mono_ns() - t->started_ns) / 1e9;
     pg_metric_observe(t->m_dur, t->last_duration);
     pg_metric_add(t->m_bytes, r->len);
-    if (r->fail != PG_HTTP_OK) {
+    if (hop == 2) {
+        /* recorded by follow_redirect */
+    } else if (r->fail != PG_HTTP_OK) {
         record_failure(t, pg_http_fail_name(r->fail), "%s", r->why);
     } else if (r->status >= 200 && r->status < 300) {
         if (r->len == 0) {
@@ -858,6 +1014,11 @@ static void on_response(void *arg, const struct pg_http_response *r)
         } else if (r->status == 400 && strstr(text, "WriteTimeout") != NULL) {
             record_failure(t, "http_4xx",
                            "HTTP 400: %s (lower seconds or raise the target's WriteTimeout)", text);
+        } else if (r->status >= 300 && r->status < 400 && r->location != NULL) {
+            record_failure(t, "http_other", "HTTP %d to %s: not followed (%s)", r->status,
+                           r->location,
+                           t->job->client.follow_redirects ? "another scheme or a relative path"
+                                                           : "follow_redirects: false");
         } else {
             record_failure(t, r->status >= 500 ? "http_5xx" : r->status >= 400 ? "http_4xx"
                                                                                 : "http_other",
@@ -908,6 +1069,12 @@ static void b64(const char *in, char *out, size_t cap)
 
 static void start_scrape(struct target *t)
 {
+    start_request(t, false);
+}
+
+/* @hop: a redirect of the scrape under way (same start time and count). */
+static void start_request(struct target *t, bool hop)
+{
     struct pg_scraper *s = t->s;
     const struct pg_scrape_client *c = &t->job->client;
     struct pg_http_header hdrs[34];
@@ -945,16 +1112,25 @@ static void start_scrape(struct target *t)
         b64(pair, enc, sizeof(enc));
         snprintf(auth, sizeof(auth), "Basic %s", enc);
     }
-    if (auth[0] != '\0') {
+    if (auth[0] != '\0' && (t->hop_host == NULL || (strcmp(t->hop_host, t->host) == 0 &&
+                                                     t->hop_port == t->port))) {
         hdrs[nh++] = (struct pg_http_header){"Authorization", auth};
     }
     for (size_t i = 0; i < c->headers.n && nh < 34; i++) {
         hdrs[nh++] = (struct pg_http_header){c->headers.keys[i], c->headers.values[i]};
     }
-    o.host = t->host;
-    o.port = t->port;
-    o.path_query = t->path_query;
+    o.host = t->hop_host ? t->hop_host : t->host;
+    o.port = t->hop_host ? t->hop_port : t->port;
+    o.path_query = t->hop_host ? t->hop_pq : t->path_query;
     o.timeout_ns = t->job->timeout_ns;
+    if (hop) {
+        /* The scrape timeout covers the whole chain. */
+        o.timeout_ns -= mono_ns() - t->started_ns;
+        if (o.timeout_ns <= 0) {
+            record_failure(t, "timeout", "timed out following redirects");
+            return;
+        }
+    }
     o.max_body = s->max_body;
     o.headers = hdrs;
     o.n_headers = nh;
@@ -975,15 +1151,19 @@ static void start_scrape(struct target *t)
         o.server_name = c->server_name;
         o.verify = !c->insecure_skip_verify;
     }
-    t->started_ns = mono_ns();
-    t->last_unix_ms = unix_ms();
+    if (!hop) {
+        t->started_ns = mono_ns();
+        t->last_unix_ms = unix_ms();
+    }
     t->call = pg_http_get(s->host->base, &o, on_response, t, &st);
     if (t->call == NULL) {
         record_failure(t, "connect", "%s", pg_status_text(&st));
         return;
     }
-    t->scrapes++;
-    pg_metric_add(t->m_scrapes, 1);
+    if (!hop) {
+        t->scrapes++;
+        pg_metric_add(t->m_scrapes, 1);
+    }
     inflight_add(t);
 }
 

@@ -55,4 +55,11 @@ void pg_scrape_targets_json(FILE *out);
 bool pg_scrape_resource_labels(const struct pg_labels *final_labels, bool remote,
                                struct pg_labels *out);
 
+/* Appends the URL query of a target to @pq (cap @cap) with Prometheus's
+ * url.Values semantics: keys sorted, every configured value of @params sent
+ * (the key repeated), a `__param_<key>` label replacing the key's first
+ * value. True when it holds `seconds`. Exposed for tests. */
+bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
+                     const struct pg_labels *l);
+
 #endif

@@ -123,7 +123,7 @@ static const struct pg_field job_fields[] = {
     F(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
       "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
     F(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
-      "accepted; redirects are not followed (a 3xx is a failed scrape)"),
+      "up to 10 redirects, same scheme"),
     F(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
       "accepted; scrapes use HTTP/1.1"),
     S(struct job_raw, "tls_config", tls, tls_fields, has_tls, "https targets"),
@@ -550,6 +550,47 @@ static char *join_sel(struct pg_arena *a, char *prev, const char *add)
     return prev == NULL ? pg_arena_strdup(a, add) : pg_arena_sprintf(a, "%s,%s", prev, add);
 }
 
+/* attach_metadata: node/namespace metadata would need a node or namespace
+ * watch, which is not built: `true` is refused (relabel rules reading
+ * __meta_kubernetes_node_* would otherwise silently see nothing); `false`
+ * is what happens anyway. */
+static size_t check_attach_metadata(struct pg_diag *d, const struct pg_cfg_node *n,
+                                    const char *path)
+{
+    size_t problems = 0;
+
+    if (n == NULL || n->kind == PG_CFG_NULL) {
+        return 0;
+    }
+    if (n->kind != PG_CFG_MAP) {
+        pg_diag_add(d, n, path, "attach_metadata must be a map (node: false)");
+        return 1;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        const char *key = n->keys[i]->value;
+        const struct pg_cfg_node *v = n->items[i];
+        bool on = false;
+
+        if (strcmp(key, "node") != 0 && strcmp(key, "namespace") != 0) {
+            pg_diag_add(d, n->keys[i], path, "attach_metadata.%s: unknown key (Prometheus has "
+                                             "node and namespace)", key);
+            problems++;
+        } else if (v->kind != PG_CFG_SCALAR || !pg_parse_bool(v->value, &on)) {
+            pg_diag_add(d, v, path, "attach_metadata.%s must be true or false", key);
+            problems++;
+        } else if (on) {
+            pg_diag_add(d, v, path,
+                        "attach_metadata.%s: true is not supported: pprofgate does not watch "
+                        "%ss, so no __meta_kubernetes_%s_* labels would be attached; remove it "
+                        "(or set it to false) and relabel from the pod's own labels "
+                        "(__meta_kubernetes_pod_node_name for the node)",
+                        key, key, key);
+            problems++;
+        }
+    }
+    return problems;
+}
+
 static size_t parse_k8s_sd(struct pg_arena *a, struct pg_diag *d, const struct pg_cfg_node *n,
                            const char *path, struct pg_scrape_job *job)
 {
@@ -584,6 +625,7 @@ static size_t parse_k8s_sd(struct pg_arena *a, struct pg_diag *d, const struct p
                         "authorization, or run in-cluster");
             problems++;
         }
+        problems += check_attach_metadata(d, r.attach_metadata, p);
         if (r.api_server != NULL && strncmp(r.api_server, "https://", 8) != 0 &&
             strncmp(r.api_server, "http://", 7) != 0) {
             pg_diag_add(d, n->items[i], p, "api_server must start with https:// or http://");
@@ -653,6 +695,7 @@ static size_t parse_job(struct pg_arena *a, struct pg_diag *d, const struct pg_c
     job->timeout_ns = r.scrape_timeout;
     job->initial_delay_ns = -1;
     job->scheme = r.scheme;
+    job->client.follow_redirects = r.follow_redirects;
     if (job->job_name == NULL || job->job_name[0] == '\0') {
         pg_diag_add(d, item, p, "job_name is required");
         problems++;
@@ -749,6 +792,7 @@ static size_t parse_remote(struct pg_arena *a, struct pg_diag *d, const struct p
     job->timeout_ns = r.timeout > 0 ? r.timeout : job->interval_ns;
     job->initial_delay_ns = r.initial_delay;
     job->client.headers = r.headers;
+    job->client.follow_redirects = true; /* Go's client, as upstream */
     if (r.has_tls) {
         copy_tls(&job->client, &r.tls);
     }

@@ -62,13 +62,14 @@ struct pg_scrape_client {
     char *bearer_token, *bearer_token_file;
     char *basic_user, *basic_password, *basic_password_file;
     struct pg_strmap headers;                         /* remote: headers */
+    bool follow_redirects;                            /* Prometheus default: true */
 };
 
 struct pg_scrape_job {
     char *job_name;
     int64_t interval_ns, timeout_ns, initial_delay_ns; /* initial_delay: remote only (-1 = hash) */
     char *scheme;
-    struct pg_strmap params;  /* one value per key (Prometheus allows lists: first wins) */
+    struct pg_strmap params;  /* a key repeated for each of its values, in config order */
     char *path_prefix;
     struct pg_scrape_profile *profiles; /* malloc'd */
     size_t n_profiles;

@@ -3,11 +3,13 @@
  * the input up to the first NUL is a regex, the rest a replacement template
  * and then a subject. Compiles (RE2 subset check + PCRE2), and when it
  * compiles, matches and expands; the expansion must stay NUL-terminated in
- * its buffer. */
+ * its buffer. The subject also goes through the lowercase/uppercase case
+ * mapping: never longer than its input, and mapping twice changes nothing. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "scrape/casemap.h"
 #include "scrape/relabel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,6 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     subj = tmpl + strlen(tmpl) + 1;
     if (subj > buf + size + 2) {
         subj = buf + size + 2;
+    }
+    for (int upper = 0; upper < 2; upper++) {
+        char once[128], twice[128];
+        size_t n1 = pg_utf8_case(once, sizeof(once), subj, upper != 0);
+
+        if (n1 != strlen(once) || (strlen(subj) < sizeof(once) && n1 > strlen(subj)) ||
+            pg_utf8_case(twice, sizeof(twice), once, upper != 0) != n1 ||
+            strcmp(once, twice) != 0) {
+            abort();
+        }
     }
     code = pg_relabel_compile(re, why, sizeof(why));
     if (code != NULL) {

@@ -2,9 +2,11 @@
 """file_sd_configs end to end: a loopback server hands out a real Go heap
 profile; a JSON target file adds a target (its labels reach the exporter as
 resource attributes; the pipeline's processors apply), an atomic rename changes its labels, a malformed file
-keeps the previous targets, a deleted file removes them. Also an https target
+keeps the previous targets, a deleted file removes them; churning targets
+leave /metrics with their series. Also an https target
 (tls_config.ca_file, certificate made by openssl) that requires the bearer
-token from authorization.credentials_file."""
+token from authorization.credentials_file. Redirects: a path and an absolute
+URL are followed, a loop stops after 10, follow_redirects: false refuses."""
 import http.server
 import json
 import os
@@ -57,6 +59,47 @@ receivers:
               goroutine: {enabled: false}
               mutex: {enabled: false}
               process_cpu: {enabled: false}
+        - job_name: redirect_rel
+          scrape_interval: 1s
+          static_configs: [{targets: ["127.0.0.1:PLAINPORT"], labels: {service.name: redirected-rel}}]
+          profiling_config:
+            pprof_config:
+              memory: {path: /moved/debug/pprof/allocs}
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
+        - job_name: redirect_abs
+          scrape_interval: 1s
+          static_configs: [{targets: ["127.0.0.1:PLAINPORT"], labels: {service.name: redirected-abs}}]
+          profiling_config:
+            pprof_config:
+              memory: {path: /abs/debug/pprof/allocs}
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
+        - job_name: redirect_loop
+          scrape_interval: 1s
+          static_configs: [{targets: ["127.0.0.1:PLAINPORT"]}]
+          profiling_config:
+            pprof_config:
+              memory: {path: /loop}
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
+        - job_name: no_redirect
+          scrape_interval: 1s
+          follow_redirects: false
+          static_configs: [{targets: ["127.0.0.1:PLAINPORT"]}]
+          profiling_config:
+            pprof_config:
+              memory: {path: /moved/debug/pprof/allocs}
+              block: {enabled: false}
+              goroutine: {enabled: false}
+              mutex: {enabled: false}
+              process_cpu: {enabled: false}
 processors:
   resource:
     attributes:
@@ -80,6 +123,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        # Redirects: a path, an absolute URL, and a loop.
+        moved = {"/moved/": self.path[len("/moved"):],
+                 "/abs/": "http://%s:%d%s" % (self.server.server_address[0],
+                                               self.server.server_address[1], self.path[len("/abs"):]),
+                 "/loop": "/loop"}
+        for prefix, loc in moved.items():
+            if self.path.startswith(prefix):
+                self.send_response(302)
+                self.send_header("Location", loc)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-gzip")  # not octet-stream: still accepted
         self.send_header("Content-Length", str(len(HEAP)))
@@ -135,7 +190,7 @@ def main():
     tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
     threading.Thread(target=tls.serve_forever, daemon=True).start()
     try:
-        gw = Gateway(CONFIG.replace("TLSPORT", str(tls.server_address[1])),
+        gw = Gateway(CONFIG.replace("TLSPORT", str(tls.server_address[1])).replace("PLAINPORT", str(port)),
                      ready_pattern=r"serving /metrics on [0-9.]+:\d+")
         with open(gw.path("tls.crt"), "w") as f:
             f.write(open(crt).read())
@@ -156,6 +211,19 @@ def main():
                       wait(lambda: 'job="untrusted"' in get_metrics(mport)
                            and re.search(r'job="untrusted".*reason="tls"', get_metrics(mport))),
                       [ln for ln in get_metrics(mport).splitlines() if "untrusted" in ln][:6])
+            res.check("a redirect to a path is followed (follow_redirects defaults to true)",
+                      wait(lambda: "service.name: Str(redirected-rel)" in open(gw.debug_path).read()))
+            res.check("a redirect to an absolute URL of the same scheme is followed",
+                      wait(lambda: "service.name: Str(redirected-abs)" in open(gw.debug_path).read()))
+            res.check("a redirect loop stops after 10 hops, counted as http_other",
+                      wait(lambda: any("10 redirects" in x["lastError"] for x in targets(mport)
+                                       if x["job"] == "redirect_loop")
+                           and re.search(r'job="redirect_loop".*reason="http_other"', get_metrics(mport))),
+                      [x for x in targets(mport) if x["job"] == "redirect_loop"])
+            res.check("follow_redirects: false makes a 3xx a failure that names the Location",
+                      wait(lambda: any("follow_redirects: false" in x["lastError"] for x in targets(mport)
+                                       if x["job"] == "no_redirect")),
+                      [x for x in targets(mport) if x["job"] == "no_redirect"])
             res.check("scraped profiles pass the pipeline's processors",
                       "deployment.environment.name: Str(bench)" in open(gw.debug_path).read())
             res.check("__meta_filepath is not emitted",
@@ -169,9 +237,28 @@ def main():
             res.check("malformed file logged", wait(lambda: "keeping its previous targets" in gw.log()))
             t = [x for x in targets(mport) if x["job"] == "files"]
             res.check("malformed file keeps the previous target", len(t) == 1, t)
+            # Churn: a live target plus one short-lived target per rewrite
+            # (nothing listens on 127.0.0.N, so each gets failure series too).
+            live = f"127.0.0.1:{port}"
+            churn = [f"127.0.0.{i}:{port}" for i in range(2, 6)]
+            for c in churn:
+                write_atomic(tf, json.dumps([{"targets": [live, c], "labels": {"team": "two"}}]))
+                res.check(f"churn target {c} scraped and failing (connect)",
+                          wait(lambda: re.search(r'job="files",instance="%s".*reason="connect"'
+                                                 % re.escape(c), get_metrics(mport))))
+
+            def files_instances():
+                return {m for ln in get_metrics(mport).splitlines() if ln.startswith("pprofgate_scrape_")
+                        for m in re.findall(r'job="files",instance="([^"]+)"', ln)}
+            res.check("removed targets' series leave /metrics; the live ones stay",
+                      files_instances() == {live, churn[-1]}, files_instances())
+            res.check("the live target's counters survive the rewrites",
+                      re.search(r'pprofgate_scrape_requests_total\{[^}]*instance="%s"[^}]*\} ([2-9]|\d\d)'
+                                % re.escape(live), get_metrics(mport)))
             os.remove(tf)
             res.check("deleted file removes its targets",
                       wait(lambda: [x for x in targets(mport) if x["job"] == "files"] == []))
+            res.check("and their series", files_instances() == set(), files_instances())
             res.check("clean exit", gw.stop() == 0, gw.log()[-1000:])
     finally:
         srv.shutdown()

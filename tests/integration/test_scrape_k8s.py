@@ -303,6 +303,9 @@ def run(res, exe_port, in_cluster):
                                                             "metadata": {"resourceVersion": "103"}}})
             fake.events.put({"type": "DELETED", "object": pod("c", "node-a", exe_port, rv="104")})
             res.check(f"{tag}: DELETED pod c removes it", wait(lambda: targets(mport) == []))
+            series = [ln for ln in get(mport, "/metrics").splitlines()
+                      if ln.startswith(("pprofgate_scrape_target_up", "pprofgate_scrape_requests_total"))]
+            res.check(f"{tag}: and the per-target series of the deleted pods", series == [], series)
             fake.pods["a"] = pod("a", "node-a", exe_port)  # back to Running for the relist
             lists, watches = fake.lists, fake.watches
             fake.events.put({"type": "ERROR", "object": {"kind": "Status", "code": 410,

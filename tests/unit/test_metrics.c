@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The metric registry and its Prometheus text rendering. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +58,7 @@ PG_TEST(test_histogram_and_fn_gauge)
 {
     static const double bounds[] = {0.001, 0.01};
     struct pg_metric *h = pg_metric_histogram("t_lat_seconds", "latency", NULL, bounds, 2);
-    int64_t v = 42;
+    static int64_t v = 42; /* stays registered: must outlive the test */
     char *text;
 
     pg_metric_observe(h, 0.0005);
@@ -73,4 +75,50 @@ PG_TEST(test_histogram_and_fn_gauge)
     free(text);
 }
 
-PG_TEST_MAIN(PG_CASE(test_families_are_grouped), PG_CASE(test_histogram_and_fn_gauge))
+/* Removing a target's series: exact label set and its extensions, under the
+ * name prefix only; a longer value with the same start stays. */
+PG_TEST(test_remove_series)
+{
+    static const double bounds[] = {1};
+    static const struct {
+        const char *name, *labels;
+        bool gone;
+    } cases[] = {
+        {"t_rm_up", "job=\"a\",instance=\"x\"", true},
+        {"t_rm_fail", "job=\"a\",instance=\"x\",reason=\"timeout\"", true},
+        {"t_rm_fail", "job=\"a\",instance=\"x\",reason=\"busy\"", true},
+        {"t_rm_up", "job=\"a\",instance=\"xy\"", false},
+        {"t_rm_up", "job=\"b\",instance=\"x\"", false},
+        {"other_up", "job=\"a\",instance=\"x\"", false},
+    };
+    char line[256];
+    char *text;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pg_metric_add(pg_metric_counter(cases[i].name, "h", cases[i].labels), 1);
+    }
+    pg_metric_observe(pg_metric_histogram("t_rm_dur", "h", "job=\"a\",instance=\"x\"", bounds, 1),
+                      0.5);
+    CHECK(pg_metrics_remove("t_rm_", "job=\"a\",instance=\"x\"") == 4);
+    CHECK(pg_metrics_remove("t_rm_", "job=\"a\",instance=\"x\"") == 0);
+    CHECK(pg_metrics_remove("t_rm_", "") == 0);
+    text = render();
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(line, sizeof(line), "%s{%s} 1\n", cases[i].name, cases[i].labels);
+        CHECK((strstr(text, line) == NULL) == cases[i].gone);
+    }
+    CHECK(strstr(text, "t_rm_dur") == NULL);
+    CHECK(strstr(text, "# TYPE t_rm_fail") == NULL); /* the family's last series went */
+    free(text);
+    /* A removed series comes back fresh when asked for again; the list's
+     * tail is still valid after removing its last element. */
+    pg_metric_add(pg_metric_counter("t_rm_up", "h", "job=\"a\",instance=\"x\""), 5);
+    pg_metric_add(pg_metric_counter("t_rm_new", "h", NULL), 2);
+    text = render();
+    CHECK(strstr(text, "t_rm_up{job=\"a\",instance=\"x\"} 5\n") != NULL);
+    CHECK(strstr(text, "t_rm_new 2\n") != NULL);
+    free(text);
+}
+
+PG_TEST_MAIN(PG_CASE(test_families_are_grouped), PG_CASE(test_histogram_and_fn_gauge),
+             PG_CASE(test_remove_series))

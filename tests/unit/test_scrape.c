@@ -15,6 +15,7 @@
 #include "scrape/k8s_sd.h"
 
 #include <json-c/json.h>
+#include "scrape/casemap.h"
 #include "scrape/relabel.h"
 #include "scrape/scrape.h"
 #include "scrape/scrape_config.h"
@@ -104,6 +105,11 @@ static const struct relabel_case relabel_cases[] = {
      "a=FoO|b=foo"},
     {"uppercase", "[{action: uppercase, source_labels: [a, c], target_label: b}]", "a=FoO|c=x",
      "a=FoO|b=FOO;X|c=x"},
+    {"lowercase is Unicode (Go's strings.ToLower)",
+     "[{action: lowercase, source_labels: [a], target_label: b}]", "a=ÀÉÎÕÜ-ĞİŁŽ-ΑΘΏ-ДЖЯЁ-Ա",
+     "a=ÀÉÎÕÜ-ĞİŁŽ-ΑΘΏ-ДЖЯЁ-Ա|b=àéîõü-ğiłž-αθώ-джяё-ա"},
+    {"uppercase is Unicode", "[{action: uppercase, source_labels: [a], target_label: b}]",
+     "a=straße-ÿµ-ıſ-σς-щїґ-日本", "a=straße-ÿµ-ıſ-σς-щїґ-日本|b=STRAßE-ŸΜ-IS-ΣΣ-ЩЇҐ-日本"},
     {"rules apply in order",
      "[{action: keep, source_labels: [__meta_kubernetes_pod_phase], regex: Running},"
      " {source_labels: [__meta_kubernetes_pod_uid, __meta_kubernetes_pod_container_name],"
@@ -312,6 +318,18 @@ PG_TEST(test_config_errors)
         {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
          "kubeconfig_file: /k}]}\n",
          "kubeconfig_file is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {node: true}}]}\n",
+         "attach_metadata.node: true is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {namespace: true}}]}\n",
+         "attach_metadata.namespace: true is not supported"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {nodes: false}}]}\n",
+         "attach_metadata.nodes: unknown key"},
+        {"scrape:\n  scrape_configs:\n    - {job_name: a, kubernetes_sd_configs: [{role: pod, "
+         "attach_metadata: {node: maybe}}]}\n",
+         "attach_metadata.node must be true or false"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, scrape_intervall: 5s}\n",
          "scrape_intervall"},
         {"scrape:\n  scrape_configs:\n    - {job_name: a, file_sd_configs: [{files: [t.txt]}]}\n",
@@ -319,6 +337,22 @@ PG_TEST(test_config_errors)
         {"remote: {collection_interval: 5s}\n", "remote.endpoint must be specified"},
     };
 
+    /* attach_metadata: false is what happens anyway: accepted. */
+    {
+        struct pg_config *cfg;
+        struct pg_diag d;
+        struct pg_scrape_config sc;
+
+        pg_diag_init(&d);
+        CHECK_INT(load_scrape("scrape:\n  scrape_configs:\n    - {job_name: a, "
+                              "kubernetes_sd_configs: [{role: pod, attach_metadata: "
+                              "{node: false, namespace: false}}]}\n",
+                              &cfg, &d, &sc),
+                  0);
+        pg_scrape_config_free(&sc);
+        pg_diag_free(&d);
+        pg_config_free(cfg);
+    }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct pg_config *cfg;
         struct pg_diag d;
@@ -598,7 +632,90 @@ PG_TEST(test_k8s_stream)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(test_relabel_table), PG_CASE(test_relabel_rejects),
+/* params: every value sent (key repeated), keys sorted, a __param_ label
+ * replacing the first value of its key, as Prometheus's url.Values. */
+PG_TEST(test_params_query)
+{
+    static char *keys[] = {"match", "match", "debug", "x", "x"};
+    static char *values[] = {"a b", "c", "1", "", "2"};
+    static const struct {
+        const char *labels, *start, *want;
+        bool seconds;
+    } cases[] = {
+        {"", "/p", "/p?debug=1&match=a%20b&match=c&x=&x=2", false},
+        {"__param_match=z", "/p", "/p?debug=1&match=z&match=c&x=&x=2", false},
+        {"__param_seconds=10|__param_x=y", "/p", "/p?debug=1&match=a%20b&match=c&seconds=10&x=y&x=2",
+         true},
+        {"__param_aa=1", "/p?q=1", "/p?q=1&aa=1&debug=1&match=a%20b&match=c&x=&x=2", false},
+    };
+    struct pg_strmap params = {5, keys, values};
+    struct pg_strmap none = {0, NULL, NULL};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_labels l;
+        char q[512];
+
+        parse_labels(cases[i].labels, &l);
+        snprintf(q, sizeof(q), "%s", cases[i].start);
+        CHECK(pg_scrape_query(q, sizeof(q), &params, &l) == cases[i].seconds);
+        CHECK_STR(q, cases[i].want);
+        pg_labels_free(&l);
+    }
+    {
+        struct pg_labels l;
+        char q[64] = "/p";
+
+        parse_labels("__param_k=v", &l);
+        CHECK(!pg_scrape_query(q, sizeof(q), &none, &l));
+        CHECK(strcmp(q, "/p?k=v") == 0);
+        pg_labels_free(&l);
+    }
+}
+
+/* Case mapping against Go's unicode.ToLower/ToUpper on code points chosen
+ * at every range edge and exception, and byte handling of bad UTF-8. */
+PG_TEST(test_case_mapping)
+{
+    static const struct {
+        uint32_t upper, lower;
+        int dir; /* 0: upper(lower) only, 1: both directions, 2: lower(upper) only */
+    } pairs[] = {
+        {'A', 'a', 1}, {'Z', 'z', 1}, {0xc0, 0xe0, 1}, {0xde, 0xfe, 1},
+        {0xd7, 0xd7, 1}, {0xf7, 0xf7, 1}, {0xdf, 0xdf, 1}, {0x178, 0xff, 1},
+        {0x39c, 0xb5, 0}, {0x100, 0x101, 1}, {0x12e, 0x12f, 1}, {0x130, 'i', 2},
+        {'I', 0x131, 0}, {0x132, 0x133, 1}, {0x136, 0x137, 1}, {0x138, 0x138, 1},
+        {0x139, 0x13a, 1}, {0x147, 0x148, 1}, {0x149, 0x149, 1}, {0x14a, 0x14b, 1},
+        {0x176, 0x177, 1}, {0x179, 0x17a, 1}, {0x17d, 0x17e, 1}, {'S', 0x17f, 0},
+        {0x386, 0x3ac, 1}, {0x388, 0x3ad, 1}, {0x38a, 0x3af, 1}, {0x38c, 0x3cc, 1},
+        {0x38e, 0x3cd, 1}, {0x38f, 0x3ce, 1}, {0x391, 0x3b1, 1}, {0x3a1, 0x3c1, 1},
+        {0x3a3, 0x3c3, 1}, {0x3a3, 0x3c2, 0}, {0x3ab, 0x3cb, 1}, {0x400, 0x450, 1},
+        {0x40f, 0x45f, 1}, {0x410, 0x430, 1}, {0x42f, 0x44f, 1}, {0x460, 0x461, 1},
+        {0x480, 0x481, 1}, {0x48a, 0x48b, 1}, {0x4be, 0x4bf, 1}, {0x4c0, 0x4cf, 1},
+        {0x4c1, 0x4c2, 1}, {0x4cd, 0x4ce, 1}, {0x4d0, 0x4d1, 1}, {0x52e, 0x52f, 1},
+        {0x531, 0x561, 1}, {0x556, 0x586, 1}, {0xff21, 0xff41, 1},
+        {0xff3a, 0xff5a, 1}, {0x4e00, 0x4e00, 1},
+    };
+    char out[16];
+
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        if (pairs[i].dir < 2) {
+            CHECK_INT(pg_case_upper(pairs[i].lower), pairs[i].upper);
+        }
+        if (pairs[i].dir > 0) {
+            CHECK_INT(pg_case_lower(pairs[i].upper), pairs[i].lower);
+        }
+    }
+    /* Invalid bytes and 4-byte sequences pass through; truncation keeps
+     * whole characters. */
+    CHECK_INT(pg_utf8_case(out, sizeof(out), "A\xff\xc3" "B\xf0\x9f\x98\x80", false), 8);
+    CHECK_STR(out, "a\xff\xc3" "b\xf0\x9f\x98\x80");
+    CHECK_INT(pg_utf8_case(out, 4, "\xc3\x80\xc3\x80", false), 2);
+    CHECK_STR(out, "\xc3\xa0");
+    CHECK_INT(pg_utf8_case(out, sizeof(out), "\xc4\xb0X", false), 2); /* İ shrinks to i */
+    CHECK_STR(out, "ix");
+}
+
+PG_TEST_MAIN(PG_CASE(test_case_mapping), PG_CASE(test_params_query), PG_CASE(test_relabel_table), PG_CASE(test_relabel_rejects),
              PG_CASE(test_config_defaults), PG_CASE(test_config_guide_merge),
              PG_CASE(test_config_errors), PG_CASE(test_config_remote),
              PG_CASE(test_resource_labels), PG_CASE(test_file_sd_parse),
