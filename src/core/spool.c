@@ -1229,6 +1229,54 @@ out:
     return err;
 }
 
+bool pg_spool_peek_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id, size_t *len)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_segs && !found; i++) {
+        struct seg *g = s->segs[i];
+        if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
+            continue;
+        }
+        size_t lo = 0, hi = g->n;
+        while (lo < hi) { /* first id past @after_id, as in pg_spool_next_replay */
+            size_t mid = lo + (hi - lo) / 2;
+            if (g->recs[mid].id <= after_id) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        for (size_t j = lo; j < g->n; j++) {
+            if (!g->recs[j].acked) {
+                *id = g->recs[j].id;
+                *len = g->recs[j].len;
+                found = true;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+size_t pg_spool_record_len(struct pg_spool *s, uint64_t id)
+{
+    struct seg *g;
+    struct rec *r;
+    size_t idx, len = 0;
+
+    pthread_mutex_lock(&s->mu);
+    g = seg_for_id(s, id, &idx);
+    r = g != NULL ? rec_find(g, id) : NULL;
+    if (r != NULL && !r->acked) {
+        len = r->len;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return len;
+}
+
 enum pg_err pg_spool_read(struct pg_spool *s, uint64_t id, uint8_t **data, size_t *len,
                           struct pg_status *st)
 {
