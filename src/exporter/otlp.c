@@ -877,8 +877,6 @@ static void worker_run(struct ox_worker *w)
             update_gauges(ex);
             return;
         }
-        /* The previous run's backlog first (read one record at a time), so
-         * this run's pushes queue behind it. */
         if (ex->spool != NULL && ex->win_limit == 0) {
             /* Set once every component started (memory_limiter starts after
              * exporters): 64 MiB, at most the bytes budget and a quarter of
@@ -893,10 +891,15 @@ static void worker_run(struct ox_worker *w)
             if (soft > 0 && soft / 4 < ex->win_limit) {
                 ex->win_limit = soft / 4;
             }
+            if (ex->win_limit == 0) {
+                ex->win_limit = 1; /* one record at a time */
+            }
             pg_log_info(ex->log, "persistent queue: at most %" PRIu64 " bytes of spooled "
                         "requests read back into memory at a time (one larger request alone)",
                         ex->win_limit);
         }
+        /* The previous run's backlog first (one record per take), so this
+         * run's pushes queue behind it. */
         if (ex->spool != NULL && !ex->replay_done) {
             uint64_t nid;
             size_t nlen;
