@@ -46,6 +46,9 @@ struct seg {
     bool old;          /* found at open: replayable */
     bool damaged;      /* found at open with corrupt/truncated data, or empty */
     uint64_t orphan_acks; /* acks in its log for ids no longer in the file */
+    uint64_t orphan_above; /* of those, ids past its last record (all when empty) */
+    uint64_t orphan_hi;    /* the highest such id, 0 when none */
+    uint64_t cut_id;       /* id of a record cut short at the end (intact header), 0 = none */
 };
 
 struct pg_spool {
@@ -369,7 +372,12 @@ static void load_acks(struct pg_spool *s, struct seg *g)
                 r->acked = true;
                 g->n_acked++;
             } else if (r == NULL) {
+                uint64_t aid = get64(p + 8);
                 g->orphan_acks++;
+                if (g->n == 0 || aid > g->recs[g->n - 1].id) {
+                    g->orphan_above++;
+                    g->orphan_hi = aid > g->orphan_hi ? aid : g->orphan_hi;
+                }
             }
             off += PG_SPOOL_ACK_SIZE;
         } else {
@@ -463,6 +471,7 @@ static enum pg_err index_segment(struct pg_spool *s, struct seg *g, const char *
         rlen = get32(hdr + 4);
         if (rlen > size - off - PG_SPOOL_HDR_SIZE) {
             ps->truncated = 1; /* the header is intact, the payload is not all there */
+            g->cut_id = get64(hdr + 8);
             break;
         }
         if (!rec_push(g, get64(hdr + 8), off, rlen)) {
@@ -524,7 +533,8 @@ static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_stat
                     "spool segment %s: %" PRIu64 " valid records; skipped %" PRIu64
                     " corrupt region(s)%s; the skipped data is lost",
                     path, ps.records, ps.corrupt,
-                    ps.truncated ? " and a truncated record at the end" : "");
+                    ps.truncated ? " and a record cut short at the end (the number of records "
+                                   "lost follows)" : "");
     }
     g->damaged = ps.corrupt > 0 || ps.truncated > 0 || g->n == 0;
     s->stats.corrupt += ps.corrupt;
@@ -551,15 +561,51 @@ static enum pg_err load_segment(struct pg_spool *s, uint64_t seq, struct pg_stat
     return PG_ERR_OK;
 }
 
+/* The end of a chain of consecutive segments (no later segment to compare
+ * ids with): if it was cut short or emptied, only its own traces tell what
+ * is gone: the id of a record whose header survived the cut, and acks for
+ * ids past the last record found. Records from the highest such id on left
+ * no trace, so the count is a lower bound, and the log says so. */
+static void report_tail(struct pg_spool *s, uint64_t last_id, uint64_t hi, uint64_t acked,
+                        const struct seg *damaged)
+{
+    char path[4096];
+    uint64_t lost;
+
+    if (damaged == NULL) {
+        return;
+    }
+    seg_path(s, damaged->seq, "seg", path, sizeof(path));
+    if (hi <= last_id) {
+        pg_log_warn(lname(s),
+                    "spool %s: segment %s ends %s; how many records it lost cannot be told "
+                    "(no later segment or ack records their ids): at least 0. If the gateway "
+                    "was killed while writing, the record being written was never answered 204",
+                    s->dir, path, damaged->n == 0 ? "empty" : "cut short");
+        return;
+    }
+    lost = hi - last_id > acked ? hi - last_id - acked : 0;
+    s->stats.lost += lost;
+    pg_log_error(lname(s),
+                 "spool %s: at least %" PRIu64 " record(s) (ids %" PRIu64 "..%" PRIu64 ", "
+                 "%" PRIu64 " of those delivered before) are missing from %s on (%s, at the end "
+                 "of the spool); a lower bound: any records after id %" PRIu64 " left no trace. "
+                 "A record being written when the gateway was killed was never answered 204",
+                 s->dir, lost, last_id + 1, hi, acked, path,
+                 damaged->n == 0 ? "emptied" : "cut short", hi);
+}
+
 /* Ids are consecutive across segments of consecutive sequence numbers (each
  * segment is filled in order before the next is created, and a new run
  * continues after the highest id left). So a gap between two such segments
- * is records that were there and are gone: an emptied segment, a cut tail.
- * Acks found for missing ids were delivered; the rest is reported as lost. */
+ * is records that were there and are gone: an emptied segment, a cut tail;
+ * that count is exact. Acks found for missing ids were delivered; the rest
+ * is reported as lost. The end of each chain goes to report_tail(). */
 static void report_lost(struct pg_spool *s)
 {
-    bool have_prev = false;
+    bool have_prev = false, have_max = false; /* have_max: a record earlier in this chain */
     uint64_t prev_max = 0, prev_seq = 0, orphans = 0;
+    uint64_t tail_hi = 0, tail_acked = 0; /* traces past prev_max (report_tail) */
     struct seg *first_damaged = NULL;
 
     for (size_t i = 0; i < s->n_segs; i++) {
@@ -567,16 +613,26 @@ static void report_lost(struct pg_spool *s)
         bool chain = have_prev && g->seq == prev_seq + 1;
 
         if (!chain) {
+            if (have_max) {
+                report_tail(s, prev_max, tail_hi, tail_acked, first_damaged);
+            }
             orphans = 0;
             first_damaged = NULL;
+            prev_max = 0;
+            have_max = false;
+            tail_hi = tail_acked = 0;
         }
-        if (g->damaged && first_damaged == NULL) {
+        if ((g->damaged || g->n == 0) && first_damaged == NULL) {
             first_damaged = g;
         }
-        orphans += g->orphan_acks;
+        /* Acks for ids before this segment's first record fill the gap. */
+        orphans += g->orphan_acks - g->orphan_above;
+        if (g->n == 0) {
+            orphans += g->orphan_above;
+        }
         if (g->n > 0) {
             uint64_t lo = g->recs[0].id;
-            if (chain && lo > prev_max + 1) {
+            if (chain && have_max && lo > prev_max + 1) {
                 uint64_t gap = lo - prev_max - 1;
                 uint64_t lost = gap > orphans ? gap - orphans : 0;
                 if (lost > 0) {
@@ -587,16 +643,23 @@ static void report_lost(struct pg_spool *s)
                                  "spool %s: %" PRIu64 " record(s) (ids %" PRIu64 "..%" PRIu64
                                  ") are missing, from %s on (emptied or cut short outside "
                                  "this process); %" PRIu64 " of the gap were delivered before; the "
-                                 "missing ones are lost",
+                                 "missing ones are lost (an exact count: the next segment's "
+                                 "first id bounds the gap)",
                                  s->dir, lost, prev_max + 1, lo - 1, path, gap - lost);
                     s->stats.lost += lost;
                 }
             }
             prev_max = g->recs[g->n - 1].id;
-            orphans = 0;
-            first_damaged = NULL;
-        } else if (!have_prev) {
-            prev_max = 0;
+            have_max = true;
+            /* What lies past its last record counts for the next gap or the tail. */
+            orphans = g->orphan_above;
+            tail_acked = g->orphan_above;
+            tail_hi = g->orphan_hi > g->cut_id ? g->orphan_hi : g->cut_id;
+            first_damaged = g->damaged ? g : NULL;
+        } else {
+            tail_acked += g->orphan_above;
+            tail_hi = g->orphan_hi > tail_hi ? g->orphan_hi : tail_hi;
+            tail_hi = g->cut_id > tail_hi ? g->cut_id : tail_hi;
         }
         if (g->n == 0 && g->bytes == 0) {
             char path[4096];
@@ -606,6 +669,9 @@ static void report_lost(struct pg_spool *s)
         }
         have_prev = true;
         prev_seq = g->seq;
+    }
+    if (have_max) {
+        report_tail(s, prev_max, tail_hi, tail_acked, first_damaged);
     }
 }
 
@@ -1161,6 +1227,54 @@ enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t
 out:
     pthread_mutex_unlock(&s->mu);
     return err;
+}
+
+bool pg_spool_peek_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id, size_t *len)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_segs && !found; i++) {
+        struct seg *g = s->segs[i];
+        if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
+            continue;
+        }
+        size_t lo = 0, hi = g->n;
+        while (lo < hi) { /* first id past @after_id, as in pg_spool_next_replay */
+            size_t mid = lo + (hi - lo) / 2;
+            if (g->recs[mid].id <= after_id) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        for (size_t j = lo; j < g->n; j++) {
+            if (!g->recs[j].acked) {
+                *id = g->recs[j].id;
+                *len = g->recs[j].len;
+                found = true;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+size_t pg_spool_record_len(struct pg_spool *s, uint64_t id)
+{
+    struct seg *g;
+    struct rec *r;
+    size_t idx, len = 0;
+
+    pthread_mutex_lock(&s->mu);
+    g = seg_for_id(s, id, &idx);
+    r = g != NULL ? rec_find(g, id) : NULL;
+    if (r != NULL && !r->acked) {
+        len = r->len;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return len;
 }
 
 enum pg_err pg_spool_read(struct pg_spool *s, uint64_t id, uint8_t **data, size_t *len,

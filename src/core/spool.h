@@ -93,6 +93,13 @@ PG_MUST_CHECK
 enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id,
                                  uint8_t **data, size_t *len, struct pg_status *st);
 
+/* What pg_spool_next_replay would return next, without reading it: its id
+ * and payload length (false when replay is over). Lets a reader keep a
+ * bounded window in memory. */
+bool pg_spool_peek_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id, size_t *len);
+/* The payload length of pending record @id; 0 when it is not pending. */
+size_t pg_spool_record_len(struct pg_spool *s, uint64_t id);
+
 /* Reads pending record @id back (any run's): *@data malloc'd, the caller
  * frees it. INTERNAL when it is not pending; IO when its checksum fails
  * (then it is counted, acked and logged by the caller: it cannot be sent). */

@@ -228,6 +228,7 @@ struct ox_worker {
     struct event *timer;  /* retry wait */
     bool in_call;
     bool abandoned; /* dropped by abort_all while its call was on the wire */
+    uint64_t win_bytes; /* spooled bytes its item holds, charged to ex->win_used */
 };
 
 struct ox_token {
@@ -281,6 +282,11 @@ struct ox {
     uint64_t replay_after;       /* replay cursor: last record id taken */
     bool replay_done;
     size_t replayed;
+    /* The in-memory window of a persistent queue: stored bytes read back and
+     * held by consumers (replayed or queued), charged to memory_limiter's
+     * in-flight bytes too. A consumer takes a record only while it fits,
+     * except when the window is empty (a larger record is sent alone). */
+    uint64_t win_limit, win_used;
 };
 
 static void worker_run(struct ox_worker *w);
@@ -475,6 +481,14 @@ static void worker_release(struct ox_worker *w)
     item_free(w->item);
     w->item = NULL;
     w->ex->busy--;
+    if (w->win_bytes > 0) {
+        w->ex->win_used -= w->win_bytes;
+        pg_memlimit_release((size_t)w->win_bytes);
+        w->win_bytes = 0;
+        if (w->ex->pump_ev != NULL) {
+            event_active(w->ex->pump_ev, 0, 0); /* consumers held back by the window */
+        }
+    }
 }
 
 /* Decodes one spooled record into @arena; NULL when it does not decode. */
@@ -863,9 +877,39 @@ static void worker_run(struct ox_worker *w)
             update_gauges(ex);
             return;
         }
-        /* The previous run's backlog first (read one record at a time), so
-         * this run's pushes queue behind it. */
+        if (ex->spool != NULL && ex->win_limit == 0) {
+            /* Set once every component started (memory_limiter starts after
+             * exporters): 64 MiB, at most the bytes budget and a quarter of
+             * memory_limiter's soft limit (the rest is for requests being
+             * received). */
+            uint64_t soft = pg_memlimit_soft_limit();
+
+            ex->win_limit = 64u << 20;
+            if (ex->sizer == SIZER_BYTES && ex->q_limit < ex->win_limit) {
+                ex->win_limit = ex->q_limit;
+            }
+            if (soft > 0 && soft / 4 < ex->win_limit) {
+                ex->win_limit = soft / 4;
+            }
+            if (ex->win_limit == 0) {
+                ex->win_limit = 1; /* one record at a time */
+            }
+            pg_log_info(ex->log, "persistent queue: at most %" PRIu64 " bytes of spooled "
+                        "requests read back into memory at a time (one larger request alone)",
+                        ex->win_limit);
+        }
+        /* The previous run's backlog first (one record per take), so this
+         * run's pushes queue behind it. */
         if (ex->spool != NULL && !ex->replay_done) {
+            uint64_t nid;
+            size_t nlen;
+
+            if (!ex->shutting_down && ex->win_used > 0 &&
+                pg_spool_peek_replay(ex->spool, ex->replay_after, &nid, &nlen) &&
+                ex->win_used + nlen > ex->win_limit) {
+                update_gauges(ex); /* the window is full: a release pumps again */
+                return;
+            }
             w->item = ex->shutting_down ? NULL : replay_take(ex);
             if (w->item == NULL && !ex->replay_done && !ex->shutting_down) {
                 update_gauges(ex); /* paused by the memory limit: the timer resumes */
@@ -877,12 +921,31 @@ static void worker_run(struct ox_worker *w)
                 update_gauges(ex);
                 return;
             }
+            if (ex->spool != NULL && ex->q_head->n_spool_ids > 0) {
+                uint64_t need = 0;
+
+                for (size_t i = 0; i < ex->q_head->n_spool_ids; i++) {
+                    need += pg_spool_record_len(ex->spool, ex->q_head->spool_ids[i]);
+                }
+                if (ex->win_used > 0 && ex->win_used + need > ex->win_limit) {
+                    update_gauges(ex); /* the window is full: a release pumps again */
+                    return;
+                }
+                w->win_bytes = need;
+            }
             w->item = ex->q_head;
             ex->q_head = w->item->next;
             if (ex->q_head == NULL) {
                 ex->q_tail = NULL;
             }
             ex->q_len--;
+        }
+        if (w->item->raw != NULL) {
+            w->win_bytes = w->item->raw_len; /* replayed: read already */
+        }
+        if (w->win_bytes > 0) {
+            ex->win_used += w->win_bytes;
+            pg_memlimit_charge((size_t)w->win_bytes);
         }
         ex->busy++;
         if (!worker_prepare(w)) {
@@ -1423,7 +1486,7 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
         }
         pg_spool_get_stats(ex->spool, &ss);
         pg_log_info(ex->log, "persistent queue on %s: %" PRIu64 " request(s) (%" PRIu64
-                    " bytes) to replay, read back one at a time per consumer",
+                    " bytes) to replay, read back into a bounded window",
                     ex->cfg.queue.storage, ss.replay_pending, ss.pending_bytes);
     }
     update_gauges(ex);

@@ -662,6 +662,111 @@ PG_TEST(test_emptied_segment_reports_lost)
     }
 }
 
+/* An ack entry for @id in segment @seq's ack log (appended). */
+static bool add_ack(const char *dir, unsigned seq, uint64_t id)
+{
+    char path[400];
+    uint8_t ack[PG_SPOOL_ACK_SIZE];
+    uint32_t c;
+    int fd;
+    bool ok;
+
+    memcpy(ack, "PGA1", 4);
+    for (int i = 0; i < 8; i++) {
+        ack[8 + i] = (uint8_t)(id >> (8 * i));
+    }
+    c = (uint32_t)crc32(0L, ack + 8, 8);
+    for (int i = 0; i < 4; i++) {
+        ack[4 + i] = (uint8_t)(c >> (8 * i));
+    }
+    snprintf(path, sizeof(path), "%s/%016x.ack", dir, seq);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0640);
+    ok = fd >= 0 && write(fd, ack, sizeof(ack)) == (ssize_t)sizeof(ack);
+    if (fd >= 0) {
+        close(fd);
+    }
+    return ok;
+}
+
+/* Segments cut short or emptied: the number of records lost. Between two
+ * segments the next one's first id makes it exact; at the end of the spool
+ * only a surviving header of the cut record and acks past the last record
+ * tell, so that count is a lower bound. 88-byte records, two per segment:
+ * ids 1-2 in segment 1 ... 11-12 in segment 6. */
+PG_TEST(test_cut_and_emptied_segments_counted)
+{
+    static const struct {
+        const char *name;
+        unsigned seq;        /* segment to damage */
+        long keep;           /* bytes kept (truncate) */
+        unsigned seq2;       /* a second segment emptied, 0 = none */
+        unsigned ack_seq;    /* ack log to write, 0 = none */
+        uint64_t ack_id;
+        uint64_t lost;       /* stats.lost after open */
+        uint64_t pending;
+    } cases[] = {
+        /* Record 12's header survives: at least 1 (exactly 1 here). */
+        {"last segment cut in a payload", 6, 88 + 40, 0, 0, 0, 1, 11},
+        /* Only part of record 12's header left: nothing identifies it. */
+        {"last segment cut in a header", 6, 88 + 10, 0, 0, 0, 0, 11},
+        /* Its ack log says 12 was delivered: 11 is lost. */
+        {"last segment emptied, ack log", 6, 0, 0, 6, 12, 1, 10},
+        {"last segment emptied, no trace", 6, 0, 0, 0, 0, 0, 10},
+        /* Exact: segment 4 starts at id 7, so only 6 is missing. */
+        {"middle segment cut", 3, 88 + 40, 0, 0, 0, 1, 11},
+        {"middle segment emptied", 3, 0, 0, 0, 0, 2, 10},
+        /* 9, 10, 12 are gone; the ack for 11 shows 9 and 10 (a lower bound). */
+        {"last two emptied, ack of 11", 5, 0, 6, 6, 11, 2, 8},
+    };
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        char dir[300], path[400];
+        struct pg_spool *s;
+        struct pg_spool_stats ss;
+        struct pg_status st;
+        uint64_t id;
+        char buf[64];
+
+        fresh_dir(dir, sizeof(dir));
+        s = open_dir(dir, 0, 100);
+        CHECK(s != NULL);
+        if (s == NULL) {
+            return;
+        }
+        memset(buf, 'x', sizeof(buf));
+        for (int i = 0; i < 12; i++) {
+            CHECK_INT(pg_spool_append(s, buf, sizeof(buf), &id, &st), PG_ERR_OK);
+        }
+        pg_spool_close(s);
+        snprintf(path, sizeof(path), "%s/%016x.seg", dir, cases[c].seq);
+        CHECK(truncate(path, cases[c].keep) == 0);
+        if (cases[c].seq2 != 0) {
+            snprintf(path, sizeof(path), "%s/%016x.seg", dir, cases[c].seq2);
+            CHECK(truncate(path, 0) == 0);
+        }
+        if (cases[c].ack_seq != 0) {
+            CHECK(add_ack(dir, cases[c].ack_seq, cases[c].ack_id));
+        }
+        s = open_dir(dir, 0, 100);
+        CHECK(s != NULL);
+        if (s == NULL) {
+            return;
+        }
+        pg_spool_get_stats(s, &ss);
+        if (ss.lost != cases[c].lost || ss.pending != cases[c].pending) {
+            fprintf(stderr, "  %s: lost %llu (want %llu), pending %llu (want %llu)\n",
+                    cases[c].name, (unsigned long long)ss.lost,
+                    (unsigned long long)cases[c].lost, (unsigned long long)ss.pending,
+                    (unsigned long long)cases[c].pending);
+        }
+        CHECK_INT(ss.lost, cases[c].lost);
+        CHECK_INT(ss.pending, cases[c].pending);
+        CHECK_INT(replay_all(s, -1, 0, NULL), cases[c].pending);
+        pg_spool_close(s);
+        rm_rf(dir);
+    }
+}
+
 static void cleanup(void)
 {
     if (tmp_root[0] != '\0') {
@@ -680,4 +785,5 @@ PG_TEST_MAIN(PG_CASE(test_roundtrip_restart_ack), PG_CASE(test_segments_compacti
              PG_CASE(test_cap_busy_then_frees), PG_CASE(test_lock_second_process),
              PG_CASE(test_interval_fsync_and_bad_dir), PG_CASE(test_storage_registry),
              PG_CASE(test_storage_open_failures), PG_CASE(test_emptied_segment_reports_lost),
+             PG_CASE(test_cut_and_emptied_segments_counted),
              PG_CASE(test_cleanup))
