@@ -23,8 +23,12 @@
 
 #include "core/component.h"
 #include "core/config.h"
+#include "core/arena.h"
+#include "core/batch.h"
 #include "core/log.h"
+#include "core/memlimit.h"
 #include "core/metrics.h"
+#include "core/spool.h"
 #include "pg_test.h"
 #include "test_otlp_util.h"
 
@@ -1008,6 +1012,72 @@ PG_TEST(sizer_items_and_bytes)
     }
 }
 
+/* A backlog left by a previous run is replayed only while the process is
+ * under memory_limiter's soft limit: past it replay waits (new pushes are
+ * still taken), and it resumes by itself once memory is released. */
+PG_TEST(replay_pauses_past_soft_limit)
+{
+    char dir[] = "/tmp/pg_replay_XXXXXX";
+    char sub[128];
+    struct pg_spool_options o;
+    struct pg_spool *sp = NULL;
+    struct pg_status st;
+    struct srv s;
+    struct rig r;
+    const uint64_t MiB = 1024 * 1024;
+
+    PG_REQUIRE(mkdtemp(dir) != NULL);
+    /* The exporter opens "<dir>/<id with '/' made '_'>": write the backlog there. */
+    snprintf(sub, sizeof(sub), "%s/otlp_replay", dir);
+    memset(&o, 0, sizeof(o));
+    o.dir = sub;
+    o.fsync = PG_SPOOL_FSYNC_NEVER;
+    pg_status_clear(&st);
+    PG_REQUIRE(pg_spool_open(&o, &sp, &st) == PG_ERR_OK);
+    for (unsigned k = 0; k < 5; k++) {
+        struct pg_batch *b = tb_batch(1, 5, 20, "otlp/replay", 100 + k);
+        struct pg_arena *a = pg_arena_create(0);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        uint64_t id = 0;
+
+        CHECK(pg_batch_encode(b, a, &buf, &len, &st) == PG_ERR_OK);
+        CHECK(pg_spool_append(sp, buf, len, &id, &st) == PG_ERR_OK);
+        pg_arena_destroy(a);
+        pg_batch_unref(b);
+    }
+    pg_spool_close(sp);
+
+    /* 80 MiB in flight against a 50 MiB soft limit (100 - 50). */
+    pg_memlimit_configure(100 * MiB, 50 * MiB, 0);
+    pg_memlimit_charge((size_t)(80 * MiB));
+    memset(&o, 0, sizeof(o));
+    o.dir = dir;
+    o.fsync = PG_SPOOL_FSYNC_NEVER;
+    PG_REQUIRE(pg_storage_register("file_storage", &o));
+    PG_REQUIRE(srv_start(&s, ""));
+    PG_REQUIRE(rig_create(&r, "otlp/replay", "endpoint: 127.0.0.1:%d\ntls: {insecure: true}\n"
+                          "sending_queue: {storage: file_storage, num_consumers: 2}\n" FAST_RETRY,
+                          s.grpc_port));
+    rig_spin(&r, 1500);
+    CHECK_INT(srv_stat(&s, "samples"), 0);      /* paused: nothing of the backlog sent */
+    CHECK_INT(push(&r, 1, 3, 7), PG_ERR_OK);    /* a new push is still accepted (spooled) */
+
+    pg_memlimit_release((size_t)(80 * MiB));    /* under the soft limit again */
+    rig_wait(&r, 5 * 5 + 3, 10000);
+    CHECK_INT(srv_stat(&s, "samples"), 5 * 5 + 3);
+    rig_destroy(&r);
+    srv_stop(&s);
+    pg_storage_unregister("file_storage");
+    pg_memlimit_reset();
+    {
+        char cmd[160];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        CHECK_INT(system(cmd), 0);
+    }
+}
+
 PG_TEST(config_errors)
 {
     static const char *bad[] = {
@@ -1060,4 +1130,5 @@ PG_TEST_MAIN(PG_CASE(delivers_with_gzip), PG_CASE(compression_none),
              PG_CASE(large_request_split), PG_CASE(batching_merges_pushes),
              PG_CASE(headers_and_bearer_token_file), PG_CASE(partial_success_counted),
              PG_CASE(shutdown_drains_queue), PG_CASE(shutdown_deadline_drops_and_counts),
-             PG_CASE(tls_and_mtls), PG_CASE(sizer_items_and_bytes), PG_CASE(config_errors))
+             PG_CASE(tls_and_mtls), PG_CASE(sizer_items_and_bytes), PG_CASE(replay_pauses_past_soft_limit),
+             PG_CASE(config_errors))
