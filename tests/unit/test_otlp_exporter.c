@@ -1048,9 +1048,10 @@ PG_TEST(replay_pauses_past_soft_limit)
     }
     pg_spool_close(sp);
 
-    /* 80 MiB in flight against a 50 MiB soft limit (100 - 50). */
-    pg_memlimit_configure(100 * MiB, 50 * MiB, 0);
-    pg_memlimit_charge((size_t)(80 * MiB));
+    /* 3.5 GiB in flight against a 3 GiB soft limit (4 - 1): far above any
+     * RSS this test reaches (ASan included), so only the charge decides. */
+    pg_memlimit_configure(4096 * MiB, 1024 * MiB, 0);
+    pg_memlimit_charge((size_t)(3584 * MiB));
     memset(&o, 0, sizeof(o));
     o.dir = dir;
     o.fsync = PG_SPOOL_FSYNC_NEVER;
@@ -1063,7 +1064,7 @@ PG_TEST(replay_pauses_past_soft_limit)
     CHECK_INT(srv_stat(&s, "samples"), 0);      /* paused: nothing of the backlog sent */
     CHECK_INT(push(&r, 1, 3, 7), PG_ERR_OK);    /* a new push is still accepted (spooled) */
 
-    pg_memlimit_release((size_t)(80 * MiB));    /* under the soft limit again */
+    pg_memlimit_release((size_t)(3584 * MiB));    /* under the soft limit again */
     rig_wait(&r, 5 * 5 + 3, 10000);
     CHECK_INT(srv_stat(&s, "samples"), 5 * 5 + 3);
     rig_destroy(&r);
