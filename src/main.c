@@ -13,7 +13,7 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 #include "core/service.h"
 
 #define SHUTDOWN_DEADLINE_NS (30LL * 1000000000LL)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 
 const char *pg_metadata_get(const struct pg_metadata *md, const char *key, size_t idx)
 {

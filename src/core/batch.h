@@ -13,7 +13,7 @@
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 /* One request header value. Keys are lower-cased; a header line that appears
  * several times gives several entries, in order. */

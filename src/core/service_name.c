@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "otlp/otlp_build.h"
+
 static const struct pg_otlp_kv *find_attr(const struct pg_otlp_resource *r, const char *key)
 {
     if (r == NULL) {
@@ -75,8 +77,6 @@ bool pg_service_name_ensure(struct pg_batch *b, struct pg_metric *counter)
     for (size_t i = 0; i < b->req->n_resource_profiles; i++) {
         struct pg_otlp_resprof *rp = b->req->resource_profiles[i];
         struct pg_otlp_kv *kv;
-        struct pg_otlp_anyvalue *v;
-        struct pg_otlp_kv **attrs;
         if (has_service_name(rp->resource)) {
             continue;
         }
@@ -92,28 +92,18 @@ bool pg_service_name_ensure(struct pg_batch *b, struct pg_metric *counter)
         }
         kv = (struct pg_otlp_kv *)find_attr(rp->resource, "service.name");
         if (kv == NULL) {
-            kv = pg_arena_alloc(b->arena, sizeof(*kv));
-            attrs = pg_arena_alloc(b->arena, (rp->resource->n_attributes + 1) * sizeof(*attrs));
-            if (kv == NULL || attrs == NULL) {
+            kv = pg_otlp_kv_str(b->arena, "service.name", name);
+            if (kv == NULL || !pg_otlp_kv_append(b->arena, &rp->resource->attributes,
+                                                 &rp->resource->n_attributes, kv)) {
                 return any;
             }
-            opentelemetry__proto__common__v1__key_value__init(kv);
-            kv->key = (char *)"service.name";
-            if (rp->resource->n_attributes > 0) {
-                memcpy(attrs, rp->resource->attributes, rp->resource->n_attributes * sizeof(*attrs));
+        } else {
+            struct pg_otlp_anyvalue *v = pg_otlp_any_str(b->arena, name, strlen(name));
+            if (v == NULL) {
+                return any;
             }
-            attrs[rp->resource->n_attributes] = kv;
-            rp->resource->attributes = attrs;
-            rp->resource->n_attributes++;
+            kv->value = v;
         }
-        v = pg_arena_alloc(b->arena, sizeof(*v));
-        if (v == NULL) {
-            return any;
-        }
-        opentelemetry__proto__common__v1__any_value__init(v);
-        v->value_case = PG_OTLP_ANYVALUE_STR;
-        v->string_value = (char *)name;
-        kv->value = v;
         any = true;
         if (counter != NULL) {
             pg_metric_add(counter, 1);

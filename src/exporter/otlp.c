@@ -20,7 +20,7 @@
 
 #include "core/component.h"
 #include "core/log.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 #include "core/metrics.h"
 #include "core/memlimit.h"
 #include "core/spool.h"

@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "core/otlp_encode.h"
-#include "pprof/dict.h"
+#include "otlp/otlp_encode.h"
+#include "otlp/dict.h"
 
 struct unit {
     uint32_t src;

@@ -17,7 +17,7 @@
 #include "core/metrics.h"
 #include "exporter/tls_client.h"
 #include "http/client.h"
-#include "pprof/otlp_build.h"
+#include "otlp/otlp_build.h"
 #include "scrape/file_sd.h"
 #include "scrape/k8s_sd.h"
 

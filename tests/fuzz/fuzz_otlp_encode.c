@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 
 #include "core/arena.h"
 #include "core/batch.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 #include "pg_test.h"
 #include "pprof/translate.h"
 

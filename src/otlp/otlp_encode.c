@@ -9,7 +9,7 @@
  * strings, bytes and message pointers skipped when zero / empty / NULL, oneof
  * members written whenever selected (a string or message only when non-NULL and
  * not the shared empty default), repeated scalars packed, unknown fields last. */
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

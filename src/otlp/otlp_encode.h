@@ -4,15 +4,15 @@
  * (field order, proto3 zero skipping, oneof rules, packed repeats, unknown
  * fields kept), but computes every nested message's size once: one sizing
  * pass fills a size cache in pre-order, one writing pass consumes it. */
-#ifndef PG_CORE_OTLP_ENCODE_H
-#define PG_CORE_OTLP_ENCODE_H
+#ifndef PG_OTLP_OTLP_ENCODE_H
+#define PG_OTLP_OTLP_ENCODE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 /* Serialises @req into @arena; *@out (owned by @arena) holds *@len bytes. The size cache is
  * malloc'd and freed before returning. LIMIT (arena cap or a message over 4 GiB), NOMEM. */

@@ -3,8 +3,8 @@
  * v1development at the v1.10/v1.11 wire layout). The in-memory batch is the
  * generated ExportProfilesServiceRequest itself, allocated in the batch arena.
  * Use as `struct pg_otlp_sample *s`. */
-#ifndef PG_CORE_OTLP_H
-#define PG_CORE_OTLP_H
+#ifndef PG_OTLP_OTLP_H
+#define PG_OTLP_OTLP_H
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "opentelemetry/proto/common/v1/common.pb-c.h"

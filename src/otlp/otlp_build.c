@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Arena constructors for OTLP KeyValue / AnyValue messages. */
-#include "pprof/otlp_build.h"
+#include "otlp/otlp_build.h"
 
 #include <string.h>
 
@@ -63,4 +63,22 @@ struct pg_otlp_kv *pg_otlp_kv_str(struct pg_arena *arena, const char *key, const
     kv->key = k;
     kv->value = pg_otlp_any_str(arena, value, value != NULL ? strlen(value) : 0);
     return kv->value != NULL ? kv : NULL;
+}
+
+bool pg_otlp_kv_append(struct pg_arena *arena, struct pg_otlp_kv ***attrs, size_t *n,
+                       struct pg_otlp_kv *kv)
+{
+    /* The old array may be borrowed (a decoded message): copy, never realloc. */
+    struct pg_otlp_kv **grown = pg_arena_alloc(arena, (*n + 1) * sizeof(*grown));
+
+    if (grown == NULL) {
+        return false;
+    }
+    if (*n > 0) {
+        memcpy(grown, *attrs, *n * sizeof(*grown));
+    }
+    grown[*n] = kv;
+    *attrs = grown;
+    (*n)++;
+    return true;
 }

@@ -5,8 +5,8 @@
  * value with O(1) hash lookups, indexes are handed out in first-use order,
  * and index 0 of every table is the zero value. Used by the pprof translator
  * and reusable for splitting / merging dictionaries (pg_dict_import_*). */
-#ifndef PG_PPROF_DICT_H
-#define PG_PPROF_DICT_H
+#ifndef PG_OTLP_DICT_H
+#define PG_OTLP_DICT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 /* Return values of the interning calls besides a valid index (>= 0). */
 #define PG_DICT_NOMEM (-1) /* arena exhausted: pg_arena_hit_cap(out) tells LIMIT from NOMEM */
