@@ -13,7 +13,7 @@
 #include "core/component.h"
 #include "core/config.h"
 #include "core/err.h"
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 struct event_base;
 struct evhttp;

@@ -39,14 +39,14 @@
 #include "core/memlimit.h"
 #include "core/metrics.h"
 #include "pprof/translate.h"
-#include "receiver/http_request.h"
-#include "receiver/listener.h"
+#include "http/http_request.h"
+#include "http/listener.h"
 #include "receiver/pprof_self.h"
-#include "receiver/auth.h"
-#include "receiver/conn_limits.h"
-#include "receiver/http_parse.h"
-#include "receiver/http_server.h"
-#include "receiver/tls.h"
+#include "http/auth.h"
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
+#include "http/http_server.h"
+#include "http/tls.h"
 #include "scrape/scrape.h"
 
 #define PPROF_PATH "/v1/pprof"
@@ -271,36 +271,6 @@ struct rx {
     struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
 };
 
-static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
-{
-    const char *colon = strrchr(ep, ':');
-    const char *h = ep;
-    size_t hlen;
-    char *end;
-    long p;
-
-    if (colon == NULL) {
-        return PG_ERR_CONFIG;
-    }
-    hlen = (size_t)(colon - ep);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    if (hlen >= host_size) {
-        return PG_ERR_CONFIG;
-    }
-    errno = 0;
-    p = strtol(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
-        return PG_ERR_CONFIG;
-    }
-    memcpy(host, h, hlen); /* "" = every interface of the transport's family */
-    host[hlen] = '\0';
-    *port = (unsigned)p;
-    return PG_ERR_OK;
-}
-
 static void apply_limits(struct rx *rx)
 {
     const struct rx_limits_cfg *l = &rx->cfg.limits;
@@ -360,8 +330,8 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
                 problems++;
             }
         } else if (s->endpoint == NULL ||
-                   parse_endpoint(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
-                                  &rx->listen_port) != PG_ERR_OK) {
+                   !pg_hostport_split(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
+                                      &rx->listen_port)) {
             pg_diag_add(ctx->diag, ctx->config, path,
                         "server::endpoint \"%s\" is not host:port (e.g. localhost:4040, :4040, "
                         "[::1]:4040)",

@@ -19,7 +19,7 @@
 
 #include <openssl/evp.h>
 
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 #define TOKEN "s3cret-T0ken/with+base64=chars"
 

@@ -17,7 +17,7 @@
 #include "core/arena.h"
 #include "core/batch.h"
 #include "core/utf8.h"
-#include "receiver/http_request.h"
+#include "http/http_request.h"
 
 #define MAX_LAYER (64 * 1024)
 

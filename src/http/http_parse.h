@@ -7,8 +7,8 @@
  * transfer coding but a lone "chunked", obs-fold, whitespace before the
  * colon, bare CR, NUL or other control bytes, chunk sizes that are not plain
  * hex. Every refusal is a status code with a one-line reason. */
-#ifndef PG_RECEIVER_HTTP_PARSE_H
-#define PG_RECEIVER_HTTP_PARSE_H
+#ifndef PG_HTTP_HTTP_PARSE_H
+#define PG_HTTP_HTTP_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
  * Strict HTTP/1.x request parsing (see http_parse.h). Pure functions over
  * caller-owned bytes; the only allocation is evhttp_add_header's copy of
  * each header into the caller's list. */
-#include "receiver/http_parse.h"
+#include "http/http_parse.h"
 
 #include <stdarg.h>
 #include <stdio.h>

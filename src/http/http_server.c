@@ -12,7 +12,7 @@
  * The connection owns its request; the handler borrows it between on_head
  * and on_done. Loop thread only. */
 #define _GNU_SOURCE /* accept4 */
-#include "receiver/http_server.h"
+#include "http/http_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,10 +34,10 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "receiver/conn_limits.h"
-#include "receiver/http_parse.h"
-#include "receiver/http_request.h"
-#include "receiver/tls.h"
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
+#include "http/http_request.h"
+#include "http/tls.h"
 
 /* fds kept free below RLIMIT_NOFILE for everything that is not a client
  * connection: health_check and admin listeners, exporters, spool files. */

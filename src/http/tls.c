@@ -2,7 +2,7 @@
  * Server-side TLS context for the receiver (see tls.h). Only modern
  * defaults: no compression, no renegotiation, server cipher preference, and
  * TLS 1.2 as the floor unless the operator lowers it on purpose. */
-#include "receiver/tls.h"
+#include "http/tls.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
 #include "core/hex.h"
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 #include <ctype.h>
 #include <errno.h>

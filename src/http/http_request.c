@@ -2,7 +2,7 @@
  * Socket-free helpers of the pprof HTTP receiver: Content-Encoding lists,
  * the capped decoding chain, headers -> metadata. Every input here is
  * request-controlled, so each loop is bounded and each size checked. */
-#include "receiver/http_request.h"
+#include "http/http_request.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * htpasswd-style file (`user:password` or `user:{SHA256}<hex>` per line).
  * Comparisons are constant-time over SHA-256 digests. A failure gives the
  * text of a 401 answer and the WWW-Authenticate challenge to send with it. */
-#ifndef PG_RECEIVER_AUTH_H
-#define PG_RECEIVER_AUTH_H
+#ifndef PG_HTTP_AUTH_H
+#define PG_HTTP_AUTH_H
 
 #include <stdbool.h>
 

@@ -2,9 +2,10 @@
  * Listening sockets for confighttp's `transport`: tcp4 and tcp6 bind one
  * address family, unix a socket file, tcp the first address the host
  * resolves to (both families for a v6 wildcard). */
-#ifndef PG_RECEIVER_LISTENER_H
-#define PG_RECEIVER_LISTENER_H
+#ifndef PG_HTTP_LISTENER_H
+#define PG_HTTP_LISTENER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum pg_transport { PG_TRANSPORT_TCP = 0, PG_TRANSPORT_TCP4, PG_TRANSPORT_TCP6, PG_TRANSPORT_UNIX };
@@ -22,5 +23,10 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
 /* True when @host fits @t: a tcp4/tcp6 literal of the other family, or a
  * unix path that is empty or too long, does not. */
 int pg_listen_host_ok(enum pg_transport t, const char *host);
+
+/* Splits a server endpoint "host:port", "[v6]:port" or ":port" into @host
+ * (brackets removed; "" = every interface) and @port (0..65535). False when
+ * @ep is NULL or malformed, or the host does not fit @host_size. */
+bool pg_hostport_split(const char *ep, char *host, size_t host_size, unsigned *port);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Per-peer connection counts and failed-attempt limits (see conn_limits.h). */
-#include "receiver/conn_limits.h"
+#include "http/conn_limits.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>

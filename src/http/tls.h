@@ -4,8 +4,8 @@
  * mutual TLS (the client must present a certificate signed by it), and
  * min_version. pg_tls_server_bev wraps an accepted socket in a TLS
  * bufferevent for the receiver's HTTP server. */
-#ifndef PG_RECEIVER_TLS_H
-#define PG_RECEIVER_TLS_H
+#ifndef PG_HTTP_TLS_H
+#define PG_HTTP_TLS_H
 
 #include <openssl/ssl.h>
 

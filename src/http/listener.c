@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Listening sockets by transport (see listener.h). */
-#include "receiver/listener.h"
+#include "http/listener.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -120,4 +121,34 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
     }
     freeaddrinfo(res);
     return fd;
+}
+
+bool pg_hostport_split(const char *ep, char *host, size_t host_size, unsigned *port)
+{
+    const char *colon = ep != NULL ? strrchr(ep, ':') : NULL;
+    const char *h = ep;
+    size_t hlen;
+    char *end;
+    long p;
+
+    if (colon == NULL) {
+        return false;
+    }
+    hlen = (size_t)(colon - ep);
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+        h++;
+        hlen -= 2;
+    }
+    if (hlen >= host_size) {
+        return false;
+    }
+    errno = 0;
+    p = strtol(colon + 1, &end, 10);
+    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
+        return false;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = (unsigned)p;
+    return true;
 }

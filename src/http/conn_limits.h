@@ -4,8 +4,8 @@
  * lossy, fixed-size token bucket per peer for failed authentication
  * attempts. Peers are IP addresses (the port is not part of the key); a
  * unix-socket peer is one peer. Single-threaded: the owning loop's. */
-#ifndef PG_RECEIVER_CONN_LIMITS_H
-#define PG_RECEIVER_CONN_LIMITS_H
+#ifndef PG_HTTP_CONN_LIMITS_H
+#define PG_HTTP_CONN_LIMITS_H
 
 #include <stdbool.h>
 #include <stddef.h>

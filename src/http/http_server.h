@@ -17,8 +17,8 @@
  *    501, 505), is a one-line text/plain reason reported to on_answer.
  * One instance serves one listening socket on one event loop; several
  * instances (one per loop, SO_REUSEPORT sockets) need nothing shared. */
-#ifndef PG_RECEIVER_HTTP_SERVER_H
-#define PG_RECEIVER_HTTP_SERVER_H
+#ifndef PG_HTTP_HTTP_SERVER_H
+#define PG_HTTP_HTTP_SERVER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * socket: Content-Encoding parsing and the bounded decoding chain, request
  * headers to batch metadata, peer address formatting. Kept apart from the
  * HTTP server glue so unit tests and the fuzzer can drive them directly. */
-#ifndef PG_RECEIVER_HTTP_REQUEST_H
-#define PG_RECEIVER_HTTP_REQUEST_H
+#ifndef PG_HTTP_HTTP_REQUEST_H
+#define PG_HTTP_HTTP_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
