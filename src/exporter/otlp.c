@@ -18,7 +18,7 @@
 #include <event2/event.h>
 #include <nghttp2/nghttp2ver.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "otlp/otlp_encode.h"
 #include "core/metrics.h"
@@ -28,7 +28,7 @@
 #include "exporter/grpc_wire.h"
 #include "exporter/retry.h"
 #include "exporter/split.h"
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 
 /* ---- configuration ------------------------------------------------------- */
 

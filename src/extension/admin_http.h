@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/err.h"
 #include "http/auth.h"

@@ -14,7 +14,7 @@
 
 #include <event2/event.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "core/spool.h"
 

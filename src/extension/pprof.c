@@ -14,7 +14,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "extension/admin_http.h"
 #include "selfprof/selfprof.h"

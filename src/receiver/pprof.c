@@ -31,9 +31,9 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/cgroup.h"
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/memlimit.h"

@@ -15,7 +15,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/utf8.h"
 #include "http/http_request.h"
 

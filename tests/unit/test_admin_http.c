@@ -17,7 +17,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "extension/admin_http.h"

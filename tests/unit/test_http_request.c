@@ -12,7 +12,7 @@
 #include <zlib.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "pg_test.h"
 #include "http/http_request.h"
 

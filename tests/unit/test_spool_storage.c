@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/spool.h"
 #include "pg_test.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "otlp/otlp_encode.h"
 #include "pg_test.h"
 #include "pprof/translate.h"

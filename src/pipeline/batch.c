@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Batch refcounting, metadata lookups and the copy-on-write deep copy. */
-#include "core/batch.h"
+#include "pipeline/batch.h"
 
 #include <stdlib.h>
 #include <string.h>

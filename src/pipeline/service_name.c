@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The service.name fallback rule, applied by the pipeline after processors. */
-#include "core/service_name.h"
+#include "pipeline/service_name.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * Graph building, the pipeline consume path and the start/stop lifecycle.
  * Data flows one way: receiver -> fan-out over its pipelines -> each
  * pipeline's processors -> fan-out over its exporters (by reference). */
-#include "core/service.h"
+#include "pipeline/service.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/service_name.h"
+#include "pipeline/service_name.h"
 
 #define DRAIN_POLL_MS 50
 

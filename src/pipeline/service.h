@@ -3,13 +3,13 @@
  * config (the collector's graph: receivers -> per-pipeline processors ->
  * fan-out to exporters), starts them downstream-first, and drains them on
  * shutdown within a deadline. Core code: the component registry is passed in. */
-#ifndef PG_CORE_SERVICE_H
-#define PG_CORE_SERVICE_H
+#ifndef PG_PIPELINE_SERVICE_H
+#define PG_PIPELINE_SERVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 
 struct event_base;

@@ -2,12 +2,12 @@
  * "service.name is never missing": after a pipeline's processors, a resource
  * without service.name gets the receiver's default_service_name or
  * unknown_service:<basename of the main mapping>, as the SDK spec does. */
-#ifndef PG_CORE_SERVICE_NAME_H
-#define PG_CORE_SERVICE_NAME_H
+#ifndef PG_PIPELINE_SERVICE_NAME_H
+#define PG_PIPELINE_SERVICE_NAME_H
 
 #include <stdbool.h>
 
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/metrics.h"
 
 /* True when some ResourceProfiles of @b has no non-empty service.name. */

@@ -5,8 +5,8 @@
  * Fan-out hands out references, never copies; a processor that mutates a
  * shared batch first calls pg_batch_make_mutable(). Refcounts are atomic so an
  * exporter may hold a batch on another thread. */
-#ifndef PG_CORE_BATCH_H
-#define PG_CORE_BATCH_H
+#ifndef PG_PIPELINE_BATCH_H
+#define PG_PIPELINE_BATCH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * OpenSSL client setup for the exporter's gRPC connection. */
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 
 #include <arpa/inet.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * OpenSSL client contexts for the OTLP exporter: CA bundle or system roots,
  * optional client certificate (mTLS), ALPN "h2", and per-connection SSL
  * objects that check the server name (DNS name or IP address). */
-#ifndef PG_EXPORTER_TLS_CLIENT_H
-#define PG_EXPORTER_TLS_CLIENT_H
+#ifndef PG_HTTP_TLS_CLIENT_H
+#define PG_HTTP_TLS_CLIENT_H
 
 #include <stdbool.h>
 

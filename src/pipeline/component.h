@@ -7,12 +7,12 @@
  * reports when flushing is done; destroy() frees. Start order: extensions,
  * exporters, processors, receivers; stop order is the reverse. Everything runs
  * on the one libevent loop in host->base unless a component says otherwise. */
-#ifndef PG_CORE_COMPONENT_H
-#define PG_CORE_COMPONENT_H
+#ifndef PG_PIPELINE_COMPONENT_H
+#define PG_PIPELINE_COMPONENT_H
 
 #include <stdbool.h>
 
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/config.h"
 #include "core/err.h"
 
