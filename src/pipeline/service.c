@@ -11,71 +11,10 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
+#include "pipeline/service_internal.h"
 #include "pipeline/service_name.h"
 
 #define DRAIN_POLL_MS 50
-
-enum svc_state { SVC_BUILT = 0, SVC_STARTING, SVC_RUNNING, SVC_DRAINING, SVC_STOPPED };
-
-struct instance;
-
-/* A receiver's consumer: fans its batches out over the pipelines it feeds. */
-struct fanout {
-    struct pg_consumer base; /* must be first */
-    struct pg_service *svc;
-    struct pipeline **pipes; /* in service arena */
-    size_t n;
-};
-
-struct instance {
-    const struct pg_component_ops *ops;
-    enum pg_kind kind;
-    char *id;       /* "type" or "type/name" */
-    char *log_name; /* "receiver/pprof/self" */
-    const struct pg_cfg_node *def; /* the component's definition (for positions) */
-    const struct pg_cfg_node *key; /* its key node */
-    void *state;
-    bool created, started, shut;
-    struct fanout fan; /* receivers only */
-};
-
-struct pipeline {
-    char *id;
-    struct instance **procs; /* owned instances, one per pipeline */
-    size_t n_procs;
-    struct instance **exps; /* shared instances */
-    size_t n_exps;
-};
-
-/* A component definition in receivers:/processors:/exporters:/extensions:. */
-struct def {
-    enum pg_kind kind;
-    char *id;
-    const struct pg_cfg_node *key;
-    const struct pg_cfg_node *node;
-    const struct pg_component_ops *ops;
-    bool used;
-    struct instance *inst; /* receivers, exporters, extensions: the one instance */
-};
-
-struct pg_service {
-    struct pg_arena *arena; /* owned: everything below */
-    struct pg_config *cfg;  /* borrowed */
-    struct pg_host host;
-    struct pg_diag *diag;   /* borrowed during build */
-    struct def *defs;
-    size_t n_defs;
-    struct pipeline *pipes;
-    size_t n_pipes;
-    struct instance **order; /* start order: extensions, exporters, processors, receivers */
-    size_t n_order;
-    enum svc_state state;
-    struct event *drain_timer;
-    int64_t drain_deadline_ns;
-    struct pg_metric *m_fallbacks;
-    const char *log_paths[PG_LOG_MAX_OUTPUTS]; /* telemetry.logs.output_paths (config arena) */
-    size_t n_log_paths;
-};
 
 static int64_t now_ns(void)
 {
@@ -418,8 +357,8 @@ static struct def **pipe_list(struct pg_service *svc, const struct pg_cfg_node *
 static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
                                        "connectors", "service", NULL};
 
-static void check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
-                       const char *const *valid)
+void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
+                           const char *const *valid)
 {
     if (map == NULL || map->kind != PG_CFG_MAP) {
         return;
@@ -439,186 +378,6 @@ static void check_keys(struct pg_service *svc, const struct pg_cfg_node *map, co
         if (!ok) {
             pg_diag_add(svc->diag, map->keys[i], path, "unknown key \"%s\"; valid keys: %s",
                         map->keys[i]->value, list);
-        }
-    }
-}
-
-/* telemetry.logs.output_paths: a list of "stderr", "stdout" or file paths;
- * opened at start (validate creates no files). */
-static void check_log_paths(struct pg_service *svc, const struct pg_cfg_node *paths)
-{
-    const char *where = "service::telemetry::logs::output_paths";
-
-    if (paths->kind != PG_CFG_SEQ) {
-        pg_diag_add(svc->diag, paths, where, "expected a list of paths (stderr, stdout or files)");
-        return;
-    }
-    if (paths->n > PG_LOG_MAX_OUTPUTS) {
-        pg_diag_add(svc->diag, paths, where, "at most %d outputs", PG_LOG_MAX_OUTPUTS);
-        return;
-    }
-    for (size_t i = 0; i < paths->n; i++) {
-        const struct pg_cfg_node *p = paths->items[i];
-
-        if (p->kind != PG_CFG_SCALAR || p->value == NULL || p->value[0] == '\0') {
-            pg_diag_add(svc->diag, p, where, "expected a path (stderr, stdout or a file)");
-            return;
-        }
-        svc->log_paths[svc->n_log_paths++] = p->value;
-    }
-}
-
-/* The collector's current form of the metrics endpoint:
- *   readers: [{pull: {exporter: {prometheus: {host: 0.0.0.0, port: 8888}}}}]
- * One pull reader with a Prometheus exporter is what pprofgate serves; on
- * success *@out is a scalar node "host:port" (positioned at the reader). */
-static void pull_reader(struct pg_service *svc, const struct pg_cfg_node *readers,
-                        const struct pg_cfg_node **out)
-{
-    static const char *const reader_keys[] = {"pull", "periodic", NULL};
-    static const char *const pull_keys[] = {"exporter", NULL};
-    static const char *const exp_keys[] = {"prometheus", NULL};
-    /* The naming options are accepted (configs carry them) and said to be
-     * ignored: pprofgate's metric names are fixed. */
-    static const char *const prom_keys[] = {"host", "port", "without_scope_info",
-                                            "without_units", "without_type_suffix", NULL};
-    const char *where = "service::telemetry::metrics::readers";
-    const struct pg_cfg_node *r, *prom, *host, *port;
-    struct pg_cfg_node *node;
-    char *end;
-    long v;
-
-    *out = NULL;
-    if (readers->kind != PG_CFG_SEQ || readers->n != 1 || readers->items[0]->kind != PG_CFG_MAP) {
-        pg_diag_add(svc->diag, readers, where,
-                    "expected one reader (pprofgate serves one /metrics endpoint): "
-                    "[{pull: {exporter: {prometheus: {host: ..., port: ...}}}}]");
-        return;
-    }
-    r = readers->items[0];
-    check_keys(svc, r, where, reader_keys);
-    if (pg_cfg_get(r, "periodic") != NULL) {
-        pg_diag_add(svc->diag, pg_cfg_get(r, "periodic"), where,
-                    "periodic (push) readers are not supported; use a pull reader with a "
-                    "prometheus exporter");
-        return;
-    }
-    check_keys(svc, pg_cfg_get(r, "pull"), "service::telemetry::metrics::readers::pull",
-               pull_keys);
-    check_keys(svc, pg_cfg_get(pg_cfg_get(r, "pull"), "exporter"),
-               "service::telemetry::metrics::readers::pull::exporter", exp_keys);
-    prom = pg_cfg_get(pg_cfg_get(pg_cfg_get(r, "pull"), "exporter"), "prometheus");
-    if (prom == NULL || prom->kind != PG_CFG_MAP) {
-        pg_diag_add(svc->diag, r, where, "expected pull: {exporter: {prometheus: {...}}}");
-        return;
-    }
-    check_keys(svc, prom, "service::telemetry::metrics::readers::pull::exporter::prometheus",
-               prom_keys);
-    for (size_t i = 2; prom_keys[i] != NULL; i++) {
-        if (pg_cfg_get(prom, prom_keys[i]) != NULL) {
-            pg_log_info("service", "%s::pull::exporter::prometheus::%s is ignored: pprofgate's "
-                                   "metric names are fixed", where, prom_keys[i]);
-        }
-    }
-    host = pg_cfg_get(prom, "host");
-    port = pg_cfg_get(prom, "port");
-    v = port != NULL && port->kind == PG_CFG_SCALAR ? strtol(port->value, &end, 10) : -1;
-    if (port == NULL || port->kind != PG_CFG_SCALAR || *end != '\0' || v < 0 || v > 65535) {
-        pg_diag_add(svc->diag, port != NULL ? port : prom,
-                    "service::telemetry::metrics::readers::pull::exporter::prometheus::port",
-                    "expected a port number (0-65535)");
-        return;
-    }
-    if (host != NULL && host->kind != PG_CFG_SCALAR) {
-        pg_diag_add(svc->diag, host,
-                    "service::telemetry::metrics::readers::pull::exporter::prometheus::host",
-                    "expected a host name or address");
-        return;
-    }
-    node = pg_arena_zalloc(svc->arena, sizeof(*node));
-    if (node == NULL) {
-        return;
-    }
-    *node = *(host != NULL ? host : port);
-    node->kind = PG_CFG_SCALAR;
-    /* The collector's default host is localhost; a bare IPv6 address gets brackets. */
-    node->value = pg_arena_sprintf(svc->arena, strchr(host ? host->value : "", ':') ? "[%s]:%ld"
-                                                                                    : "%s:%ld",
-                                   host != NULL && host->value[0] ? host->value : "localhost", v);
-    *out = node->value != NULL ? node : NULL;
-}
-
-static void apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *tel,
-                            const char **metrics_addr, const struct pg_cfg_node **metrics_node)
-{
-    static const char *const tel_keys[] = {"logs", "metrics", "resource", "traces", NULL};
-    static const char *const log_keys[] = {"level", "encoding", "output_paths", NULL};
-    /* `auth` is pprofgate's own: the admin endpoints' auth block for /metrics. */
-    static const char *const met_keys[] = {"address", "readers", "level", "auth", NULL};
-    const struct pg_cfg_node *logs;
-    const struct pg_cfg_node *met;
-
-    *metrics_addr = NULL;
-    *metrics_node = NULL;
-    if (tel == NULL || tel->kind == PG_CFG_NULL) {
-        return;
-    }
-    check_keys(svc, tel, "service::telemetry", tel_keys);
-    logs = pg_cfg_get(tel, "logs");
-    check_keys(svc, logs, "service::telemetry::logs", log_keys);
-    if (logs != NULL) {
-        const struct pg_cfg_node *lvl = pg_cfg_get(logs, "level");
-        const struct pg_cfg_node *enc = pg_cfg_get(logs, "encoding");
-        const struct pg_cfg_node *paths = pg_cfg_get(logs, "output_paths");
-        enum pg_log_level l;
-        if (lvl != NULL) {
-            if (lvl->kind != PG_CFG_SCALAR || !pg_log_parse_level(lvl->value, &l)) {
-                pg_diag_add(svc->diag, lvl, "service::telemetry::logs::level",
-                            "\"%s\" is not one of: debug, info, warn, error, none",
-                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)");
-            } else {
-                pg_log_set_level(l);
-            }
-        }
-        if (paths != NULL) {
-            check_log_paths(svc, paths);
-        }
-        if (enc != NULL) {
-            enum pg_log_encoding e;
-
-            if (enc->kind != PG_CFG_SCALAR || !pg_log_parse_encoding(enc->value, &e)) {
-                pg_diag_add(svc->diag, enc, "service::telemetry::logs::encoding",
-                            "\"%s\" is not one of: console (key=value lines), logfmt, json",
-                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)");
-            } else {
-                pg_log_set_encoding(e);
-            }
-        }
-    }
-    met = pg_cfg_get(tel, "metrics");
-    check_keys(svc, met, "service::telemetry::metrics", met_keys);
-    if (met != NULL) {
-        const struct pg_cfg_node *addr = pg_cfg_get(met, "address");
-        const struct pg_cfg_node *auth = pg_cfg_get(met, "auth");
-        (void)pg_cfg_get(met, "level");
-        const struct pg_cfg_node *readers = pg_cfg_get(met, "readers");
-
-        if (readers != NULL && addr != NULL) {
-            pg_diag_add(svc->diag, readers, "service::telemetry::metrics",
-                        "address and readers both set; use one (readers is the current form)");
-        } else if (readers != NULL) {
-            pull_reader(svc, readers, &addr);
-            if (addr != NULL) {
-                *metrics_addr = addr->value;
-                *metrics_node = addr;
-            }
-        } else if (addr != NULL && addr->kind == PG_CFG_SCALAR && addr->value[0] != '\0') {
-            *metrics_addr = addr->value;
-            *metrics_node = addr;
-        }
-        if (*metrics_addr == NULL && auth != NULL) {
-            pg_diag_add(svc->diag, auth, "service::telemetry::metrics::auth",
-                        "auth has no effect without address (where /metrics is served)");
         }
     }
 }
@@ -687,7 +446,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                                          "Resources that got service.name from the fallback rule",
                                          NULL);
 
-    check_keys(svc, root, "", top_keys);
+    pg_service_check_keys(svc, root, "", top_keys);
     for (int k = 0; k < 4; k++) {
         const struct pg_cfg_node *sec = pg_cfg_get(root, pg_kind_section((enum pg_kind)k));
         if (sec != NULL && sec->kind == PG_CFG_MAP) {
@@ -713,8 +472,8 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                     "a service: section with at least one pipeline is required");
         goto fail;
     }
-    check_keys(svc, service, "service", service_keys);
-    apply_telemetry(svc, pg_cfg_get(service, "telemetry"), &metrics_addr, &metrics_node);
+    pg_service_check_keys(svc, service, "service", service_keys);
+    pg_service_apply_telemetry(svc, pg_cfg_get(service, "telemetry"), &metrics_addr, &metrics_node);
 
     /* Extensions listed in service.extensions are instantiated first. */
     exts = pg_cfg_get(service, "extensions");
@@ -775,7 +534,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                         "expected a mapping with receivers, processors and exporters");
             continue;
         }
-        check_keys(svc, pn, ppath, pipe_keys);
+        pg_service_check_keys(svc, pn, ppath, pipe_keys);
         p_recv[i] = pipe_list(svc, pn, pid, "receivers", PG_KIND_RECEIVER, &n_recv[i], true);
         p_proc[i] = pipe_list(svc, pn, pid, "processors", PG_KIND_PROCESSOR, &n_proc[i], false);
         p_exp[i] = pipe_list(svc, pn, pid, "exporters", PG_KIND_EXPORTER, &n_exp[i], true);
