@@ -9,20 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "pipeline/service_internal.h"
 #include "pipeline/service_name.h"
 
 #define DRAIN_POLL_MS 50
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 const char *pg_kind_name(enum pg_kind kind)
 {
@@ -776,7 +769,7 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!idle && now_ns() < svc->drain_deadline_ns) {
+    if (!idle && pg_mono_ns() < svc->drain_deadline_ns) {
         event_add(svc->drain_timer, &tv);
         return;
     }
@@ -803,7 +796,7 @@ void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns)
     shutdown_kind(svc, PG_KIND_RECEIVER);
     shutdown_kind(svc, PG_KIND_PROCESSOR);
     shutdown_kind(svc, PG_KIND_EXPORTER);
-    svc->drain_deadline_ns = now_ns() + deadline_ns;
+    svc->drain_deadline_ns = pg_mono_ns() + deadline_ns;
     svc->drain_timer = evtimer_new(svc->host.base, drain_tick, svc);
     if (svc->drain_timer == NULL) {
         drain_tick(-1, 0, svc);
