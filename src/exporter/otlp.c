@@ -24,6 +24,7 @@
 #include "core/metrics.h"
 #include "core/memlimit.h"
 #include "core/spool.h"
+#include "core/storage.h"
 #include "exporter/grpc_conn.h"
 #include "exporter/grpc_wire.h"
 #include "exporter/retry.h"

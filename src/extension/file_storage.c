@@ -17,6 +17,7 @@
 #include "pipeline/component.h"
 #include "core/log.h"
 #include "core/spool.h"
+#include "core/storage.h"
 
 struct fs_cfg {
     char *directory;
