@@ -64,7 +64,7 @@ struct pg_httpd_req {
     const char *peer_addr;       /* "127.0.0.1", "::1", "unix" */
     unsigned peer_port;
     const char *peer;            /* "127.0.0.1:5555" / "[::1]:5555" for logs */
-    const void *peer_key;        /* struct pg_peer_key (receiver/conn_limits.h) */
+    const void *peer_key;        /* struct pg_peer_key (http/conn_limits.h) */
     size_t reserved;             /* free for the handler (admitted bytes) */
     void *user;                  /* free for the handler */
 };
