@@ -16,7 +16,7 @@
 
 #include <event2/event.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"

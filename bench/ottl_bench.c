@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
-#include "core/component.h"
+#include "pipeline/batch.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "processor/ottl_kv.h"

@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "core/arena.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 #include "pprof/inflate.h"
 #include "pprof/translate.h"
 

@@ -2,7 +2,7 @@
  * The one static table of built-in components (no dlopen, no codegen). */
 #include <string.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 
 #define PG_DECLARE(sym) extern const struct pg_component_ops sym
 PG_DECLARE(pg_receiver_pprof);

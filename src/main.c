@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/otlp.h"
-#include "core/service.h"
+#include "otlp/otlp.h"
+#include "pipeline/service.h"
 
 #define SHUTDOWN_DEADLINE_NS (30LL * 1000000000LL)
 

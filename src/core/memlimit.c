@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/cgroup.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
 
@@ -30,13 +31,6 @@ static _Atomic uint64_t peak_rss_b;
 
 static struct pg_metric *m_refused_inflight, *m_refused_rss, *m_refused_size;
 static atomic_bool metrics_ready;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static int64_t gauge_inflight(void *arg)
 {
@@ -128,7 +122,7 @@ static void note_peak(uint64_t rss)
  * the way the collector forces a GC before refusing. */
 static uint64_t current_rss(uint64_t soft)
 {
-    int64_t now = mono_ns();
+    int64_t now = pg_mono_ns();
     int64_t at = atomic_load(&rss_at_ns);
     uint64_t rss;
 

@@ -129,23 +129,7 @@ void pg_spool_parse(const uint8_t *buf, size_t len, pg_spool_record_fn fn, void 
 /* Encodes a record header for @payload into @hdr (PG_SPOOL_HDR_SIZE bytes). */
 void pg_spool_encode_header(uint8_t *hdr, uint64_t id, const void *payload, size_t len);
 
-/* ---- storage registry ----------------------------------------------------
- * A `file_storage` extension registers its options under its id at create();
- * an exporter checks the id at create (pg_storage_known) and, at start (after
- * extensions started), opens its own spool in a sub-directory named after the
- * exporter id, as the collector gives each component its own client. */
-bool pg_storage_register(const char *id, const struct pg_spool_options *opt);
-void pg_storage_unregister(const char *id);
-bool pg_storage_known(const char *id);
-/* Opens "<directory>/<owner with '/' made '_'>" with the extension's options;
- * PG_ERR_CONFIG when @storage_id is not registered. The caller owns *@out. */
-PG_MUST_CHECK
-enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg_spool **out,
-                            struct pg_status *st);
-/* Syncs every spool opened through pg_storage_open whose fsync interval has
- * passed (the file_storage extension calls it from a timer). */
-void pg_storage_sync_all(void);
-/* Every registered id, comma separated, for messages (static buffer). */
-const char *pg_storage_ids(void);
+/* The spool's name in log lines ("spool" when none was given). */
+const char *pg_spool_log_name(const struct pg_spool *s);
 
 #endif

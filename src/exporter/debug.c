@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/batch.h"
-#include "core/component.h"
+#include "pipeline/batch.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 enum pg_debug_verbosity { PG_DEBUG_BASIC = 0, PG_DEBUG_NORMAL, PG_DEBUG_DETAILED };
 

@@ -21,7 +21,7 @@
 
 #include "core/log.h"
 #include "exporter/grpc_wire.h"
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 
 enum conn_state { ST_IDLE = 0, ST_CONNECTING, ST_READY, ST_BACKOFF };
 

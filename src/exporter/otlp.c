@@ -18,17 +18,18 @@
 #include <event2/event.h>
 #include <nghttp2/nghttp2ver.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 #include "core/metrics.h"
 #include "core/memlimit.h"
 #include "core/spool.h"
+#include "core/storage.h"
 #include "exporter/grpc_conn.h"
 #include "exporter/grpc_wire.h"
 #include "exporter/retry.h"
 #include "exporter/split.h"
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 
 /* ---- configuration ------------------------------------------------------- */
 

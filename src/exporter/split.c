@@ -2,15 +2,15 @@
  * Splitting and merging OTLP profile requests with rebuilt dictionaries.
  * Every sample (and every empty profile) is one "unit" in a flat, ordered
  * list over all sources; a part is a contiguous range of units rebuilt with
- * its own pg_dict builder (src/pprof/dict.h), so each part's dictionary holds
+ * its own pg_dict builder (src/otlp/dict.h), so each part's dictionary holds
  * exactly what its samples reference. Ranges that encode larger than the cap
  * are halved until they fit; a single unit that never fits is dropped. */
 #include "exporter/split.h"
 
 #include <string.h>
 
-#include "core/otlp_encode.h"
-#include "pprof/dict.h"
+#include "otlp/otlp_encode.h"
+#include "otlp/dict.h"
 
 struct unit {
     uint32_t src;

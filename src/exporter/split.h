@@ -13,7 +13,7 @@
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 struct pg_otlp_part {
     struct pg_otlp_request *req; /* in the output arena */

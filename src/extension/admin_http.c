@@ -23,42 +23,19 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
-#include "receiver/conn_limits.h"
-#include "receiver/http_parse.h"
-#include "receiver/http_server.h"
-#include "receiver/listener.h"
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
+#include "http/http_server.h"
+#include "http/listener.h"
 
 bool pg_admin_split_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
 {
-    if (ep == NULL) {
+    if (!pg_hostport_split(ep, host, host_size, port)) {
         return false;
     }
-    const char *colon = strrchr(ep, ':');
-    if (colon == NULL) {
-        return false;
-    }
-    const char *h = ep;
-    size_t hlen = (size_t)(colon - ep);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    if (hlen >= host_size) {
-        return false;
-    }
-    char *end;
-    errno = 0;
-    long p = strtol(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
-        return false;
-    }
-    if (hlen == 0) {
+    if (host[0] == '\0') {
         snprintf(host, host_size, "0.0.0.0");
-    } else {
-        memcpy(host, h, hlen);
-        host[hlen] = '\0';
     }
-    *port = (unsigned)p;
     return true;
 }
 

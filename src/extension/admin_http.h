@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/err.h"
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 struct pg_httpd;
 struct pg_httpd_req;

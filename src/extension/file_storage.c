@@ -14,9 +14,10 @@
 
 #include <event2/event.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "core/spool.h"
+#include "core/storage.h"
 
 struct fs_cfg {
     char *directory;

@@ -12,7 +12,7 @@
 
 #include <event2/http.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "extension/admin_http.h"
 
 /* The state; the field table binds into it (the shared keys into .http). */

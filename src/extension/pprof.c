@@ -14,10 +14,10 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "extension/admin_http.h"
-#include "receiver/http_server.h"
+#include "http/http_server.h"
 #include "selfprof/selfprof.h"
 
 #define PROFILE_ARENA_CAP ((size_t)256 << 20)

@@ -15,7 +15,7 @@
 #include <event2/http.h>
 
 #include "scrape/scrape.h"
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/metrics.h"
 #include "extension/admin_http.h"
 #include "selfprof/selfprof.h"

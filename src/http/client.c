@@ -18,7 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 
 struct pg_http_call {
     struct event_base *base;          /* borrowed */

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "pprof/dict.h"
+#include "otlp/dict.h"
 #include "pprof/inflate.h"
-#include "pprof/otlp_build.h"
+#include "otlp/otlp_build.h"
 #include "pprof/pprof_decode.h"
 
 #define KEY_BUILD_ID "process.executable.build_id.gnu"

@@ -12,7 +12,7 @@
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 
 /* Schema URL written on the ResourceProfiles and ScopeProfiles (upstream parity). */
 #define PG_SEMCONV_SCHEMA_URL "https://opentelemetry.io/schemas/1.39.0"

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/err.h"
 
 /* The contexts profile_statements may run in, from coarse to fine. */

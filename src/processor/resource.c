@@ -12,7 +12,7 @@
 
 #include <openssl/evp.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/log.h"
 #include "processor/ottl_internal.h"
 

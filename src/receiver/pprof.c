@@ -31,27 +31,28 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
 #include "core/thread_sched.h"
+#include "pipeline/batch.h"
 #include "core/cgroup.h"
-#include "core/component.h"
+#include "core/clock.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/memlimit.h"
 #include "core/metrics.h"
 #include "pprof/translate.h"
-#include "receiver/http_request.h"
-#include "receiver/listener.h"
+#include "http/http_request.h"
+#include "http/listener.h"
 #include "receiver/pprof_self.h"
-#include "receiver/auth.h"
-#include "receiver/conn_limits.h"
-#include "receiver/http_parse.h"
-#include "receiver/http_server.h"
-#include "receiver/tls.h"
+#include "http/auth.h"
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
+#include "http/http_server.h"
+#include "http/tls.h"
+#include "receiver/pprof_config.h"
 #include "scrape/scrape.h"
 
 #define PPROF_PATH "/v1/pprof"
-#define MIB (1024.0 * 1024.0)
 /* The cap on one request's head (Go's default is 1 MiB; a push needs a few
  * KiB, and every open connection may hold this much). */
 #define MAX_HEADER_BYTES (64 * 1024)
@@ -69,160 +70,6 @@
 #define BATCH_ARENA_FACTOR 8
 /* Go's net.Listen asks for the kernel's maximum (net.core.somaxconn caps it). */
 #define LISTEN_BACKLOG (SOMAXCONN > 4096 ? SOMAXCONN : 4096)
-/* `server.workers: -1` means one worker per usable CPU (core/cgroup.h), capped here. */
-#define MAX_WORKERS 64
-
-/* ---- config ---------------------------------------------------------- */
-
-struct rx_server_cfg {
-    char *endpoint;
-    int transport; /* enum pg_transport */
-    bool include_metadata;
-    uint64_t max_request_body_size;
-    struct pg_strlist compression_algorithms;
-    int64_t read_header_timeout;
-    int64_t read_timeout;
-    int64_t write_timeout;
-    int64_t idle_timeout;
-    bool keep_alives_enabled;
-    struct pg_strmap response_headers;
-    char *default_service_name;
-    /* TLS, authentication, header-count cap. */
-    struct pg_tls_server_options tls;
-    bool has_tls;
-    struct pg_auth_options auth;
-    bool has_auth;
-    int64_t max_request_headers;
-    int64_t max_connections;
-    int64_t max_connections_per_peer;
-    int64_t max_requests_per_connection;
-    uint64_t min_body_rate;
-    int64_t workers;
-};
-
-struct rx_self_cfg {
-    int64_t collection_interval;
-};
-
-/* 0 = the translator's default (max_inflated_bytes: max_request_body_size). */
-struct rx_limits_cfg {
-    uint64_t max_inflated_bytes;
-    int64_t max_gzip_layers, max_samples, max_locations, max_functions, max_mappings, max_strings;
-    uint64_t max_string_bytes;
-    int64_t max_stack_depth, max_labels_per_sample, max_sample_types;
-};
-
-struct rx_cfg {
-    struct rx_server_cfg server;
-    bool has_server;
-    struct rx_self_cfg self;
-    bool has_self;
-    char *trace_id_label;
-    char *span_id_label;
-    bool include_original_payload;
-    struct rx_limits_cfg limits;
-    const struct pg_cfg_node *scrape, *remote; /* pull mode: src/scrape */
-};
-
-#define F(name, type, st, member, def, lo, hi, doc)                                                \
-    {name, type, offsetof(st, member), def, lo, hi, NULL, NULL, 0, doc}
-
-static const struct pg_field server_fields[] = {
-    F("endpoint", PG_FT_STR, struct rx_server_cfg, endpoint, "localhost:4040", 0, 0,
-      "host:port to listen on (\":4040\" = every interface); with transport unix, a socket path"),
-    {"transport", PG_FT_ENUM, offsetof(struct rx_server_cfg, transport), "tcp", 0, 0, NULL,
-     pg_transport_names, 0, "tcp, tcp4 or tcp6 (one address family), unix (endpoint is a socket "
-                            "file, removed at shutdown)"},
-    F("include_metadata", PG_FT_BOOL, struct rx_server_cfg, include_metadata, "false", 0, 0,
-      "copy request headers into request metadata (for metadata[\"...\"] in transform)"),
-    F("max_request_body_size", PG_FT_BYTES, struct rx_server_cfg, max_request_body_size, "20MiB",
-      1024, 1024.0 * MIB, "cap on the body as received and on each decompressed layer (413)"),
-    F("compression_algorithms", PG_FT_STRLIST, struct rx_server_cfg, compression_algorithms,
-      ",gzip,deflate,zlib", 0, 0,
-      "accepted Content-Encoding values (\"\" = none; identity, gzip, deflate, zlib)"),
-    F("read_header_timeout", PG_FT_DURATION, struct rx_server_cfg, read_header_timeout, "1m", 0, 0,
-      "deadline from a request's first byte to the end of its headers (not reset by trickled "
-      "bytes); a new connection gets it from accept"),
-    F("read_timeout", PG_FT_DURATION, struct rx_server_cfg, read_timeout, "0", 0, 0,
-      "deadline from a request's first byte to the end of its body; 0 = none"),
-    F("write_timeout", PG_FT_DURATION, struct rx_server_cfg, write_timeout, "30s", 0, 0,
-      "deadline for writing an answer; also how long a request may be held"),
-    F("idle_timeout", PG_FT_DURATION, struct rx_server_cfg, idle_timeout, "1m", 0, 0,
-      "keep-alive connections idle this long are closed"),
-    F("min_body_rate", PG_FT_BYTES, struct rx_server_cfg, min_body_rate, "1KiB", 0, 1e12,
-      "bytes/s a body must average after a 2 s grace, or the connection closes (408); 0 = off"),
-    F("keep_alives_enabled", PG_FT_BOOL, struct rx_server_cfg, keep_alives_enabled, "true", 0, 0,
-      NULL),
-    F("response_headers", PG_FT_STRMAP, struct rx_server_cfg, response_headers, NULL, 0, 0,
-      "headers added to every response"),
-    F("default_service_name", PG_FT_STR, struct rx_server_cfg, default_service_name, NULL, 0, 0,
-      "service.name used when none survives the processors (pprofgate extension)"),
-    /* Transport security and access control: docs/security.md. */
-    {"tls", PG_FT_SECTION, offsetof(struct rx_server_cfg, tls), NULL, 0, 0, pg_tls_server_fields,
-     NULL, offsetof(struct rx_server_cfg, has_tls), "serve HTTPS (confighttp tls keys; mTLS with "
-     "client_ca_file)"},
-    {"auth", PG_FT_SECTION, offsetof(struct rx_server_cfg, auth), NULL, 0, 0, pg_auth_fields, NULL,
-     offsetof(struct rx_server_cfg, has_auth), "require a bearer token or basic auth (401)"},
-    F("max_request_headers", PG_FT_INT, struct rx_server_cfg, max_request_headers, "100", 1, 10000,
-      "header lines per request at most (431 past it)"),
-    F("max_connections", PG_FT_INT, struct rx_server_cfg, max_connections, "0", 0, 1e7,
-      "open client connections at most, enforced at accept (0 = the fd limit minus a headroom)"),
-    F("max_connections_per_peer", PG_FT_INT, struct rx_server_cfg, max_connections_per_peer, "0",
-      0, 1e7, "open connections per client address at most, enforced at accept (0 = no limit)"),
-    F("max_requests_per_connection", PG_FT_INT, struct rx_server_cfg, max_requests_per_connection,
-      "0", 0, 1e9, "keep-alive requests before Connection: close (0 = no limit)"),
-    F("workers", PG_FT_INT, struct rx_server_cfg, workers, "-1", -1, MAX_WORKERS,
-      "threads that inflate and translate bodies off the event loop (-1 = one per usable CPU, "
-      "0 = inline on the loop); see docs/receiver.md"),
-    PG_FIELD_END,
-};
-
-static const struct pg_field self_fields[] = {
-    F("collection_interval", PG_FT_DURATION, struct rx_self_cfg, collection_interval, "60s",
-      1e9, 86400e9, "how often pprofgate's own heap profile enters the pipeline"),
-    PG_FIELD_END,
-};
-
-static const struct pg_field limits_fields[] = {
-    F("max_inflated_bytes", PG_FT_BYTES, struct rx_limits_cfg, max_inflated_bytes, "0", 0, 0,
-      "per gzip layer inside the body; 0 = server.max_request_body_size"),
-    F("max_gzip_layers", PG_FT_INT, struct rx_limits_cfg, max_gzip_layers, "0", 0, 64,
-      "0 = default (4)"),
-    F("max_samples", PG_FT_INT, struct rx_limits_cfg, max_samples, "0", 0, 1e9, "0 = default"),
-    F("max_locations", PG_FT_INT, struct rx_limits_cfg, max_locations, "0", 0, 1e9, "0 = default"),
-    F("max_functions", PG_FT_INT, struct rx_limits_cfg, max_functions, "0", 0, 1e9, "0 = default"),
-    F("max_mappings", PG_FT_INT, struct rx_limits_cfg, max_mappings, "0", 0, 1e9, "0 = default"),
-    F("max_strings", PG_FT_INT, struct rx_limits_cfg, max_strings, "0", 0, 1e9, "0 = default"),
-    F("max_string_bytes", PG_FT_BYTES, struct rx_limits_cfg, max_string_bytes, "0", 0, 0,
-      "0 = default"),
-    F("max_stack_depth", PG_FT_INT, struct rx_limits_cfg, max_stack_depth, "0", 0, 1e6,
-      "0 = default"),
-    F("max_labels_per_sample", PG_FT_INT, struct rx_limits_cfg, max_labels_per_sample, "0", 0,
-      1e6, "0 = default"),
-    F("max_sample_types", PG_FT_INT, struct rx_limits_cfg, max_sample_types, "0", 0, 1e4,
-      "0 = default"),
-    PG_FIELD_END,
-};
-
-static const struct pg_field rx_fields[] = {
-    {"server", PG_FT_SECTION, offsetof(struct rx_cfg, server), NULL, 0, 0, server_fields, NULL,
-     offsetof(struct rx_cfg, has_server), "the POST /v1/pprof push endpoint (confighttp keys)"},
-    {"self", PG_FT_SECTION, offsetof(struct rx_cfg, self), NULL, 0, 0, self_fields, NULL,
-     offsetof(struct rx_cfg, has_self), "profile pprofgate itself (heap sampler)"},
-    F("trace_id_label", PG_FT_STR, struct rx_cfg, trace_id_label, "trace_id", 0, 0,
-      "pprof label turned into the sample's Link trace id"),
-    F("span_id_label", PG_FT_STR, struct rx_cfg, span_id_label, "span_id", 0, 0,
-      "pprof label turned into the sample's Link span id"),
-    F("include_original_payload", PG_FT_BOOL, struct rx_cfg, include_original_payload, "false", 0,
-      0, "keep the pprof bytes in Profile.original_payload"),
-    {"limits", PG_FT_SECTION, offsetof(struct rx_cfg, limits), NULL, 0, 0, limits_fields, NULL,
-     PG_NO_PRESENT, "caps on what one pprof may contain (413 past them)"},
-    F("scrape", PG_FT_NODE, struct rx_cfg, scrape, NULL, 0, 0,
-      "pull mode: Parca scrape_configs (docs/scrape.md)"),
-    F("remote", PG_FT_NODE, struct rx_cfg, remote, NULL, 0, 0,
-      "pull one URL (the contrib receiver's remote: keys)"),
-    PG_FIELD_END,
-};
 
 /* ---- state ----------------------------------------------------------- */
 
@@ -272,36 +119,6 @@ struct rx {
     struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
 };
 
-static enum pg_err parse_endpoint(const char *ep, char *host, size_t host_size, unsigned *port)
-{
-    const char *colon = strrchr(ep, ':');
-    const char *h = ep;
-    size_t hlen;
-    char *end;
-    long p;
-
-    if (colon == NULL) {
-        return PG_ERR_CONFIG;
-    }
-    hlen = (size_t)(colon - ep);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    if (hlen >= host_size) {
-        return PG_ERR_CONFIG;
-    }
-    errno = 0;
-    p = strtol(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
-        return PG_ERR_CONFIG;
-    }
-    memcpy(host, h, hlen); /* "" = every interface of the transport's family */
-    host[hlen] = '\0';
-    *port = (unsigned)p;
-    return PG_ERR_OK;
-}
-
 static void apply_limits(struct rx *rx)
 {
     const struct rx_limits_cfg *l = &rx->cfg.limits;
@@ -339,7 +156,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     }
     rx->held_tail = &rx->held;
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
-    problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, rx_fields, &rx->cfg, path);
+    problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pg_pprof_rx_fields, &rx->cfg, path);
     problems += pg_scrape_config_parse(ctx->config_arena, ctx->diag, rx->cfg.scrape,
                                        rx->cfg.remote, path, &rx->scrape_cfg);
     if (!rx->cfg.has_server && !rx->cfg.has_self && rx->cfg.scrape == NULL &&
@@ -361,8 +178,8 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
                 problems++;
             }
         } else if (s->endpoint == NULL ||
-                   parse_endpoint(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
-                                  &rx->listen_port) != PG_ERR_OK) {
+                   !pg_hostport_split(s->endpoint, rx->listen_host, sizeof(rx->listen_host),
+                                      &rx->listen_port)) {
             pg_diag_add(ctx->diag, ctx->config, path,
                         "server::endpoint \"%s\" is not host:port (e.g. localhost:4040, :4040, "
                         "[::1]:4040)",
@@ -534,21 +351,13 @@ static void count_in(struct code_metric *tab, size_t *n, size_t cap, const char 
     pg_metric_add(pg_metric_counter(name, help, labels), 1);
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* One log line per reason per interval: the key is the code and the reason
  * with its digits left out (sizes and counts vary, the reason does not). */
 #define REASON_LOG_INTERVAL_S 10.0
 static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned long *suppressed)
 {
     uint64_t key = 1469598103934665603ULL ^ (uint64_t)code;
-    double now = (double)mono_ns() / 1e9;
+    double now = pg_mono_s();
     size_t slot;
 
     for (const char *p = reason ? reason : ""; *p != '\0'; p++) {
@@ -628,19 +437,6 @@ static void reply(struct rx *rx, struct pg_httpd_req *req, int code, const char 
         evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
     }
     pg_httpd_reply(req, code, text ? text : "");
-}
-
-static uint64_t now_unix_nano(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static double mono_seconds(void)
-{
-    return (double)mono_ns() / 1e9;
 }
 
 static void fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
@@ -759,7 +555,7 @@ static void job_run(struct rx *rx, struct rx_job *job)
         err = pg_pprof_translate_owned(job->arena, &job->scratch, body, body_len, &rx->topts,
                                        &otlp, &job->stats, &job->st);
         pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
-        pg_metric_observe(rx->m_latency, mono_seconds() - job->t0);
+        pg_metric_observe(rx->m_latency, pg_mono_s() - job->t0);
     }
     pg_arena_destroy(job->scratch);
     job->scratch = NULL;
@@ -780,7 +576,7 @@ static void job_run(struct rx *rx, struct rx_job *job)
         return;
     }
     job->batch->raw_bytes = job->len;
-    job->batch->received_unix_nano = now_unix_nano();
+    job->batch->received_unix_nano = (uint64_t)pg_real_ns();
     job->batch->receiver_id = rx->id;
     job->batch->default_service_name = rx->cfg.server.default_service_name;
     job->batch->metadata = job->md;
@@ -852,7 +648,7 @@ static void hold(struct rx *rx, struct rx_job *job)
         pg_log_info(rx->log_name, "holding requests: %s (%lu similar lines suppressed)",
                     pg_status_text(&job->st), suppressed);
     }
-    job->held_since = mono_seconds();
+    job->held_since = pg_mono_s();
     job->next = NULL;
     *rx->held_tail = job;
     rx->held_tail = &job->next;
@@ -905,7 +701,7 @@ static void on_held_timer(evutil_socket_t fd, short what, void *arg)
             deliver(rx, held_pop(rx));
             continue;
         }
-        if (limit > 0 && mono_seconds() - job->held_since >= limit) {
+        if (limit > 0 && pg_mono_s() - job->held_since >= limit) {
             held_pop(rx);
             snprintf(why, sizeof(why), "%s; held %.0f s (write_timeout), retry later",
                      pg_status_text(&job->st), limit);
@@ -1140,7 +936,7 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
     }
     job->req = req;
     job->admitted = admitted;
-    job->t0 = mono_seconds();
+    job->t0 = pg_mono_s();
     job->err = PG_ERR_INTERNAL;
     pg_status_clear(&job->st);
     pg_status_clear(&job->md_st);
@@ -1246,7 +1042,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     }
     if (rx->auth != NULL) {
         const struct pg_peer_key *key = req->peer_key;
-        double now = mono_seconds();
+        double now = pg_mono_s();
         const struct evkeyval *kv;
         int n_auth = 0;
 
@@ -1524,7 +1320,7 @@ const struct pg_component_ops pg_receiver_pprof = {
     .type = "pprof",
     .alias = NULL,
     .kind = PG_KIND_RECEIVER,
-    .fields = rx_fields,
+    .fields = pg_pprof_rx_fields,
     .doc = "POST /v1/pprof push endpoint (collector pprofreceiver server mode)",
     .create = rx_create,
     .start = rx_start,

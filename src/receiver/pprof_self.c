@@ -13,7 +13,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
-#include "pprof/otlp_build.h"
+#include "otlp/otlp_build.h"
 #include "selfprof/selfprof.h"
 
 #define SELF_ARENA_CAP ((size_t)256 << 20)

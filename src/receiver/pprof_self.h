@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "pprof/translate.h"
 
 struct pg_pprof_self;

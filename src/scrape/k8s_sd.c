@@ -15,7 +15,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 #include "http/client.h"
 
 #define LOG_NAME "receiver/pprof/k8s_sd"

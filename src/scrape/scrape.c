@@ -12,12 +12,12 @@
 #include <event2/event.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "exporter/tls_client.h"
+#include "http/tls_client.h"
 #include "http/client.h"
-#include "pprof/otlp_build.h"
+#include "otlp/otlp_build.h"
 #include "scrape/file_sd.h"
 #include "scrape/k8s_sd.h"
 

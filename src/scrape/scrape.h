@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "pprof/translate.h"
 #include "scrape/labels.h"
 #include "scrape/scrape_config.h"

@@ -870,7 +870,7 @@ def sc_receiver_auth(ctx):
     if not ctx.feat.rx_auth:
         ctx.res.skip("receiver bearer auth (401 + WWW-Authenticate)",
                      "server.auth not wired into the receiver in this build "
-                     "(helpers exist in src/receiver/auth.c)")
+                     "(helpers exist in src/http/auth.c)")
         return
     with Collector() as col:
         d = tempfile.mkdtemp(prefix="pg-faults-auth-")
@@ -909,7 +909,7 @@ def _make_certs(d):
 def sc_receiver_tls(ctx):
     if not ctx.feat.rx_auth:
         ctx.res.skip("receiver TLS / mTLS", "server.tls not wired into the receiver in this build "
-                     "(helpers exist in src/receiver/tls.c)")
+                     "(helpers exist in src/http/tls.c)")
         return
     import ssl
     d = tempfile.mkdtemp(prefix="pg-faults-tls-")

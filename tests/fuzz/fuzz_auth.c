@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * libFuzzer target for the Authorization header check (receiver/auth.c)
+ * libFuzzer target for the Authorization header check (http/auth.c)
  * against two fixed credential sets, with an independent oracle:
  * byte 0 picks the mode, the rest is the input.
  *   0: the input is the header, checked by a bearer instance; allowed exactly
@@ -19,7 +19,7 @@
 
 #include <openssl/evp.h>
 
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 #define TOKEN "s3cret-T0ken/with+base64=chars"
 

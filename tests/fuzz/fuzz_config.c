@@ -8,7 +8,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "core/service.h"
+#include "pipeline/service.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,9 +15,9 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/utf8.h"
-#include "receiver/http_request.h"
+#include "http/http_request.h"
 
 #define MAX_LAYER (64 * 1024)
 

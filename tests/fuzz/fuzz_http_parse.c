@@ -15,7 +15,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "receiver/http_parse.h"
+#include "http/http_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

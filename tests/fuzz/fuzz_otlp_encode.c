@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Differential libFuzzer target for the hand-written OTLP encoder
- * (core/otlp_encode.c): whatever request protobuf-c can unpack from the
+ * (otlp/otlp_encode.c): whatever request protobuf-c can unpack from the
  * input (every field, oneof, packed repeat and unknown field it keeps) must
  * be encoded by pg_otlp_request_encode into exactly the bytes
- * protobuf_c_message_pack writes, as core/otlp_encode.h promises. */
+ * protobuf_c_message_pack writes, as otlp/otlp_encode.h promises. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

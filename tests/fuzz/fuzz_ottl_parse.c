@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "processor/ottl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

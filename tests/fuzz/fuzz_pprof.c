@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "pprof/dict.h"
+#include "otlp/dict.h"
 #include "pprof/translate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

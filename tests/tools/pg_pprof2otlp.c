@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "pprof/dict.h"
+#include "otlp/dict.h"
 #include "pprof/translate.h"
 
 static unsigned char *slurp(const char *path, size_t *len)

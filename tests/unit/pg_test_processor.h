@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 
 struct pg_proc_fixture {

@@ -17,11 +17,11 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/arena.h"
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "extension/admin_http.h"
-#include "receiver/http_server.h"
+#include "http/http_server.h"
 #include "pg_test.h"
 #include "pg_test_diag.h"
 

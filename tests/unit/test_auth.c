@@ -8,7 +8,7 @@
 
 #include "core/config.h"
 #include "pg_test.h"
-#include "receiver/auth.h"
+#include "http/auth.h"
 
 static char dir[64];
 

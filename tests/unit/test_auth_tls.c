@@ -12,7 +12,7 @@
 #include <openssl/ssl.h>
 
 #include "pg_test.h"
-#include "receiver/tls.h"
+#include "http/tls.h"
 
 static char dir[64];
 static char path_buf[16][160];

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/memlimit.h"
 #include "core/metrics.h"
 #include "core/spool.h"

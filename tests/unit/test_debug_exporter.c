@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/metrics.h"
 #include "pg_test.h"
 #include "pg_test_processor.h"

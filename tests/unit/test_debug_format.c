@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/otlp.h"
+#include "otlp/otlp.h"
 #include "exporter/debug_format.h"
 #include "pg_test.h"
 

@@ -13,8 +13,8 @@
 #include <event2/keyvalq_struct.h>
 
 #include "pg_test.h"
-#include "receiver/conn_limits.h"
-#include "receiver/http_parse.h"
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
 
 struct head_case {
     const char *name;

@@ -12,9 +12,9 @@
 #include <zlib.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "pg_test.h"
-#include "receiver/http_request.h"
+#include "http/http_request.h"
 
 PG_TEST(test_coding_names)
 {

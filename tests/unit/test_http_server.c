@@ -19,7 +19,7 @@
 #include <event2/event.h>
 
 #include "pg_test.h"
-#include "receiver/http_server.h"
+#include "http/http_server.h"
 
 static int events[PG_HTTPD_N_EVENTS];
 

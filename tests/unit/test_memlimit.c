@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/memlimit.h"
 #include "pg_test.h"
 

@@ -21,14 +21,15 @@
 
 #include <event2/event.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/memlimit.h"
 #include "core/metrics.h"
 #include "core/spool.h"
+#include "core/storage.h"
 #include "pg_test.h"
 #include "test_otlp_util.h"
 

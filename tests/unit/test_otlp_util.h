@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/batch.h"
-#include "pprof/dict.h"
+#include "pipeline/batch.h"
+#include "otlp/dict.h"
 
 static inline struct pg_otlp_valuetype *tb_vt(struct pg_arena *a, int32_t t, int32_t u)
 {

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "processor/ottl.h"
 #include "pg_test.h"
 

@@ -12,7 +12,7 @@
 
 #include "core/arena.h"
 #include "pg_test.h"
-#include "pprof/dict.h"
+#include "otlp/dict.h"
 #include "pprof/inflate.h"
 #include "pprof/translate.h"
 #include "pprof_writer.h"

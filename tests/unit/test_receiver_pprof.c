@@ -14,7 +14,7 @@
 #include <event2/keyvalq_struct.h>
 #include <zlib.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "pg_test.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/service.h"
+#include "pipeline/service.h"
 #include "pg_test.h"
 #include "pg_test_diag.h"
 

@@ -5,9 +5,9 @@
 #include <stdbool.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
+#include "pipeline/batch.h"
 #include "core/metrics.h"
-#include "core/service_name.h"
+#include "pipeline/service_name.h"
 #include "pg_test.h"
 
 /* @name: existing service.name or NULL; @file: mapping_table[1] filename or

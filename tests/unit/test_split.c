@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/otlp_encode.h"
+#include "otlp/otlp_encode.h"
 #include "exporter/split.h"
 #include "pg_test.h"
 #include "test_otlp_util.h"

@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "core/spool.h"
+#include "core/storage.h"
 #include "pg_test.h"
 
 static char tmp_root[256];

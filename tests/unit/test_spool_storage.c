@@ -7,8 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/component.h"
+#include "pipeline/component.h"
 #include "core/spool.h"
+#include "core/storage.h"
 #include "pg_test.h"
 
 extern const struct pg_component_ops pg_extension_file_storage;

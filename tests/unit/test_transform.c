@@ -6,8 +6,8 @@
 #include <stdbool.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
-#include "core/component.h"
+#include "pipeline/batch.h"
+#include "pipeline/component.h"
 #include "core/config.h"
 #include "pg_test.h"
 #include "pg_test_processor.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The size-caching OTLP encoder (core/otlp_encode.c) against protobuf-c's own
+ * The size-caching OTLP encoder (otlp/otlp_encode.c) against protobuf-c's own
  * pack: byte-for-byte equality on every pprof fixture's translation, on the
  * golden Appendix A request, and on a hand-built request that exercises the
  * rules translation never produces (unknown fields, negative int32s, empty
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "core/batch.h"
-#include "core/otlp_encode.h"
+#include "pipeline/batch.h"
+#include "otlp/otlp_encode.h"
 #include "pg_test.h"
 #include "pprof/translate.h"
 

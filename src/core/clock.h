@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The process's clocks in one place: monotonic time for deadlines, intervals
+ * and latencies, real (Unix) time for timestamps that leave the process.
+ * Thread-safe (clock_gettime). */
+#ifndef PG_CORE_CLOCK_H
+#define PG_CORE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define PG_NS_PER_SEC 1000000000LL
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t pg_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * PG_NS_PER_SEC + ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double pg_mono_s(void)
+{
+    return (double)pg_mono_ns() / 1e9;
+}
+
+/* CLOCK_REALTIME in nanoseconds since the Unix epoch. */
+static inline int64_t pg_real_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * PG_NS_PER_SEC + ts.tv_nsec;
+}
+
+#endif

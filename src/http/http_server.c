@@ -1,0 +1,1111 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * HTTP/1.1 server on bufferevents (see http_server.h). Each connection is a
+ * small state machine with one deadline timer:
+ *   HEAD  - waiting for / reading a request head (idle or header deadline)
+ *   BODY  - reading the body (read_timeout, minimum rate)
+ *   CALL  - the handler has the request; nothing is read (pipelined bytes
+ *           wait in the socket)
+ *   WRITE - the answer is being written (write_timeout)
+ *   LINGER- a refusal was sent with the body unread: our side is shut, what
+ *           still arrives is dropped unbuffered for a moment so the client
+ *           reads the answer instead of a reset, then the socket closes.
+ * The connection owns its request; the handler borrows it between on_head
+ * and on_done. Loop thread only. */
+#define _GNU_SOURCE /* accept4 */
+#include "http/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "http/conn_limits.h"
+#include "http/http_parse.h"
+#include "http/http_request.h"
+#include "http/tls.h"
+
+/* fds kept free below RLIMIT_NOFILE for everything that is not a client
+ * connection: health_check and admin listeners, exporters, spool files. */
+#define FD_HEADROOM 64
+#define ACCEPT_BATCH 64
+#define ACCEPT_PAUSE_US 100000
+#define LINGER_S 1.0
+#define LINGER_MAX_BYTES (64u << 20)
+/* Bytes all lingering connections together may drop per second (and at
+ * once): a lone refused upload is drained so its client reads the answer;
+ * a flood of them is cut off (reset) instead of costing the loop its CPU. */
+#define LINGER_BUDGET_PER_S (32.0 * 1024 * 1024)
+/* The minimum body rate is judged after this long, so a slow start (TCP
+ * slow start, a client preparing its stream) is not penalised. */
+#define BODY_RATE_GRACE_S 2.0
+
+const char *const pg_httpd_event_names[] = {
+    "max_connections", "per_peer", "accept_error", "read_header_timeout",
+    "read_timeout",    "min_body_rate", "write_timeout", "idle_timeout",
+};
+
+enum conn_state { S_HEAD = 0, S_BODY, S_CALL, S_WRITE, S_LINGER };
+
+struct req_priv {
+    struct pg_httpd_req pub;
+    struct evkeyvalq in, out;
+    char *head; /* the head bytes, parsed in place: method/target/path point here */
+    char *path;
+    struct pg_http_head h;
+    bool answered;
+};
+
+struct pg_httpd_conn {
+    struct pg_httpd *srv;
+    struct pg_httpd_conn *prev, *next; /* srv->conns */
+    struct bufferevent *bev;
+    evutil_socket_t fd;
+    struct event *timer;
+    struct pg_peer_key key;
+    char addr[INET6_ADDRSTRLEN];
+    unsigned port;
+    char peer[INET6_ADDRSTRLEN + 10];
+    enum conn_state state;
+    bool started;          /* HEAD: a byte of this request arrived */
+    bool close_after;      /* WRITE: close (or linger) once written */
+    bool linger;           /* WRITE: the body was left unread */
+    bool body_done;
+    size_t scanned;        /* HEAD: bytes already searched for the blank line */
+    double req_start, body_start, deadline;
+    uint64_t body_got, lingered;
+    unsigned n_requests;
+    struct pg_http_chunked ch;
+    struct req_priv *req;  /* owned; NULL between requests */
+};
+
+struct pg_httpd {
+    struct event_base *base;
+    SSL_CTX *ssl_ctx;
+    struct pg_httpd_limits lim;
+    struct pg_httpd_ops ops;
+    void *arg;
+    int lfd;
+    struct event *accept_ev, *retry_ev;
+    struct pg_peer_counts *peers;
+    struct pg_httpd_conn *conns;
+    size_t open, cap;
+    bool draining;
+    double linger_tokens, linger_last; /* the shared drain budget */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double ns_s(int64_t ns)
+{
+    return (double)ns / 1e9;
+}
+
+static void process(struct pg_httpd_conn *c);
+static void conn_close(struct pg_httpd_conn *c);
+
+/* ---- deadlines --------------------------------------------------------- */
+
+static void set_deadline(struct pg_httpd_conn *c, double at)
+{
+    c->deadline = at;
+    if (at <= 0) {
+        evtimer_del(c->timer);
+        return;
+    }
+    {
+        double d = at - now_s();
+        struct timeval tv;
+
+        if (d < 0) {
+            d = 0;
+        }
+        tv.tv_sec = (time_t)d;
+        tv.tv_usec = (suseconds_t)((d - (double)tv.tv_sec) * 1e6);
+        evtimer_add(c->timer, &tv);
+    }
+}
+
+/* The earlier of two deadlines, 0 meaning none. */
+static double earlier(double a, double b)
+{
+    if (a <= 0) {
+        return b;
+    }
+    if (b <= 0) {
+        return a;
+    }
+    return a < b ? a : b;
+}
+
+static double body_deadline(const struct pg_httpd_conn *c)
+{
+    const struct pg_httpd_limits *l = &c->srv->lim;
+    double d = 0;
+
+    if (l->read_timeout_ns > 0) {
+        d = c->req_start + ns_s(l->read_timeout_ns);
+    }
+    if (l->min_body_rate > 0) {
+        d = earlier(d, c->body_start + BODY_RATE_GRACE_S +
+                           (double)c->body_got / (double)l->min_body_rate);
+    }
+    return d;
+}
+
+static void idle_deadline(struct pg_httpd_conn *c, bool first)
+{
+    const struct pg_httpd_limits *l = &c->srv->lim;
+    int64_t t = first && l->read_header_timeout_ns > 0 ? l->read_header_timeout_ns
+                                                       : l->idle_timeout_ns;
+
+    if (t <= 0) {
+        t = l->read_header_timeout_ns;
+    }
+    set_deadline(c, t > 0 ? now_s() + ns_s(t) : 0);
+}
+
+static void event_report(struct pg_httpd *s, int ev, const char *peer)
+{
+    if (s->ops.on_conn_event != NULL) {
+        s->ops.on_conn_event(ev, peer, s->arg);
+    }
+}
+
+/* Plain TCP only: a short answer written straight to the socket before it
+ * closes (nothing waits for it to drain). */
+static void raw_answer(struct pg_httpd_conn *c, int code, const char *reason)
+{
+    char buf[320];
+    int n;
+
+    if (c->srv->ssl_ctx != NULL) {
+        return;
+    }
+    n = snprintf(buf, sizeof(buf),
+                 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                 "%sConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n",
+                 code, code == 408 ? "Request Timeout" : "Service Unavailable",
+                 code == 503 ? "Retry-After: 1\r\n" : "", strlen(reason) + 1, reason);
+    if (n > 0 && (size_t)n < sizeof(buf)) {
+        (void)!send(c->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+}
+
+/* The deadline judges the client, not the loop's backlog: bytes the client
+ * sent in time may still sit in the socket because the loop was busy. Reads
+ * them now (plain TCP, bounded by what the phase may still take) and runs
+ * the state machine; true when the phase is over. */
+static bool catch_up(struct pg_httpd_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct pg_httpd *s = c->srv;
+    size_t open_before = s->open;
+    enum conn_state before = c->state;
+    uint64_t got = c->body_got;
+    size_t room;
+
+    if (c->srv->ssl_ctx != NULL) {
+        return false;
+    }
+    if (before == S_HEAD) {
+        size_t have = evbuffer_get_length(in);
+
+        room = have < c->srv->lim.max_header_bytes + 1 ? c->srv->lim.max_header_bytes + 1 - have
+                                                       : 0;
+    } else if (c->req != NULL && !c->req->h.chunked &&
+               c->req->h.content_length != PG_HTTP_NO_LENGTH) {
+        room = (size_t)(c->req->h.content_length - c->body_got);
+    } else {
+        room = (size_t)c->srv->lim.max_body;
+    }
+    while (room > 0) {
+        int n = evbuffer_read(in, c->fd, room > (1u << 20) ? (1 << 20) : (int)room);
+
+        if (n <= 0) {
+            break;
+        }
+        room -= (size_t)n;
+    }
+    process(c);
+    if (s->open < open_before) {
+        return true; /* closed on the way (out of memory): @c is gone */
+    }
+    return c->state != before || (before == S_BODY && c->body_got != got && c->deadline > now_s()) ||
+           (before == S_HEAD && c->req != NULL);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_httpd_conn *c = arg;
+    struct pg_httpd *s = c->srv;
+    char why[160];
+    int ev;
+
+    (void)fd;
+    (void)what;
+    if (c->deadline > 0 && now_s() + 0.0005 < c->deadline) {
+        set_deadline(c, c->deadline); /* moved later meanwhile */
+        return;
+    }
+    if ((c->state == S_HEAD && c->started) || c->state == S_BODY) {
+        if (catch_up(c)) {
+            return;
+        }
+    }
+    switch (c->state) {
+    case S_HEAD:
+        if (!c->started) {
+            event_report(s, PG_HTTPD_CLOSED_IDLE, c->peer);
+            break;
+        }
+        snprintf(why, sizeof(why), "request head not complete within read_header_timeout (%.3g s)",
+                 ns_s(s->lim.read_header_timeout_ns));
+        raw_answer(c, 408, why);
+        event_report(s, PG_HTTPD_CLOSED_HEADER_TIMEOUT, c->peer);
+        s->ops.on_answer(c->req ? &c->req->pub : NULL, 408, why, c->peer, s->arg);
+        break;
+    case S_BODY:
+        ev = s->lim.read_timeout_ns > 0 &&
+                     now_s() + 0.001 >= c->req_start + ns_s(s->lim.read_timeout_ns)
+                 ? PG_HTTPD_CLOSED_READ_TIMEOUT
+                 : PG_HTTPD_CLOSED_BODY_RATE;
+        if (ev == PG_HTTPD_CLOSED_READ_TIMEOUT) {
+            snprintf(why, sizeof(why), "request body not complete within read_timeout (%.3g s)",
+                     ns_s(s->lim.read_timeout_ns));
+        } else {
+            snprintf(why, sizeof(why), "request body slower than min_body_rate (%llu bytes/s)",
+                     (unsigned long long)s->lim.min_body_rate);
+        }
+        raw_answer(c, 408, why);
+        event_report(s, ev, c->peer);
+        s->ops.on_answer(c->req ? &c->req->pub : NULL, 408, why, c->peer, s->arg);
+        break;
+    case S_WRITE:
+        event_report(s, PG_HTTPD_CLOSED_WRITE_TIMEOUT, c->peer);
+        break;
+    case S_LINGER:
+    case S_CALL:
+        break;
+    }
+    conn_close(c);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void req_end(struct pg_httpd_conn *c)
+{
+    struct req_priv *r = c->req;
+
+    if (r == NULL) {
+        return;
+    }
+    c->req = NULL;
+    if (c->srv->ops.on_done != NULL) {
+        c->srv->ops.on_done(&r->pub, c->srv->arg);
+    }
+    evhttp_clear_headers(&r->in);
+    evhttp_clear_headers(&r->out);
+    evbuffer_free(r->pub.body);
+    free(r->head);
+    free(r->path);
+    free(r);
+}
+
+static struct req_priv *req_new(struct pg_httpd_conn *c)
+{
+    struct req_priv *r = calloc(1, sizeof(*r));
+
+    if (r == NULL) {
+        return NULL;
+    }
+    TAILQ_INIT(&r->in);
+    TAILQ_INIT(&r->out);
+    r->pub.body = evbuffer_new();
+    if (r->pub.body == NULL) {
+        free(r);
+        return NULL;
+    }
+    r->pub.conn = c;
+    r->pub.method = "";
+    r->pub.target = "";
+    r->pub.path = "";
+    r->pub.minor = 1;
+    r->pub.in = &r->in;
+    r->pub.out = &r->out;
+    r->pub.content_length = PG_HTTP_NO_LENGTH;
+    r->pub.peer_addr = c->addr;
+    r->pub.peer_port = c->port;
+    r->pub.peer = c->peer;
+    r->pub.peer_key = &c->key;
+    r->h.minor = 1;
+    c->req = r;
+    return r;
+}
+
+static const char *status_text(int code)
+{
+    switch (code) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Request Entity Too Large";
+    case 414: return "Request-URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Status";
+    }
+}
+
+static bool header_says_close(struct evkeyvalq *h)
+{
+    const char *v = evhttp_find_header(h, "Connection");
+
+    return v != NULL && strcasecmp(v, "close") == 0;
+}
+
+/* Body bytes the request announced that were not read. */
+static bool body_unread(const struct pg_httpd_conn *c)
+{
+    const struct req_priv *r = c->req;
+
+    if (r == NULL || c->body_done) {
+        return false;
+    }
+    return r->h.chunked || (r->h.content_length != PG_HTTP_NO_LENGTH &&
+                            r->h.content_length > c->body_got);
+}
+
+void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, const void *body,
+                         size_t len)
+{
+    struct req_priv *r = (struct req_priv *)pub;
+    struct pg_httpd_conn *c = pub->conn;
+    struct pg_httpd *s = c->srv;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    const struct pg_httpd_limits *l = &s->lim;
+    const struct evkeyval *kv;
+    bool no_body = code == 204 || code == 304 || (code >= 100 && code < 200);
+    char date[64];
+    time_t t = time(NULL);
+    struct tm tm;
+
+    if (r->answered) {
+        return;
+    }
+    r->answered = true;
+    c->linger = body_unread(c);
+    c->close_after = c->linger || !r->h.keep_alive || !l->keep_alives || s->draining ||
+                     header_says_close(&r->out) ||
+                     (l->max_requests_per_connection > 0 &&
+                      c->n_requests >= l->max_requests_per_connection);
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code), date);
+    TAILQ_FOREACH(kv, &r->out, next)
+    {
+        if (strcasecmp(kv->key, "Connection") != 0 && strcasecmp(kv->key, "Content-Length") != 0) {
+            evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value);
+        }
+    }
+    if (c->close_after) {
+        evbuffer_add_printf(out, "Connection: close\r\n");
+    } else if (r->h.minor == 0) {
+        evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+    }
+    if (!no_body) {
+        if (ctype != NULL) {
+            evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
+        }
+        evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
+    }
+    evbuffer_add(out, "\r\n", 2);
+    if (!no_body && len > 0 && strcmp(r->pub.method, "HEAD") != 0) {
+        evbuffer_add(out, body, len);
+    }
+    c->state = S_WRITE;
+    bufferevent_disable(c->bev, EV_READ);
+    bufferevent_enable(c->bev, EV_WRITE);
+    set_deadline(c, l->write_timeout_ns > 0 ? now_s() + ns_s(l->write_timeout_ns) : 0);
+}
+
+void pg_httpd_reply(struct pg_httpd_req *pub, int code, const char *text)
+{
+    struct req_priv *r = (struct req_priv *)pub;
+    struct pg_httpd_conn *c = pub->conn;
+    char *line = NULL;
+    size_t n = 0;
+
+    if (r->answered) {
+        return;
+    }
+    if (code != 204 && text != NULL) {
+        n = strlen(text);
+        line = malloc(n + 1);
+        if (line != NULL) {
+            memcpy(line, text, n);
+            line[n++] = '\n';
+        } else {
+            n = 0;
+        }
+    }
+    if (code != 204) {
+        evhttp_add_header(&r->out, "X-Content-Type-Options", "nosniff");
+    }
+    pg_httpd_reply_body(pub, code, code != 204 ? "text/plain; charset=utf-8" : NULL, line, n);
+    free(line);
+    c->srv->ops.on_answer(pub, code, code >= 400 ? text : NULL, c->peer, c->srv->arg);
+}
+
+bool pg_httpd_client_gone(const struct pg_httpd_req *pub)
+{
+    char b;
+    ssize_t n;
+
+    if (pub->conn == NULL || pub->conn->fd < 0) {
+        return true;
+    }
+    n = recv(pub->conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* An answer from the server itself (the handler never saw the request). */
+static void refuse(struct pg_httpd_conn *c, int code, const char *why)
+{
+    if (c->req == NULL && req_new(c) == NULL) {
+        conn_close(c);
+        return;
+    }
+    /* Framing cannot be trusted after a bad head: never keep the
+     * connection, and drop (linger) whatever the client still sends so it
+     * can read the answer. */
+    c->req->h.keep_alive = false;
+    c->req->h.chunked = false;
+    c->req->h.content_length = PG_HTTP_NO_LENGTH;
+    pg_httpd_reply(&c->req->pub, code, why);
+    c->linger = true;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static void body_complete(struct pg_httpd_conn *c)
+{
+    c->body_done = true;
+    c->state = S_CALL;
+    set_deadline(c, 0);
+    bufferevent_disable(c->bev, EV_READ);
+    c->srv->ops.on_request(&c->req->pub, c->srv->arg);
+}
+
+/* Finds the end of the head (the byte after its blank line); 0 = not yet. */
+static size_t head_end(struct pg_httpd_conn *c, struct evbuffer *in)
+{
+    size_t len = evbuffer_get_length(in);
+    struct evbuffer_ptr p;
+
+    if (evbuffer_ptr_set(in, &p, c->scanned, EVBUFFER_PTR_SET) != 0) {
+        return 0;
+    }
+    for (;;) {
+        char nx[2];
+        struct evbuffer_ptr q;
+        ev_ssize_t got;
+
+        p = evbuffer_search(in, "\n", 1, &p);
+        if (p.pos < 0) {
+            c->scanned = len;
+            return 0;
+        }
+        q = p;
+        if (evbuffer_ptr_set(in, &q, 1, EVBUFFER_PTR_ADD) != 0) {
+            c->scanned = (size_t)p.pos;
+            return 0;
+        }
+        got = evbuffer_copyout_from(in, &q, nx, 2);
+        if (got >= 1 && nx[0] == '\n') {
+            return (size_t)p.pos + 2;
+        }
+        if (got >= 2 && nx[0] == '\r' && nx[1] == '\n') {
+            return (size_t)p.pos + 3;
+        }
+        if (got < 1 || (got == 1 && nx[0] == '\r')) {
+            c->scanned = (size_t)p.pos;
+            return 0;
+        }
+        if (evbuffer_ptr_set(in, &p, 1, EVBUFFER_PTR_ADD) != 0) {
+            c->scanned = len;
+            return 0;
+        }
+    }
+}
+
+static void start_body(struct pg_httpd_conn *c)
+{
+    struct req_priv *r = c->req;
+    struct pg_httpd *s = c->srv;
+
+    c->body_start = now_s();
+    c->body_got = 0;
+    c->body_done = false;
+    memset(&c->ch, 0, sizeof(c->ch));
+    if (!r->h.chunked && (r->h.content_length == PG_HTTP_NO_LENGTH || r->h.content_length == 0)) {
+        c->body_done = true; /* no body: requests without framing have none */
+    }
+    if (!s->ops.on_head(&r->pub, s->arg)) {
+        if (!r->answered) {
+            pg_httpd_reply(&r->pub, 500, "request refused without an answer");
+        }
+        return;
+    }
+    if (r->answered) {
+        return;
+    }
+    if (!r->h.chunked && r->h.content_length != PG_HTTP_NO_LENGTH &&
+        r->h.content_length > s->lim.max_body) {
+        /* The handler's check comes first (so auth answers before size);
+         * this one holds for handlers without it. Nothing was read. */
+        char why[160];
+
+        snprintf(why, sizeof(why), "request body of %llu bytes exceeds max_request_body_size "
+                 "(%llu bytes)", (unsigned long long)r->h.content_length,
+                 (unsigned long long)s->lim.max_body);
+        pg_httpd_reply(&r->pub, 413, why);
+        return;
+    }
+    if (c->body_done) {
+        body_complete(c);
+        return;
+    }
+    if (r->h.expect_continue) {
+        bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    }
+    c->state = S_BODY;
+    set_deadline(c, body_deadline(c));
+    process(c);
+}
+
+static void read_head(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct pg_http_parse_limits pl = {s->lim.max_target, s->lim.max_headers};
+    struct req_priv *r;
+    char why[200];
+    size_t end;
+    int code;
+
+    if (!c->started) {
+        /* Blank lines before a request are allowed (RFC 9112 2.2). */
+        for (;;) {
+            unsigned char b[2];
+            ev_ssize_t got = evbuffer_copyout(in, b, 2);
+
+            if (got >= 1 && b[0] == '\n') {
+                evbuffer_drain(in, 1);
+            } else if (got >= 2 && b[0] == '\r' && b[1] == '\n') {
+                evbuffer_drain(in, 2);
+            } else {
+                break;
+            }
+        }
+        if (evbuffer_get_length(in) == 0) {
+            return;
+        }
+        c->started = true;
+        c->scanned = 0;
+        c->req_start = now_s();
+        if (s->lim.read_header_timeout_ns > 0) {
+            set_deadline(c, c->req_start + ns_s(s->lim.read_header_timeout_ns));
+        } else {
+            set_deadline(c, 0);
+        }
+    }
+    end = head_end(c, in);
+    if (end == 0) {
+        if (evbuffer_get_length(in) > s->lim.max_header_bytes) {
+            snprintf(why, sizeof(why), "request head larger than %zu bytes",
+                     s->lim.max_header_bytes);
+            refuse(c, 431, why);
+        }
+        return;
+    }
+    if (end > s->lim.max_header_bytes) {
+        snprintf(why, sizeof(why), "request head larger than %zu bytes", s->lim.max_header_bytes);
+        refuse(c, 431, why);
+        return;
+    }
+    r = req_new(c);
+    if (r == NULL || (r->head = malloc(end + 1)) == NULL) {
+        conn_close(c);
+        return;
+    }
+    evbuffer_remove(in, r->head, end);
+    r->head[end] = '\0';
+    c->n_requests++;
+    code = pg_http_parse_head(r->head, end, &pl, &r->in, &r->h, why, sizeof(why));
+    if (code != 0) {
+        refuse(c, code, why);
+        return;
+    }
+    r->pub.method = r->h.method;
+    r->pub.target = r->h.target;
+    r->pub.minor = r->h.minor;
+    r->pub.chunked = r->h.chunked;
+    r->pub.content_length = r->h.chunked ? PG_HTTP_NO_LENGTH : r->h.content_length;
+    {
+        size_t plen = strcspn(r->h.target, "?");
+
+        r->path = malloc(plen + 1);
+        if (r->path == NULL) {
+            conn_close(c);
+            return;
+        }
+        memcpy(r->path, r->h.target, plen);
+        r->path[plen] = '\0';
+        r->pub.path = r->path;
+    }
+    start_body(c);
+}
+
+static void read_body(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct req_priv *r = c->req;
+    uint64_t before = c->body_got;
+    char why[200];
+
+    while (evbuffer_get_length(in) > 0 && !c->body_done) {
+        if (!r->h.chunked) {
+            uint64_t want = r->h.content_length - c->body_got;
+            size_t n = evbuffer_get_length(in);
+
+            if (n > want) {
+                n = (size_t)want;
+            }
+            evbuffer_remove_buffer(in, r->pub.body, n);
+            c->body_got += n;
+            c->body_done = c->body_got == r->h.content_length;
+        } else {
+            struct evbuffer_iovec v;
+            size_t used = 0, data = 0;
+            enum pg_http_chunk_rc rc;
+
+            if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+                break;
+            }
+            rc = pg_http_chunked_feed(&c->ch, v.iov_base, v.iov_len, &used, &data, why,
+                                      sizeof(why));
+            if (rc == PG_HTTP_CHUNK_ERROR) {
+                c->req->h.keep_alive = false;
+                pg_httpd_reply(&r->pub, 400, why);
+                return;
+            }
+            if (data > 0) {
+                if (c->body_got + data > s->lim.max_body) {
+                    snprintf(why, sizeof(why), "request body exceeds max_request_body_size "
+                             "(%llu bytes)", (unsigned long long)s->lim.max_body);
+                    pg_httpd_reply(&r->pub, 413, why);
+                    return;
+                }
+                evbuffer_remove_buffer(in, r->pub.body, data);
+                c->body_got += data;
+            } else {
+                evbuffer_drain(in, used);
+            }
+            c->body_done = rc == PG_HTTP_CHUNK_DONE;
+        }
+    }
+    if (c->body_got != before && s->ops.on_body != NULL &&
+        !s->ops.on_body(&r->pub, c->body_got, s->arg)) {
+        if (!r->answered) {
+            pg_httpd_reply(&r->pub, 500, "request refused without an answer");
+        }
+        return;
+    }
+    if (c->body_done) {
+        body_complete(c);
+    } else if (c->body_got != before) {
+        set_deadline(c, body_deadline(c));
+    }
+}
+
+static void linger_read(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t n = evbuffer_get_length(in);
+    double now = now_s();
+
+    s->linger_tokens += (now - s->linger_last) * LINGER_BUDGET_PER_S;
+    if (s->linger_tokens > LINGER_BUDGET_PER_S) {
+        s->linger_tokens = LINGER_BUDGET_PER_S;
+    }
+    s->linger_last = now;
+    s->linger_tokens -= (double)n;
+    evbuffer_drain(in, n);
+    c->lingered += n;
+    if (c->lingered > LINGER_MAX_BYTES || s->linger_tokens < 0) {
+        conn_close(c);
+    }
+}
+
+/* Runs the state machine over what is buffered. */
+static void process(struct pg_httpd_conn *c)
+{
+    switch (c->state) {
+    case S_HEAD:
+        read_head(c);
+        break;
+    case S_BODY:
+        read_body(c);
+        break;
+    case S_LINGER:
+        linger_read(c);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    process(arg);
+}
+
+/* The answer is out: next request, linger, or close. */
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct pg_httpd_conn *c = arg;
+
+    if (c->state != S_WRITE || evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        return;
+    }
+    req_end(c);
+    if (c->close_after) {
+        if (c->linger && c->srv->ssl_ctx == NULL) {
+            c->state = S_LINGER;
+            shutdown(c->fd, SHUT_WR);
+            set_deadline(c, now_s() + LINGER_S);
+            bufferevent_enable(bev, EV_READ);
+            linger_read(c);
+            return;
+        }
+        conn_close(c);
+        return;
+    }
+    c->state = S_HEAD;
+    c->started = false;
+    idle_deadline(c, false);
+    bufferevent_enable(bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+        process(c); /* pipelined */
+    }
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct pg_httpd_conn *c = arg;
+
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        /* A request the handler holds stays until it answers: only then can
+         * the connection go (its answer will fail to write). */
+        if (c->state == S_CALL) {
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
+        conn_close(c); /* half a request then EOF: nothing to answer */
+    }
+}
+
+/* ---- connections ------------------------------------------------------- */
+
+static void conn_close(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+
+    req_end(c);
+    if (c->timer != NULL) {
+        event_free(c->timer);
+    }
+    if (c->bev != NULL) {
+        bufferevent_free(c->bev); /* closes the fd */
+    } else if (c->fd >= 0) {
+        close(c->fd);
+    }
+    pg_peer_counts_dec(s->peers, &c->key);
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        s->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    s->open--;
+    free(c);
+}
+
+static void format_peer(struct pg_httpd_conn *c, const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+        inet_ntop(AF_INET, &a->sin_addr, c->addr, sizeof(c->addr));
+        c->port = ntohs(a->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+        inet_ntop(AF_INET6, &a->sin6_addr, c->addr, sizeof(c->addr));
+        c->port = ntohs(a->sin6_port);
+    } else {
+        snprintf(c->addr, sizeof(c->addr), "unix");
+    }
+    if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) {
+        pg_http_hostport(c->peer, sizeof(c->peer), c->addr, c->port);
+    } else {
+        snprintf(c->peer, sizeof(c->peer), "unix");
+    }
+}
+
+static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *ss,
+                     const struct pg_peer_key *key)
+{
+    struct pg_httpd_conn *c = calloc(1, sizeof(*c));
+    int one = 1;
+
+    if (c == NULL || !pg_peer_counts_inc(s->peers, key)) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->srv = s;
+    c->fd = fd;
+    c->key = *key;
+    format_peer(c, ss);
+    if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) {
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    c->next = s->conns;
+    if (s->conns != NULL) {
+        s->conns->prev = c;
+    }
+    s->conns = c;
+    s->open++;
+    if (s->ssl_ctx != NULL) {
+        c->bev = pg_tls_server_bev(s->base, fd, s->ssl_ctx);
+    } else {
+        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    c->timer = evtimer_new(s->base, on_timer, c);
+    if (c->bev == NULL || c->timer == NULL) {
+        conn_close(c);
+        return;
+    }
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_enable(c->bev, EV_READ);
+    c->state = S_HEAD;
+    idle_deadline(c, true);
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct pg_httpd *s = arg;
+
+    (void)what;
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        struct pg_peer_key key;
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return;
+            }
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
+                continue;
+            }
+            /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays in the
+             * backlog; retrying at once would spin the loop. */
+            struct timeval tv = {0, ACCEPT_PAUSE_US};
+
+            event_del(s->accept_ev);
+            evtimer_add(s->retry_ev, &tv);
+            event_report(s, PG_HTTPD_ACCEPT_PAUSED, strerror(errno));
+            return;
+        }
+        if (sl == 0) {
+            ss.ss_family = AF_UNIX;
+        }
+        pg_peer_key_from_sockaddr((struct sockaddr *)&ss, &key);
+        if (s->open >= s->cap) {
+            char peer[80];
+            struct pg_httpd_conn tmp = {.srv = s, .fd = fd};
+
+            format_peer(&tmp, &ss);
+            snprintf(peer, sizeof(peer), "%s", tmp.peer);
+            raw_answer(&tmp, 503, "too many connections (max_connections); retry later");
+            close(fd);
+            event_report(s, PG_HTTPD_REFUSED_MAX_CONNECTIONS, peer);
+            continue;
+        }
+        if (s->lim.max_connections_per_peer > 0 &&
+            pg_peer_counts_get(s->peers, &key) >= s->lim.max_connections_per_peer) {
+            struct pg_httpd_conn tmp = {.srv = s, .fd = fd};
+
+            format_peer(&tmp, &ss);
+            raw_answer(&tmp, 503, "too many connections from this peer "
+                                  "(max_connections_per_peer); retry later");
+            close(fd);
+            event_report(s, PG_HTTPD_REFUSED_PER_PEER, tmp.peer);
+            continue;
+        }
+        conn_new(s, fd, &ss, &key);
+    }
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_httpd *s = arg;
+
+    (void)fd;
+    (void)what;
+    if (s->lfd >= 0) {
+        event_add(s->accept_ev, NULL);
+    }
+}
+
+struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
+                              const struct pg_httpd_limits *lim, const struct pg_httpd_ops *ops,
+                              void *arg)
+{
+    struct pg_httpd *s = calloc(1, sizeof(*s));
+    struct rlimit rl;
+
+    if (s == NULL) {
+        close(fd);
+        return NULL;
+    }
+    s->base = base;
+    s->ssl_ctx = ssl_ctx;
+    s->lim = *lim;
+    s->ops = *ops;
+    s->arg = arg;
+    s->lfd = fd;
+    s->linger_tokens = LINGER_BUDGET_PER_S;
+    s->linger_last = now_s();
+    s->cap = lim->max_connections > 0 ? lim->max_connections : SIZE_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t fds = rl.rlim_cur > 2 * FD_HEADROOM ? (size_t)rl.rlim_cur - FD_HEADROOM
+                                                   : (size_t)rl.rlim_cur / 2;
+
+        if (fds < s->cap) {
+            s->cap = fds;
+        }
+    }
+    s->peers = pg_peer_counts_new();
+    s->accept_ev = event_new(base, fd, EV_READ | EV_PERSIST, on_accept, s);
+    s->retry_ev = evtimer_new(base, on_retry, s);
+    if (s->peers == NULL || s->accept_ev == NULL || s->retry_ev == NULL ||
+        event_add(s->accept_ev, NULL) != 0) {
+        pg_httpd_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void pg_httpd_stop_accepting(struct pg_httpd *s)
+{
+    if (s == NULL || s->lfd < 0) {
+        return;
+    }
+    event_del(s->accept_ev);
+    evtimer_del(s->retry_ev);
+    close(s->lfd);
+    s->lfd = -1;
+    s->draining = true;
+    /* Idle keep-alive connections have nothing left to do. */
+    for (struct pg_httpd_conn *c = s->conns, *next; c != NULL; c = next) {
+        next = c->next;
+        if (c->state == S_HEAD && !c->started) {
+            conn_close(c);
+        }
+    }
+}
+
+void pg_httpd_set_draining(struct pg_httpd *s)
+{
+    if (s != NULL) {
+        s->draining = true;
+    }
+}
+
+void pg_httpd_free(struct pg_httpd *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    pg_httpd_stop_accepting(s);
+    while (s->conns != NULL) {
+        conn_close(s->conns);
+    }
+    if (s->accept_ev != NULL) {
+        event_free(s->accept_ev);
+    }
+    if (s->retry_ev != NULL) {
+        event_free(s->retry_ev);
+    }
+    pg_peer_counts_free(s->peers);
+    free(s);
+}
+
+int pg_httpd_fd(const struct pg_httpd *s)
+{
+    return s != NULL ? s->lfd : -1;
+}
+
+size_t pg_httpd_open_connections(const struct pg_httpd *s)
+{
+    return s != NULL ? s->open : 0;
+}
+
+size_t pg_httpd_connection_cap(const struct pg_httpd *s)
+{
+    return s != NULL ? s->cap : 0;
+}

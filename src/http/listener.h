@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Listening sockets for confighttp's `transport`: tcp4 and tcp6 bind one
+ * address family, unix a socket file, tcp the first address the host
+ * resolves to (both families for a v6 wildcard). */
+#ifndef PG_HTTP_LISTENER_H
+#define PG_HTTP_LISTENER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum pg_transport { PG_TRANSPORT_TCP = 0, PG_TRANSPORT_TCP4, PG_TRANSPORT_TCP6, PG_TRANSPORT_UNIX };
+
+/* The names as the collector spells them, in enum order, NULL-terminated. */
+extern const char *const pg_transport_names[];
+
+/* A non-blocking, close-on-exec socket listening on @host:@port (tcp4/tcp6:
+ * @host "" = every address of that family) or on the socket file @host
+ * (unix: a stale file from a dead process is replaced, a live one is not).
+ * Returns the fd, or -1 with the reason in @err. */
+int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog, char *err,
+              size_t err_size);
+
+/* True when @host fits @t: a tcp4/tcp6 literal of the other family, or a
+ * unix path that is empty or too long, does not. */
+int pg_listen_host_ok(enum pg_transport t, const char *host);
+
+/* Splits a server endpoint "host:port", "[v6]:port" or ":port" into @host
+ * (brackets removed; "" = every interface) and @port (0..65535). False when
+ * @ep is NULL or malformed, or the host does not fit @host_size. */
+bool pg_hostport_split(const char *ep, char *host, size_t host_size, unsigned *port);
+
+#endif

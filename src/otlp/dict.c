@@ -1,0 +1,956 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * ProfilesDictionary interning: one open-addressing hash table per OTLP table
+ * (slots hold hash << 32 | index + 1, so rehashing never touches the
+ * entries), entries allocated once in the output arena. The slot and pointer
+ * arrays live in malloc'd memory (freed on growth, and all at once when the
+ * scratch arena dies): in the arena every doubling would leave its old copy
+ * behind, about as much again as the final tables. pg_dict_finish() copies the
+ * pointer arrays to exact size into the output arena. */
+#include "otlp/dict.h"
+#include "otlp/dict_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/utf8.h"
+
+#define K1 0x9e3779b97f4a7c15ull
+#define K2 0xc2b2ae3d27d4eb4full
+
+/* ---- hashing ------------------------------------------------------------ */
+
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+uint64_t pg_dict_hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+    const uint8_t *s = p;
+    uint64_t h = seed ^ (n * K1);
+
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+        s += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        memcpy(&w, s, n);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+    }
+    return fmix64(h);
+}
+
+static inline uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    return rotl64(h ^ (v * K1), 31) * K2;
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+/* realloc / calloc / free with the byte count kept, bounded by the scratch arena's cap. */
+static bool heap_charge(struct pg_dict_builder *b, size_t old_size, size_t new_size)
+{
+    size_t next = b->heap - old_size + new_size;
+
+    if (b->heap_cap != 0 && next > b->heap_cap) {
+        b->heap_hit_cap = true;
+        /* Mark the scratch arena as capped too, so callers that only know the arena (and
+         * a builder that failed to start) still report LIMIT, not NOMEM. */
+        (void)pg_arena_alloc(b->scratch, b->heap_cap + 1);
+        return false;
+    }
+    return true;
+}
+
+static void heap_account(struct pg_dict_builder *b, size_t old_size, size_t new_size)
+{
+    b->heap = b->heap - old_size + new_size;
+    if (b->heap > b->heap_peak) {
+        b->heap_peak = b->heap;
+    }
+}
+
+static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size, size_t new_size)
+{
+    void *p;
+
+    if (!heap_charge(b, old_size, new_size) || (p = realloc(old, new_size)) == NULL) {
+        return NULL;
+    }
+    heap_account(b, old_size, new_size);
+    return p;
+}
+
+static void free_tables(void *arg)
+{
+    struct pg_dict_builder *b = arg;
+
+    for (int i = 0; i < T__COUNT; i++) {
+        free(b->t[i].items);
+        free(b->t[i].lens);
+        free(b->t[i].slots);
+        memset(&b->t[i], 0, sizeof(b->t[i]));
+    }
+    b->heap = 0;
+}
+
+static bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+{
+    bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
+
+    if (t->n == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 32;
+        void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
+        if (ni == NULL) {
+            return false;
+        }
+        t->items = ni;
+        if (with_lens) {
+            uint32_t *nl =
+                heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
+            if (nl == NULL) {
+                return false; /* items already grown: cap stays, the next push retries */
+            }
+            t->lens = nl;
+        }
+        t->cap = ncap;
+    }
+    t->items[t->n] = item;
+    if (with_lens) {
+        t->lens[t->n] = len;
+    }
+    t->n++;
+    return true;
+}
+
+static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
+{
+    size_t nslots = t->slots ? (t->mask + 1) * 2 : 64; /* small first: doubles */
+    size_t old_bytes = t->slots ? (t->mask + 1) * sizeof(uint64_t) : 0;
+    uint64_t *ns;
+
+    if (!heap_charge(b, 0, nslots * sizeof(uint64_t)) ||
+        (ns = calloc(nslots, sizeof(uint64_t))) == NULL) {
+        return false;
+    }
+    heap_account(b, 0, nslots * sizeof(uint64_t));
+    if (t->slots != NULL) {
+        for (size_t i = 0; i <= t->mask; i++) {
+            uint64_t s = t->slots[i];
+            if (s != 0) {
+                size_t pos = (size_t)(s >> 32) & (nslots - 1);
+                while (ns[pos] != 0) {
+                    pos = (pos + 1) & (nslots - 1);
+                }
+                ns[pos] = s;
+            }
+        }
+        free(t->slots);
+        heap_account(b, old_bytes, 0);
+    }
+    t->slots = ns;
+    t->mask = nslots - 1;
+    return true;
+}
+
+typedef bool (*eq_fn)(const struct tab *t, size_t idx, const void *key);
+
+/* Looks @key up; on a miss *@slot is where the new entry's slot goes. */
+static int32_t tab_find(struct tab *t, uint64_t h, eq_fn eq, const void *key, uint64_t **slot)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    size_t pos = h32 & t->mask;
+
+    for (;;) {
+        uint64_t s = t->slots[pos];
+        if (s == 0) {
+            *slot = &t->slots[pos];
+            return -1;
+        }
+        if ((uint32_t)(s >> 32) == h32 && eq(t, (size_t)(uint32_t)s - 1, key)) {
+            return (int32_t)((uint32_t)s - 1);
+        }
+        pos = (pos + 1) & t->mask;
+    }
+}
+
+/* Makes sure one more entry fits under a 50% load factor. */
+static bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
+{
+    if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1) {
+        return tab_grow(b, t);
+    }
+    return true;
+}
+
+static int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h, uint64_t *slot,
+                          void *item, uint32_t len)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    int32_t idx = (int32_t)t->n;
+
+    if (t->n >= INT32_MAX - 1 || !tab_push(b, t, item, len)) {
+        return PG_DICT_NOMEM;
+    }
+    *slot = (uint64_t)h32 << 32 | ((uint64_t)idx + 1);
+    return idx;
+}
+
+/* ---- strings ------------------------------------------------------------ */
+
+struct str_key {
+    const char *s;
+    size_t len;
+};
+
+static bool str_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct str_key *k = key;
+    return t->lens[idx] == k->len && memcmp(t->items[idx], k->s, k->len) == 0;
+}
+
+/* Returns @s itself when it is clean, else a repaired copy in b->tmp (the
+ * core/utf8 rule: each invalid byte becomes U+FFFD, counted and logged). */
+static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
+{
+    size_t n = *len, bad = 0;
+
+    if (pg_utf8_valid(s, n)) {
+        return s;
+    }
+    if (n > (SIZE_MAX - 1) / 3) {
+        return NULL;
+    }
+    if (b->tmp_cap < n * 3 + 1) {
+        b->tmp = pg_arena_alloc(b->scratch, n * 3 + 1);
+        if (b->tmp == NULL) {
+            b->tmp_cap = 0;
+            return NULL;
+        }
+        b->tmp_cap = n * 3 + 1;
+    }
+    *len = pg_utf8_repair(b->tmp, s, n, &bad);
+    pg_utf8_note(bad, "pprof string");
+    return b->tmp;
+}
+
+int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
+{
+    struct tab *t = &b->t[T_STR];
+    struct str_key k;
+    uint64_t h, *slot = NULL;
+    int32_t idx;
+    char *copy;
+
+    if (len > UINT32_MAX) {
+        return PG_DICT_NOMEM;
+    }
+    s = utf8_clean(b, s, &len);
+    if (s == NULL || !tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    k.s = s;
+    k.len = len;
+    h = pg_dict_hash_bytes(s, len, 1);
+    idx = tab_find(t, h, str_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    copy = pg_arena_strndup(b->out, s, len);
+    if (copy == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    return tab_insert(b, t, h, slot, copy, (uint32_t)len);
+}
+
+const char *pg_dict_tmp_cstr(struct pg_dict_builder *b, const char *s, size_t len)
+{
+    char *buf;
+
+    s = utf8_clean(b, s, &len);
+    if (s == NULL || len == SIZE_MAX) {
+        return NULL;
+    }
+    if (s == b->tmp) {
+        /* Already in tmp (repaired): tmp has room for len + 1 by construction. */
+        b->tmp[len] = '\0';
+        return b->tmp;
+    }
+    if (b->tmp_cap < len + 1) {
+        size_t cap = len + 1 < 256 ? 256 : len + 1;
+        b->tmp = pg_arena_alloc(b->scratch, cap);
+        if (b->tmp == NULL) {
+            b->tmp_cap = 0;
+            return NULL;
+        }
+        b->tmp_cap = cap;
+    }
+    buf = b->tmp;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+static bool func_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_function *a = t->items[idx], *k = key;
+    return a->name_strindex == k->name_strindex &&
+           a->system_name_strindex == k->system_name_strindex &&
+           a->filename_strindex == k->filename_strindex && a->start_line == k->start_line;
+}
+
+int32_t pg_dict_function(struct pg_dict_builder *b, int32_t name, int32_t system_name,
+                         int32_t filename, int64_t start_line)
+{
+    struct tab *t = &b->t[T_FUNC];
+    struct pg_otlp_function k, *f;
+    uint64_t h = 7, *slot = NULL;
+    int32_t idx;
+
+    if (!tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__function__init(&k);
+    k.name_strindex = name;
+    k.system_name_strindex = system_name;
+    k.filename_strindex = filename;
+    k.start_line = start_line;
+    h = hash_u64(h, (uint32_t)name);
+    h = hash_u64(h, (uint32_t)system_name);
+    h = hash_u64(h, (uint32_t)filename);
+    h = fmix64(hash_u64(h, (uint64_t)start_line));
+    idx = tab_find(t, h, func_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    f = pg_arena_memdup(b->out, &k, sizeof(k));
+    if (f == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    return tab_insert(b, t, h, slot, f, 0);
+}
+
+/* ---- index lists (shared attribute_indices arrays) ---------------------- */
+
+struct list_key {
+    const int32_t *v;
+    size_t n;
+};
+
+static bool list_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct list_key *k = key;
+    return t->lens[idx] == k->n && memcmp(t->items[idx], k->v, k->n * sizeof(int32_t)) == 0;
+}
+
+const int32_t *pg_dict_index_list(struct pg_dict_builder *b, const int32_t *v, size_t n)
+{
+    struct tab *t = &b->t[T_LIST];
+    struct list_key k = {v, n};
+    uint64_t h, *slot = NULL;
+    int32_t idx;
+    int32_t *copy;
+
+    if (n == 0 || n > UINT32_MAX / sizeof(int32_t) || !tab_reserve(b, t)) {
+        return NULL;
+    }
+    h = pg_dict_hash_bytes(v, n * sizeof(int32_t), 3);
+    idx = tab_find(t, h, list_eq, &k, &slot);
+    if (idx >= 0) {
+        return t->items[idx];
+    }
+    copy = pg_arena_memdup(b->out, v, n * sizeof(int32_t));
+    if (copy == NULL || tab_insert(b, t, h, slot, copy, (uint32_t)n) < 0) {
+        return NULL;
+    }
+    return copy;
+}
+
+/* Copy of an index list for a new entry (shared via the list table). */
+static bool copy_list(struct pg_dict_builder *b, const int32_t *v, size_t n, size_t *n_out,
+                      int32_t **out)
+{
+    *n_out = n;
+    *out = NULL;
+    if (n == 0) {
+        return true;
+    }
+    *out = (int32_t *)pg_dict_index_list(b, v, n);
+    return *out != NULL;
+}
+
+/* ---- mappings ----------------------------------------------------------- */
+
+static bool map_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_mapping *a = t->items[idx], *k = key;
+    return a->memory_start == k->memory_start && a->memory_limit == k->memory_limit &&
+           a->file_offset == k->file_offset && a->filename_strindex == k->filename_strindex &&
+           a->n_attribute_indices == k->n_attribute_indices &&
+           (k->n_attribute_indices == 0 ||
+            memcmp(a->attribute_indices, k->attribute_indices,
+                   k->n_attribute_indices * sizeof(int32_t)) == 0);
+}
+
+int32_t pg_dict_mapping(struct pg_dict_builder *b, uint64_t memory_start, uint64_t memory_limit,
+                        uint64_t file_offset, int32_t filename, const int32_t *attrs,
+                        size_t n_attrs)
+{
+    struct tab *t = &b->t[T_MAP];
+    struct pg_otlp_mapping k, *m;
+    uint64_t h = 11, *slot = NULL;
+    int32_t idx;
+
+    if (!tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__mapping__init(&k);
+    k.memory_start = memory_start;
+    k.memory_limit = memory_limit;
+    k.file_offset = file_offset;
+    k.filename_strindex = filename;
+    k.n_attribute_indices = n_attrs;
+    k.attribute_indices = (int32_t *)attrs;
+    h = hash_u64(h, memory_start);
+    h = hash_u64(h, memory_limit);
+    h = hash_u64(h, file_offset);
+    h = hash_u64(h, (uint32_t)filename);
+    h ^= n_attrs ? pg_dict_hash_bytes(attrs, n_attrs * sizeof(int32_t), 5) : 0;
+    h = fmix64(h);
+    idx = tab_find(t, h, map_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    m = pg_arena_memdup(b->out, &k, sizeof(k));
+    if (m == NULL || !copy_list(b, attrs, n_attrs, &m->n_attribute_indices,
+                                &m->attribute_indices)) {
+        return PG_DICT_NOMEM;
+    }
+    return tab_insert(b, t, h, slot, m, 0);
+}
+
+/* ---- locations ---------------------------------------------------------- */
+
+struct loc_key {
+    int32_t mapping;
+    uint64_t address;
+    const struct pg_dict_line *lines;
+    size_t n_lines;
+    const int32_t *attrs;
+    size_t n_attrs;
+};
+
+static bool loc_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_location *a = t->items[idx];
+    const struct loc_key *k = key;
+
+    if (a->mapping_index != k->mapping || a->address != k->address ||
+        a->n_lines != k->n_lines || a->n_attribute_indices != k->n_attrs) {
+        return false;
+    }
+    for (size_t i = 0; i < k->n_lines; i++) {
+        const struct pg_otlp_line *l = a->lines[i];
+        if (l->function_index != k->lines[i].function_index || l->line != k->lines[i].line ||
+            l->column != k->lines[i].column) {
+            return false;
+        }
+    }
+    return k->n_attrs == 0 ||
+           memcmp(a->attribute_indices, k->attrs, k->n_attrs * sizeof(int32_t)) == 0;
+}
+
+int32_t pg_dict_location(struct pg_dict_builder *b, int32_t mapping_index, uint64_t address,
+                         const struct pg_dict_line *lines, size_t n_lines, const int32_t *attrs,
+                         size_t n_attrs)
+{
+    struct tab *t = &b->t[T_LOC];
+    struct loc_key k = {mapping_index, address, lines, n_lines, attrs, n_attrs};
+    struct pg_otlp_location *l;
+    struct pg_otlp_line *lv;
+    uint64_t h = 13, *slot = NULL;
+    int32_t idx;
+
+    if (!tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    h = hash_u64(h, (uint32_t)mapping_index);
+    h = hash_u64(h, address);
+    for (size_t i = 0; i < n_lines; i++) {
+        h = hash_u64(h, (uint32_t)lines[i].function_index);
+        h = hash_u64(h, (uint64_t)lines[i].line);
+        h = hash_u64(h, (uint64_t)lines[i].column);
+    }
+    h = hash_u64(h, n_lines);
+    h ^= n_attrs ? pg_dict_hash_bytes(attrs, n_attrs * sizeof(int32_t), 5) : 0;
+    h = fmix64(h);
+    idx = tab_find(t, h, loc_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    l = pg_arena_alloc(b->out, sizeof(*l));
+    if (l == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__location__init(l);
+    l->mapping_index = mapping_index;
+    l->address = address;
+    if (n_lines > 0) {
+        l->lines = pg_arena_alloc(b->out, n_lines * sizeof(*l->lines));
+        lv = pg_arena_alloc(b->out, n_lines * sizeof(*lv));
+        if (l->lines == NULL || lv == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        for (size_t i = 0; i < n_lines; i++) {
+            opentelemetry__proto__profiles__v1development__line__init(&lv[i]);
+            lv[i].function_index = lines[i].function_index;
+            lv[i].line = lines[i].line;
+            lv[i].column = lines[i].column;
+            l->lines[i] = &lv[i];
+        }
+        l->n_lines = n_lines;
+    }
+    if (!copy_list(b, attrs, n_attrs, &l->n_attribute_indices, &l->attribute_indices)) {
+        return PG_DICT_NOMEM;
+    }
+    return tab_insert(b, t, h, slot, l, 0);
+}
+
+/* ---- stacks ------------------------------------------------------------- */
+
+static bool stack_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_stack *a = t->items[idx];
+    const struct list_key *k = key;
+    return a->n_location_indices == k->n &&
+           (k->n == 0 || memcmp(a->location_indices, k->v, k->n * sizeof(int32_t)) == 0);
+}
+
+int32_t pg_dict_stack(struct pg_dict_builder *b, const int32_t *locs, size_t n)
+{
+    struct tab *t = &b->t[T_STACK];
+    struct list_key k = {locs, n};
+    struct pg_otlp_stack *s;
+    uint64_t h, *slot = NULL;
+    int32_t idx;
+
+    if (n > UINT32_MAX / sizeof(int32_t) || !tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    h = n ? pg_dict_hash_bytes(locs, n * sizeof(int32_t), 17) : 17;
+    idx = tab_find(t, h, stack_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    s = pg_arena_alloc(b->out, sizeof(*s));
+    if (s == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__stack__init(s);
+    if (n > 0) {
+        s->location_indices = pg_arena_memdup(b->out, locs, n * sizeof(int32_t));
+        if (s->location_indices == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        s->n_location_indices = n;
+    }
+    return tab_insert(b, t, h, slot, s, 0);
+}
+
+/* ---- attributes --------------------------------------------------------- */
+
+static uint64_t any_hash(const struct pg_otlp_anyvalue *v, uint64_t h);
+
+static uint64_t kv_hash(const struct pg_otlp_kv *kv, uint64_t h)
+{
+    const char *key = kv->key != NULL ? kv->key : "";
+    h = hash_u64(h, pg_dict_hash_bytes(key, strlen(key), 23));
+    h = hash_u64(h, (uint32_t)kv->key_strindex);
+    return any_hash(kv->value, h);
+}
+
+static uint64_t any_hash(const struct pg_otlp_anyvalue *v, uint64_t h)
+{
+    if (v == NULL) {
+        return hash_u64(h, 0xffff);
+    }
+    h = hash_u64(h, (uint64_t)v->value_case);
+    switch (v->value_case) {
+    case PG_OTLP_ANYVALUE_STR: {
+        const char *s = v->string_value != NULL ? v->string_value : "";
+        return hash_u64(h, pg_dict_hash_bytes(s, strlen(s), 29));
+    }
+    case PG_OTLP_ANYVALUE_BOOL:
+        return hash_u64(h, v->bool_value != 0);
+    case PG_OTLP_ANYVALUE_INT:
+        return hash_u64(h, (uint64_t)v->int_value);
+    case PG_OTLP_ANYVALUE_DOUBLE: {
+        uint64_t bits;
+        memcpy(&bits, &v->double_value, 8);
+        return hash_u64(h, bits);
+    }
+    case PG_OTLP_ANYVALUE_BYTES:
+        return hash_u64(h, v->bytes_value.len
+                               ? pg_dict_hash_bytes(v->bytes_value.data, v->bytes_value.len, 31)
+                               : 31);
+    case PG_OTLP_ANYVALUE_STRINDEX:
+        return hash_u64(h, (uint32_t)v->string_value_strindex);
+    case PG_OTLP_ANYVALUE_ARRAY:
+        if (v->array_value != NULL) {
+            for (size_t i = 0; i < v->array_value->n_values; i++) {
+                h = any_hash(v->array_value->values[i], h);
+            }
+            h = hash_u64(h, v->array_value->n_values);
+        }
+        return h;
+    case PG_OTLP_ANYVALUE_KVLIST:
+        if (v->kvlist_value != NULL) {
+            for (size_t i = 0; i < v->kvlist_value->n_values; i++) {
+                h = kv_hash(v->kvlist_value->values[i], h);
+            }
+            h = hash_u64(h, v->kvlist_value->n_values);
+        }
+        return h;
+    default:
+        return h;
+    }
+}
+
+static bool str_equal0(const char *a, const char *b)
+{
+    return strcmp(a != NULL ? a : "", b != NULL ? b : "") == 0;
+}
+
+static bool kv_equal(const struct pg_otlp_kv *a, const struct pg_otlp_kv *b)
+{
+    return str_equal0(a->key, b->key) && a->key_strindex == b->key_strindex &&
+           pg_dict_anyvalue_equal(a->value, b->value);
+}
+
+bool pg_dict_anyvalue_equal(const struct pg_otlp_anyvalue *a, const struct pg_otlp_anyvalue *b)
+{
+    if (a == NULL || b == NULL) {
+        return a == b;
+    }
+    if (a->value_case != b->value_case) {
+        return false;
+    }
+    switch (a->value_case) {
+    case PG_OTLP_ANYVALUE_STR:
+        return str_equal0(a->string_value, b->string_value);
+    case PG_OTLP_ANYVALUE_BOOL:
+        return (a->bool_value != 0) == (b->bool_value != 0);
+    case PG_OTLP_ANYVALUE_INT:
+        return a->int_value == b->int_value;
+    case PG_OTLP_ANYVALUE_DOUBLE:
+        return memcmp(&a->double_value, &b->double_value, sizeof(double)) == 0;
+    case PG_OTLP_ANYVALUE_BYTES:
+        return a->bytes_value.len == b->bytes_value.len &&
+               (a->bytes_value.len == 0 ||
+                memcmp(a->bytes_value.data, b->bytes_value.data, a->bytes_value.len) == 0);
+    case PG_OTLP_ANYVALUE_STRINDEX:
+        return a->string_value_strindex == b->string_value_strindex;
+    case PG_OTLP_ANYVALUE_ARRAY: {
+        size_t na = a->array_value ? a->array_value->n_values : 0;
+        size_t nb = b->array_value ? b->array_value->n_values : 0;
+        if (na != nb) {
+            return false;
+        }
+        for (size_t i = 0; i < na; i++) {
+            if (!pg_dict_anyvalue_equal(a->array_value->values[i], b->array_value->values[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+    case PG_OTLP_ANYVALUE_KVLIST: {
+        size_t na = a->kvlist_value ? a->kvlist_value->n_values : 0;
+        size_t nb = b->kvlist_value ? b->kvlist_value->n_values : 0;
+        if (na != nb) {
+            return false;
+        }
+        for (size_t i = 0; i < na; i++) {
+            if (!kv_equal(a->kvlist_value->values[i], b->kvlist_value->values[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+    default:
+        return true;
+    }
+}
+
+static struct pg_otlp_anyvalue *any_copy(struct pg_arena *a, const struct pg_otlp_anyvalue *v,
+                                         unsigned depth);
+
+static struct pg_otlp_kv *kv_copy(struct pg_arena *a, const struct pg_otlp_kv *kv, unsigned depth)
+{
+    struct pg_otlp_kv *c = pg_arena_alloc(a, sizeof(*c));
+
+    if (c == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__common__v1__key_value__init(c);
+    c->key_strindex = kv->key_strindex;
+    if (kv->key != NULL && kv->key[0] != '\0') {
+        if ((c->key = pg_arena_strdup(a, kv->key)) == NULL) {
+            return NULL;
+        }
+    }
+    if (kv->value != NULL && (c->value = any_copy(a, kv->value, depth + 1)) == NULL) {
+        return NULL;
+    }
+    return c;
+}
+
+/* Deep copy; nesting is bounded because protobuf-c's own unpacker bounds it
+ * and our translator builds at most one level. */
+static struct pg_otlp_anyvalue *any_copy(struct pg_arena *a, const struct pg_otlp_anyvalue *v,
+                                         unsigned depth)
+{
+    struct pg_otlp_anyvalue *c = pg_arena_alloc(a, sizeof(*c));
+
+    if (c == NULL || depth > 64) {
+        return NULL;
+    }
+    *c = *v;
+    c->base.n_unknown_fields = 0;
+    c->base.unknown_fields = NULL;
+    switch (v->value_case) {
+    case PG_OTLP_ANYVALUE_STR:
+        c->string_value = pg_arena_strdup(a, v->string_value != NULL ? v->string_value : "");
+        return c->string_value != NULL ? c : NULL;
+    case PG_OTLP_ANYVALUE_BYTES:
+        if (v->bytes_value.len > 0) {
+            c->bytes_value.data = pg_arena_memdup(a, v->bytes_value.data, v->bytes_value.len);
+            return c->bytes_value.data != NULL ? c : NULL;
+        }
+        c->bytes_value.data = NULL;
+        return c;
+    case PG_OTLP_ANYVALUE_ARRAY: {
+        const struct pg_otlp_array *src = v->array_value;
+        struct pg_otlp_array *arr = pg_arena_alloc(a, sizeof(*arr));
+        if (arr == NULL) {
+            return NULL;
+        }
+        opentelemetry__proto__common__v1__array_value__init(arr);
+        if (src != NULL && src->n_values > 0) {
+            arr->values = pg_arena_calloc(a, src->n_values, sizeof(*arr->values));
+            if (arr->values == NULL) {
+                return NULL;
+            }
+            for (size_t i = 0; i < src->n_values; i++) {
+                if ((arr->values[i] = any_copy(a, src->values[i], depth + 1)) == NULL) {
+                    return NULL;
+                }
+            }
+            arr->n_values = src->n_values;
+        }
+        c->array_value = arr;
+        return c;
+    }
+    case PG_OTLP_ANYVALUE_KVLIST: {
+        const struct pg_otlp_kvlist *src = v->kvlist_value;
+        struct pg_otlp_kvlist *kl = pg_arena_alloc(a, sizeof(*kl));
+        if (kl == NULL) {
+            return NULL;
+        }
+        opentelemetry__proto__common__v1__key_value_list__init(kl);
+        if (src != NULL && src->n_values > 0) {
+            kl->values = pg_arena_calloc(a, src->n_values, sizeof(*kl->values));
+            if (kl->values == NULL) {
+                return NULL;
+            }
+            for (size_t i = 0; i < src->n_values; i++) {
+                if ((kl->values[i] = kv_copy(a, src->values[i], depth + 1)) == NULL) {
+                    return NULL;
+                }
+            }
+            kl->n_values = src->n_values;
+        }
+        c->kvlist_value = kl;
+        return c;
+    }
+    default:
+        return c;
+    }
+}
+
+static bool attr_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_kvu *a = t->items[idx], *k = key;
+    return a->key_strindex == k->key_strindex && a->unit_strindex == k->unit_strindex &&
+           pg_dict_anyvalue_equal(a->value, k->value);
+}
+
+int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
+                     const struct pg_otlp_anyvalue *value, int32_t unit_strindex)
+{
+    struct tab *t = &b->t[T_ATTR];
+    struct pg_otlp_kvu k, *e;
+    uint64_t h = 19, *slot = NULL;
+    int32_t idx;
+
+    if (!tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__key_value_and_unit__init(&k);
+    k.key_strindex = key_strindex;
+    k.unit_strindex = unit_strindex;
+    k.value = (struct pg_otlp_anyvalue *)value;
+    h = hash_u64(h, (uint32_t)key_strindex);
+    h = hash_u64(h, (uint32_t)unit_strindex);
+    h = fmix64(any_hash(value, h));
+    idx = tab_find(t, h, attr_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    e = pg_arena_memdup(b->out, &k, sizeof(k));
+    if (e == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    if (value != NULL && (e->value = any_copy(b->out, value, 0)) == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    return tab_insert(b, t, h, slot, e, 0);
+}
+
+/* ---- links -------------------------------------------------------------- */
+
+static bool link_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_link *a = t->items[idx];
+    const uint8_t *k = key;
+    return a->trace_id.len == 16 && a->span_id.len == 8 && memcmp(a->trace_id.data, k, 16) == 0 &&
+           memcmp(a->span_id.data, k + 16, 8) == 0;
+}
+
+int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
+                     const uint8_t span_id[8])
+{
+    struct tab *t = &b->t[T_LINK];
+    uint8_t k[24];
+    uint64_t h, *slot = NULL;
+    int32_t idx;
+    struct pg_otlp_link *l;
+    uint8_t *ids;
+
+    if (!tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    memcpy(k, trace_id, 16);
+    memcpy(k + 16, span_id, 8);
+    h = pg_dict_hash_bytes(k, 24, 37);
+    idx = tab_find(t, h, link_eq, k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    l = pg_arena_alloc(b->out, sizeof(*l) + 24);
+    if (l == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    opentelemetry__proto__profiles__v1development__link__init(l);
+    ids = (uint8_t *)(l + 1);
+    memcpy(ids, k, 24);
+    l->trace_id.data = ids;
+    l->trace_id.len = 16;
+    l->span_id.data = ids + 16;
+    l->span_id.len = 8;
+    return tab_insert(b, t, h, slot, l, 0);
+}
+
+/* ---- builder ------------------------------------------------------------ */
+
+struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_arena *scratch)
+{
+    struct pg_dict_builder *b = pg_arena_zalloc(scratch, sizeof(*b));
+    static const uint8_t zero[24];
+
+    if (b == NULL) {
+        return NULL;
+    }
+    b->out = out;
+    b->scratch = scratch;
+    b->heap_cap = pg_arena_cap(scratch);
+    if (pg_arena_cleanup_add(scratch, free_tables, b) != 0) {
+        return NULL;
+    }
+    /* The zero entries: each intern call below lands on index 0. */
+    if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
+        pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||
+        pg_dict_location(b, 0, 0, NULL, 0, NULL, 0) != 0 || pg_dict_stack(b, NULL, 0) != 0 ||
+        pg_dict_attr(b, 0, NULL, 0) != 0 || pg_dict_link(b, zero, zero + 16) != 0) {
+        return NULL;
+    }
+    return b;
+}
+
+size_t pg_dict_heap_peak(const struct pg_dict_builder *b)
+{
+    return b->heap_peak;
+}
+
+bool pg_dict_hit_cap(const struct pg_dict_builder *b)
+{
+    return b->heap_hit_cap;
+}
+
+void pg_dict_counts(const struct pg_dict_builder *b, struct pg_dict_counts *c)
+{
+    c->strings = b->t[T_STR].n;
+    c->functions = b->t[T_FUNC].n;
+    c->mappings = b->t[T_MAP].n;
+    c->locations = b->t[T_LOC].n;
+    c->stacks = b->t[T_STACK].n;
+    c->attrs = b->t[T_ATTR].n;
+    c->links = b->t[T_LINK].n;
+}
+
+static void *snapshot(struct pg_dict_builder *b, enum tab_id id, size_t *n)
+{
+    struct tab *t = &b->t[id];
+    void **copy = pg_arena_memdup(b->out, t->items, t->n * sizeof(void *));
+
+    *n = copy != NULL ? t->n : 0;
+    return copy;
+}
+
+struct pg_otlp_dict *pg_dict_finish(struct pg_dict_builder *b)
+{
+    struct pg_otlp_dict *d = pg_arena_alloc(b->out, sizeof(*d));
+
+    if (d == NULL) {
+        return NULL;
+    }
+    opentelemetry__proto__profiles__v1development__profiles_dictionary__init(d);
+    d->mapping_table = snapshot(b, T_MAP, &d->n_mapping_table);
+    d->location_table = snapshot(b, T_LOC, &d->n_location_table);
+    d->function_table = snapshot(b, T_FUNC, &d->n_function_table);
+    d->link_table = snapshot(b, T_LINK, &d->n_link_table);
+    d->string_table = snapshot(b, T_STR, &d->n_string_table);
+    d->attribute_table = snapshot(b, T_ATTR, &d->n_attribute_table);
+    d->stack_table = snapshot(b, T_STACK, &d->n_stack_table);
+    if (d->mapping_table == NULL || d->location_table == NULL || d->function_table == NULL ||
+        d->link_table == NULL || d->string_table == NULL || d->attribute_table == NULL ||
+        d->stack_table == NULL) {
+        return NULL;
+    }
+    return d;
+}

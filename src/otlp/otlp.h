@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Short names for the protoc-c types generated from proto/ (OTLP Profiles
+ * v1development at the v1.10/v1.11 wire layout). The in-memory batch is the
+ * generated ExportProfilesServiceRequest itself, allocated in the batch arena.
+ * Use as `struct pg_otlp_sample *s`. */
+#ifndef PG_OTLP_OTLP_H
+#define PG_OTLP_OTLP_H
+
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "opentelemetry/proto/common/v1/common.pb-c.h"
+#include "opentelemetry/proto/profiles/v1development/profiles.pb-c.h"
+#include "opentelemetry/proto/resource/v1/resource.pb-c.h"
+
+#define PG_OTLP_PROTO_VERSION "v1.11.0"
+#define PG_OTLP_EXPORT_PATH "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+
+#define pg_otlp_request   Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+#define pg_otlp_response  Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse
+#define pg_otlp_partial   Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesPartialSuccess
+#define pg_otlp_dict      Opentelemetry__Proto__Profiles__V1development__ProfilesDictionary
+#define pg_otlp_resprof   Opentelemetry__Proto__Profiles__V1development__ResourceProfiles
+#define pg_otlp_scopeprof Opentelemetry__Proto__Profiles__V1development__ScopeProfiles
+#define pg_otlp_profile   Opentelemetry__Proto__Profiles__V1development__Profile
+#define pg_otlp_link      Opentelemetry__Proto__Profiles__V1development__Link
+#define pg_otlp_valuetype Opentelemetry__Proto__Profiles__V1development__ValueType
+#define pg_otlp_sample    Opentelemetry__Proto__Profiles__V1development__Sample
+#define pg_otlp_mapping   Opentelemetry__Proto__Profiles__V1development__Mapping
+#define pg_otlp_stack     Opentelemetry__Proto__Profiles__V1development__Stack
+#define pg_otlp_location  Opentelemetry__Proto__Profiles__V1development__Location
+#define pg_otlp_line      Opentelemetry__Proto__Profiles__V1development__Line
+#define pg_otlp_function  Opentelemetry__Proto__Profiles__V1development__Function
+#define pg_otlp_kvu       Opentelemetry__Proto__Profiles__V1development__KeyValueAndUnit
+#define pg_otlp_resource  Opentelemetry__Proto__Resource__V1__Resource
+#define pg_otlp_scope     Opentelemetry__Proto__Common__V1__InstrumentationScope
+#define pg_otlp_kv        Opentelemetry__Proto__Common__V1__KeyValue
+#define pg_otlp_anyvalue  Opentelemetry__Proto__Common__V1__AnyValue
+#define pg_otlp_array     Opentelemetry__Proto__Common__V1__ArrayValue
+#define pg_otlp_kvlist    Opentelemetry__Proto__Common__V1__KeyValueList
+
+/* Descriptors and init macros, for pack/unpack and for building messages. */
+#define pg_otlp_request_descriptor  opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor
+#define pg_otlp_response_descriptor opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__descriptor
+#define PG_OTLP_ANYVALUE_STR  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE
+#define PG_OTLP_ANYVALUE_BOOL OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE
+#define PG_OTLP_ANYVALUE_INT  OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE
+#define PG_OTLP_ANYVALUE_DOUBLE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_DOUBLE_VALUE
+#define PG_OTLP_ANYVALUE_ARRAY OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE
+#define PG_OTLP_ANYVALUE_KVLIST OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_KVLIST_VALUE
+#define PG_OTLP_ANYVALUE_BYTES OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BYTES_VALUE
+#define PG_OTLP_ANYVALUE_STRINDEX OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX
+#define PG_OTLP_ANYVALUE_NONE OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET
+
+#endif

@@ -1,0 +1,930 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * Size-caching ExportProfilesServiceRequest encoder. protobuf-c's pack sizes
+ * every sub-message again at each level of nesting (a Sample 5 times) through
+ * reflective loops; here sz_*() walks the tree once in pre-order and records
+ * each nested message's (and packed field's) length in a flat cache, and
+ * wr_*() walks it again in the same order writing bytes. The wire rules are
+ * protobuf-c 1.4's, so the output is byte-identical (tests/unit/test_wire_encode.c
+ * checks it on every fixture): fields in field-number order, proto3 scalars,
+ * strings, bytes and message pointers skipped when zero / empty / NULL, oneof
+ * members written whenever selected (a string or message only when non-NULL and
+ * not the shared empty default), repeated scalars packed, unknown fields last. */
+#include "otlp/otlp_encode.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WT_VARINT 0u
+#define WT_I64 1u
+#define WT_LEN 2u
+
+struct enc {
+    uint32_t *sz; /* malloc'd size cache, pre-order */
+    size_t n, cap, rd;
+    bool nomem, too_big;
+};
+
+/* ---- primitives --------------------------------------------------------- */
+
+static inline size_t vlen(uint64_t v)
+{
+    return v < 0x80 ? 1 : (size_t)(64 - __builtin_clzll(v) + 6) / 7;
+}
+
+/* int32 is sign-extended to 64 bits on the wire (10 bytes when negative). */
+static inline size_t i32len(int32_t v)
+{
+    return vlen((uint64_t)(int64_t)v);
+}
+
+static inline uint8_t *putv(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint8_t *put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        p[i] = (uint8_t)(v >> (8 * i));
+    }
+    return p + 8;
+}
+
+/* Tag byte(s) for field @f (all fields here are < 16: one byte). */
+#define TAG(f, wt) ((uint8_t)((f) << 3 | (wt)))
+
+/* Length of an embedded field body of @s bytes, tag included. */
+static inline size_t emb(size_t s)
+{
+    return 1 + vlen(s) + s;
+}
+
+static inline size_t reserve(struct enc *e)
+{
+    if (e->n == e->cap && !e->nomem) {
+        size_t ncap = e->cap ? e->cap * 2 : 1024;
+        uint32_t *ns = realloc(e->sz, ncap * sizeof(*ns));
+        if (ns == NULL) {
+            e->nomem = true;
+        } else {
+            e->sz = ns;
+            e->cap = ncap;
+        }
+    }
+    return e->n++;
+}
+
+static inline size_t fill(struct enc *e, size_t slot, size_t n)
+{
+    if (n > UINT32_MAX) {
+        e->too_big = true;
+    }
+    if (slot < e->cap) {
+        e->sz[slot] = (uint32_t)n;
+    }
+    return n;
+}
+
+/* Length-delimited header for the next cached size. */
+static inline uint8_t *hdr(struct enc *e, uint8_t *p, unsigned field)
+{
+    *p++ = TAG(field, WT_LEN);
+    return putv(p, e->sz[e->rd++]);
+}
+
+static size_t unk_size(const ProtobufCMessage *b)
+{
+    size_t n = 0;
+
+    for (unsigned i = 0; i < b->n_unknown_fields; i++) {
+        n += vlen((uint64_t)b->unknown_fields[i].tag << 3) + b->unknown_fields[i].len;
+    }
+    return n;
+}
+
+static uint8_t *unk_write(const ProtobufCMessage *b, uint8_t *p)
+{
+    for (unsigned i = 0; i < b->n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *u = &b->unknown_fields[i];
+        p = putv(p, (uint64_t)u->tag << 3 | u->wire_type);
+        if (u->len > 0) {
+            memcpy(p, u->data, u->len);
+        }
+        p += u->len;
+    }
+    return p;
+}
+
+#define UNK_SIZE(m) ((m)->base.n_unknown_fields ? unk_size(&(m)->base) : 0)
+#define UNK_WRITE(m, p) ((m)->base.n_unknown_fields ? unk_write(&(m)->base, p) : (p))
+
+/* Non-oneof proto3 string: skipped when NULL or empty. */
+static inline size_t str_size(const char *s)
+{
+    size_t n;
+
+    if (s == NULL || s[0] == '\0') {
+        return 0;
+    }
+    n = strlen(s);
+    return 1 + vlen(n) + n;
+}
+
+static inline uint8_t *str_write(uint8_t *p, unsigned field, const char *s)
+{
+    size_t n;
+
+    if (s == NULL || s[0] == '\0') {
+        return p;
+    }
+    n = strlen(s);
+    *p++ = TAG(field, WT_LEN);
+    p = putv(p, n);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* Repeated string element: always written, NULL as "". */
+static inline size_t rstr_size(const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+    return 1 + vlen(n) + n;
+}
+
+static inline uint8_t *rstr_write(uint8_t *p, unsigned field, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+
+    *p++ = TAG(field, WT_LEN);
+    p = putv(p, n);
+    if (n > 0) {
+        memcpy(p, s, n);
+    }
+    return p + n;
+}
+
+static inline size_t bytes_size(const ProtobufCBinaryData *b)
+{
+    return b->len == 0 ? 0 : 1 + vlen(b->len) + b->len;
+}
+
+static inline uint8_t *bytes_write(uint8_t *p, unsigned field, const ProtobufCBinaryData *b)
+{
+    if (b->len == 0) {
+        return p;
+    }
+    *p++ = TAG(field, WT_LEN);
+    p = putv(p, b->len);
+    memcpy(p, b->data, b->len);
+    return p + b->len;
+}
+
+static inline size_t i32f_size(int32_t v)
+{
+    return v != 0 ? 1 + i32len(v) : 0;
+}
+
+static inline uint8_t *i32f_write(uint8_t *p, unsigned field, int32_t v)
+{
+    if (v != 0) {
+        *p++ = TAG(field, WT_VARINT);
+        p = putv(p, (uint64_t)(int64_t)v);
+    }
+    return p;
+}
+
+static inline size_t u64f_size(uint64_t v)
+{
+    return v != 0 ? 1 + vlen(v) : 0;
+}
+
+static inline uint8_t *u64f_write(uint8_t *p, unsigned field, uint64_t v)
+{
+    if (v != 0) {
+        *p++ = TAG(field, WT_VARINT);
+        p = putv(p, v);
+    }
+    return p;
+}
+
+/* Packed repeated int32 / int64. A short array (most: a sample's values and attributes) is
+ * measured again when written instead of taking a cache slot; longer ones cache their
+ * payload length. Both passes decide on n alone, so they stay in step. */
+#define PACKED_RECOUNT 8
+
+static inline size_t pi32_len(const int32_t *v, size_t n)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        len += i32len(v[i]);
+    }
+    return len;
+}
+
+static inline size_t pi64_len(const int64_t *v, size_t n)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        len += vlen((uint64_t)v[i]);
+    }
+    return len;
+}
+
+static inline size_t pi32_size(struct enc *e, const int32_t *v, size_t n)
+{
+    size_t slot;
+
+    if (n <= PACKED_RECOUNT) {
+        return n == 0 ? 0 : emb(pi32_len(v, n));
+    }
+    slot = reserve(e);
+    return emb(fill(e, slot, pi32_len(v, n)));
+}
+
+static inline uint8_t *pi32_write(struct enc *e, uint8_t *p, unsigned field, const int32_t *v,
+                                  size_t n)
+{
+    if (n == 0) {
+        return p;
+    }
+    if (n <= PACKED_RECOUNT) {
+        *p++ = TAG(field, WT_LEN);
+        p = putv(p, pi32_len(v, n));
+    } else {
+        p = hdr(e, p, field);
+    }
+    for (size_t i = 0; i < n; i++) {
+        p = putv(p, (uint64_t)(int64_t)v[i]);
+    }
+    return p;
+}
+
+static inline size_t pi64_size(struct enc *e, const int64_t *v, size_t n)
+{
+    size_t slot;
+
+    if (n <= PACKED_RECOUNT) {
+        return n == 0 ? 0 : emb(pi64_len(v, n));
+    }
+    slot = reserve(e);
+    return emb(fill(e, slot, pi64_len(v, n)));
+}
+
+static inline uint8_t *pi64_write(struct enc *e, uint8_t *p, unsigned field, const int64_t *v,
+                                  size_t n)
+{
+    if (n == 0) {
+        return p;
+    }
+    if (n <= PACKED_RECOUNT) {
+        *p++ = TAG(field, WT_LEN);
+        p = putv(p, pi64_len(v, n));
+    } else {
+        p = hdr(e, p, field);
+    }
+    for (size_t i = 0; i < n; i++) {
+        p = putv(p, (uint64_t)v[i]);
+    }
+    return p;
+}
+
+/* Packed fixed64: the length is known, nothing cached. */
+static inline size_t pf64_size(size_t n)
+{
+    return n == 0 ? 0 : emb(8 * n);
+}
+
+static uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
+{
+    if (n == 0) {
+        return p;
+    }
+    *p++ = TAG(field, WT_LEN);
+    p = putv(p, 8 * n);
+    for (size_t i = 0; i < n; i++) {
+        p = put64(p, v[i]);
+    }
+    return p;
+}
+
+/* ---- common: AnyValue, KeyValue, ArrayValue, KeyValueList, scope, resource */
+
+static size_t sz_kv(struct enc *e, const struct pg_otlp_kv *m);
+static uint8_t *wr_kv(struct enc *e, uint8_t *p, const struct pg_otlp_kv *m);
+
+static size_t sz_any(struct enc *e, const struct pg_otlp_anyvalue *m)
+{
+    size_t slot = reserve(e), n = 0;
+
+    switch (m->value_case) {
+    case PG_OTLP_ANYVALUE_STR:
+        if (m->string_value != NULL && m->string_value != protobuf_c_empty_string) {
+            size_t l = strlen(m->string_value);
+            n += 1 + vlen(l) + l;
+        }
+        break;
+    case PG_OTLP_ANYVALUE_BOOL:
+        n += 2;
+        break;
+    case PG_OTLP_ANYVALUE_INT:
+        n += 1 + vlen((uint64_t)m->int_value);
+        break;
+    case PG_OTLP_ANYVALUE_DOUBLE:
+        n += 9;
+        break;
+    case PG_OTLP_ANYVALUE_ARRAY:
+        if (m->array_value != NULL) {
+            const struct pg_otlp_array *a = m->array_value;
+            size_t aslot = reserve(e), an = 0;
+            for (size_t i = 0; i < a->n_values; i++) {
+                an += emb(sz_any(e, a->values[i]));
+            }
+            n += emb(fill(e, aslot, an + UNK_SIZE(a)));
+        }
+        break;
+    case PG_OTLP_ANYVALUE_KVLIST:
+        if (m->kvlist_value != NULL) {
+            const struct pg_otlp_kvlist *l = m->kvlist_value;
+            size_t lslot = reserve(e), ln = 0;
+            for (size_t i = 0; i < l->n_values; i++) {
+                ln += emb(sz_kv(e, l->values[i]));
+            }
+            n += emb(fill(e, lslot, ln + UNK_SIZE(l)));
+        }
+        break;
+    case PG_OTLP_ANYVALUE_BYTES:
+        n += 1 + vlen(m->bytes_value.len) + m->bytes_value.len;
+        break;
+    case PG_OTLP_ANYVALUE_STRINDEX:
+        n += 1 + i32len(m->string_value_strindex);
+        break;
+    default:
+        break;
+    }
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_any(struct enc *e, uint8_t *p, const struct pg_otlp_anyvalue *m)
+{
+    switch (m->value_case) {
+    case PG_OTLP_ANYVALUE_STR:
+        if (m->string_value != NULL && m->string_value != protobuf_c_empty_string) {
+            p = rstr_write(p, 1, m->string_value);
+        }
+        break;
+    case PG_OTLP_ANYVALUE_BOOL:
+        *p++ = TAG(2, WT_VARINT);
+        *p++ = m->bool_value ? 1 : 0;
+        break;
+    case PG_OTLP_ANYVALUE_INT:
+        *p++ = TAG(3, WT_VARINT);
+        p = putv(p, (uint64_t)m->int_value);
+        break;
+    case PG_OTLP_ANYVALUE_DOUBLE: {
+        uint64_t bits;
+        memcpy(&bits, &m->double_value, 8);
+        *p++ = TAG(4, WT_I64);
+        p = put64(p, bits);
+        break;
+    }
+    case PG_OTLP_ANYVALUE_ARRAY:
+        if (m->array_value != NULL) {
+            const struct pg_otlp_array *a = m->array_value;
+            p = hdr(e, p, 5);
+            for (size_t i = 0; i < a->n_values; i++) {
+                p = hdr(e, p, 1);
+                p = wr_any(e, p, a->values[i]);
+            }
+            p = UNK_WRITE(a, p);
+        }
+        break;
+    case PG_OTLP_ANYVALUE_KVLIST:
+        if (m->kvlist_value != NULL) {
+            const struct pg_otlp_kvlist *l = m->kvlist_value;
+            p = hdr(e, p, 6);
+            for (size_t i = 0; i < l->n_values; i++) {
+                p = hdr(e, p, 1);
+                p = wr_kv(e, p, l->values[i]);
+            }
+            p = UNK_WRITE(l, p);
+        }
+        break;
+    case PG_OTLP_ANYVALUE_BYTES:
+        *p++ = TAG(7, WT_LEN);
+        p = putv(p, m->bytes_value.len);
+        if (m->bytes_value.len > 0) {
+            memcpy(p, m->bytes_value.data, m->bytes_value.len);
+        }
+        p += m->bytes_value.len;
+        break;
+    case PG_OTLP_ANYVALUE_STRINDEX:
+        *p++ = TAG(8, WT_VARINT);
+        p = putv(p, (uint64_t)(int64_t)m->string_value_strindex);
+        break;
+    default:
+        break;
+    }
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_kv(struct enc *e, const struct pg_otlp_kv *m)
+{
+    size_t slot = reserve(e), n = str_size(m->key);
+
+    if (m->value != NULL) {
+        n += emb(sz_any(e, m->value));
+    }
+    n += i32f_size(m->key_strindex);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_kv(struct enc *e, uint8_t *p, const struct pg_otlp_kv *m)
+{
+    p = str_write(p, 1, m->key);
+    if (m->value != NULL) {
+        p = hdr(e, p, 2);
+        p = wr_any(e, p, m->value);
+    }
+    p = i32f_write(p, 3, m->key_strindex);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_kvs(struct enc *e, struct pg_otlp_kv *const *kv, size_t n)
+{
+    size_t total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        total += emb(sz_kv(e, kv[i]));
+    }
+    return total;
+}
+
+static uint8_t *wr_kvs(struct enc *e, uint8_t *p, unsigned field, struct pg_otlp_kv *const *kv,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p = hdr(e, p, field);
+        p = wr_kv(e, p, kv[i]);
+    }
+    return p;
+}
+
+static size_t sz_scope(struct enc *e, const struct pg_otlp_scope *m)
+{
+    size_t slot = reserve(e);
+    size_t n = str_size(m->name) + str_size(m->version) + sz_kvs(e, m->attributes, m->n_attributes);
+
+    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_scope(struct enc *e, uint8_t *p, const struct pg_otlp_scope *m)
+{
+    p = str_write(p, 1, m->name);
+    p = str_write(p, 2, m->version);
+    p = wr_kvs(e, p, 3, m->attributes, m->n_attributes);
+    p = u64f_write(p, 4, m->dropped_attributes_count);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_entity(struct enc *e, const Opentelemetry__Proto__Common__V1__EntityRef *m)
+{
+    size_t slot = reserve(e), n = str_size(m->schema_url) + str_size(m->type);
+
+    for (size_t i = 0; i < m->n_id_keys; i++) {
+        n += rstr_size(m->id_keys[i]);
+    }
+    for (size_t i = 0; i < m->n_description_keys; i++) {
+        n += rstr_size(m->description_keys[i]);
+    }
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_entity(struct enc *e, uint8_t *p,
+                          const Opentelemetry__Proto__Common__V1__EntityRef *m)
+{
+    (void)e;
+    p = str_write(p, 1, m->schema_url);
+    p = str_write(p, 2, m->type);
+    for (size_t i = 0; i < m->n_id_keys; i++) {
+        p = rstr_write(p, 3, m->id_keys[i]);
+    }
+    for (size_t i = 0; i < m->n_description_keys; i++) {
+        p = rstr_write(p, 4, m->description_keys[i]);
+    }
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_resource(struct enc *e, const struct pg_otlp_resource *m)
+{
+    size_t slot = reserve(e), n = sz_kvs(e, m->attributes, m->n_attributes);
+
+    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    for (size_t i = 0; i < m->n_entity_refs; i++) {
+        n += emb(sz_entity(e, m->entity_refs[i]));
+    }
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_resource(struct enc *e, uint8_t *p, const struct pg_otlp_resource *m)
+{
+    p = wr_kvs(e, p, 1, m->attributes, m->n_attributes);
+    p = u64f_write(p, 2, m->dropped_attributes_count);
+    for (size_t i = 0; i < m->n_entity_refs; i++) {
+        p = hdr(e, p, 3);
+        p = wr_entity(e, p, m->entity_refs[i]);
+    }
+    return UNK_WRITE(m, p);
+}
+
+/* ---- profiles ----------------------------------------------------------- */
+
+static size_t sz_vt(struct enc *e, const struct pg_otlp_valuetype *m)
+{
+    size_t slot = reserve(e);
+    return fill(e, slot,
+                i32f_size(m->type_strindex) + i32f_size(m->unit_strindex) + UNK_SIZE(m));
+}
+
+static uint8_t *wr_vt(uint8_t *p, const struct pg_otlp_valuetype *m)
+{
+    p = i32f_write(p, 1, m->type_strindex);
+    p = i32f_write(p, 2, m->unit_strindex);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_sample(struct enc *e, const struct pg_otlp_sample *m)
+{
+    size_t slot = reserve(e);
+    size_t n = i32f_size(m->stack_index) +
+               pi32_size(e, m->attribute_indices, m->n_attribute_indices) +
+               i32f_size(m->link_index) + pi64_size(e, m->values, m->n_values) +
+               pf64_size(m->n_timestamps_unix_nano);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_sample(struct enc *e, uint8_t *p, const struct pg_otlp_sample *m)
+{
+    p = i32f_write(p, 1, m->stack_index);
+    p = pi32_write(e, p, 2, m->attribute_indices, m->n_attribute_indices);
+    p = i32f_write(p, 3, m->link_index);
+    p = pi64_write(e, p, 4, m->values, m->n_values);
+    p = pf64_write(p, 5, m->timestamps_unix_nano, m->n_timestamps_unix_nano);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
+{
+    size_t slot = reserve(e), n = 0;
+
+    if (m->sample_type != NULL) {
+        n += emb(sz_vt(e, m->sample_type));
+    }
+    for (size_t i = 0; i < m->n_samples; i++) {
+        n += emb(sz_sample(e, m->samples[i]));
+    }
+    n += m->time_unix_nano ? 9 : 0;
+    n += u64f_size(m->duration_nano);
+    if (m->period_type != NULL) {
+        n += emb(sz_vt(e, m->period_type));
+    }
+    n += u64f_size((uint64_t)m->period);
+    n += bytes_size(&m->profile_id);
+    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    n += str_size(m->original_payload_format);
+    n += bytes_size(&m->original_payload);
+    n += pi32_size(e, m->attribute_indices, m->n_attribute_indices);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profile *m)
+{
+    if (m->sample_type != NULL) {
+        p = hdr(e, p, 1);
+        p = wr_vt(p, m->sample_type);
+    }
+    for (size_t i = 0; i < m->n_samples; i++) {
+        p = hdr(e, p, 2);
+        p = wr_sample(e, p, m->samples[i]);
+    }
+    if (m->time_unix_nano) {
+        *p++ = TAG(3, WT_I64);
+        p = put64(p, m->time_unix_nano);
+    }
+    p = u64f_write(p, 4, m->duration_nano);
+    if (m->period_type != NULL) {
+        p = hdr(e, p, 5);
+        p = wr_vt(p, m->period_type);
+    }
+    p = u64f_write(p, 6, (uint64_t)m->period);
+    p = bytes_write(p, 7, &m->profile_id);
+    p = u64f_write(p, 8, m->dropped_attributes_count);
+    p = str_write(p, 9, m->original_payload_format);
+    p = bytes_write(p, 10, &m->original_payload);
+    p = pi32_write(e, p, 11, m->attribute_indices, m->n_attribute_indices);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_scopeprof(struct enc *e, const struct pg_otlp_scopeprof *m)
+{
+    size_t slot = reserve(e), n = 0;
+
+    if (m->scope != NULL) {
+        n += emb(sz_scope(e, m->scope));
+    }
+    for (size_t i = 0; i < m->n_profiles; i++) {
+        n += emb(sz_profile(e, m->profiles[i]));
+    }
+    n += str_size(m->schema_url);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_scopeprof(struct enc *e, uint8_t *p, const struct pg_otlp_scopeprof *m)
+{
+    if (m->scope != NULL) {
+        p = hdr(e, p, 1);
+        p = wr_scope(e, p, m->scope);
+    }
+    for (size_t i = 0; i < m->n_profiles; i++) {
+        p = hdr(e, p, 2);
+        p = wr_profile(e, p, m->profiles[i]);
+    }
+    p = str_write(p, 3, m->schema_url);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_resprof(struct enc *e, const struct pg_otlp_resprof *m)
+{
+    size_t slot = reserve(e), n = 0;
+
+    if (m->resource != NULL) {
+        n += emb(sz_resource(e, m->resource));
+    }
+    for (size_t i = 0; i < m->n_scope_profiles; i++) {
+        n += emb(sz_scopeprof(e, m->scope_profiles[i]));
+    }
+    n += str_size(m->schema_url);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_resprof(struct enc *e, uint8_t *p, const struct pg_otlp_resprof *m)
+{
+    if (m->resource != NULL) {
+        p = hdr(e, p, 1);
+        p = wr_resource(e, p, m->resource);
+    }
+    for (size_t i = 0; i < m->n_scope_profiles; i++) {
+        p = hdr(e, p, 2);
+        p = wr_scopeprof(e, p, m->scope_profiles[i]);
+    }
+    p = str_write(p, 3, m->schema_url);
+    return UNK_WRITE(m, p);
+}
+
+/* ---- dictionary --------------------------------------------------------- */
+
+static size_t sz_mapping(struct enc *e, const struct pg_otlp_mapping *m)
+{
+    size_t slot = reserve(e);
+    size_t n = u64f_size(m->memory_start) + u64f_size(m->memory_limit) +
+               u64f_size(m->file_offset) + i32f_size(m->filename_strindex) +
+               pi32_size(e, m->attribute_indices, m->n_attribute_indices);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_mapping(struct enc *e, uint8_t *p, const struct pg_otlp_mapping *m)
+{
+    p = u64f_write(p, 1, m->memory_start);
+    p = u64f_write(p, 2, m->memory_limit);
+    p = u64f_write(p, 3, m->file_offset);
+    p = i32f_write(p, 4, m->filename_strindex);
+    p = pi32_write(e, p, 5, m->attribute_indices, m->n_attribute_indices);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_line(struct enc *e, const struct pg_otlp_line *m)
+{
+    size_t slot = reserve(e);
+    size_t n = i32f_size(m->function_index) + u64f_size((uint64_t)m->line) +
+               u64f_size((uint64_t)m->column);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_line(uint8_t *p, const struct pg_otlp_line *m)
+{
+    p = i32f_write(p, 1, m->function_index);
+    p = u64f_write(p, 2, (uint64_t)m->line);
+    p = u64f_write(p, 3, (uint64_t)m->column);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_location(struct enc *e, const struct pg_otlp_location *m)
+{
+    size_t slot = reserve(e);
+    size_t n = i32f_size(m->mapping_index) + u64f_size(m->address);
+
+    for (size_t i = 0; i < m->n_lines; i++) {
+        n += emb(sz_line(e, m->lines[i]));
+    }
+    n += pi32_size(e, m->attribute_indices, m->n_attribute_indices);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_location(struct enc *e, uint8_t *p, const struct pg_otlp_location *m)
+{
+    p = i32f_write(p, 1, m->mapping_index);
+    p = u64f_write(p, 2, m->address);
+    for (size_t i = 0; i < m->n_lines; i++) {
+        p = hdr(e, p, 3);
+        p = wr_line(p, m->lines[i]);
+    }
+    p = pi32_write(e, p, 4, m->attribute_indices, m->n_attribute_indices);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_function(struct enc *e, const struct pg_otlp_function *m)
+{
+    size_t slot = reserve(e);
+    size_t n = i32f_size(m->name_strindex) + i32f_size(m->system_name_strindex) +
+               i32f_size(m->filename_strindex) + u64f_size((uint64_t)m->start_line);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_function(uint8_t *p, const struct pg_otlp_function *m)
+{
+    p = i32f_write(p, 1, m->name_strindex);
+    p = i32f_write(p, 2, m->system_name_strindex);
+    p = i32f_write(p, 3, m->filename_strindex);
+    p = u64f_write(p, 4, (uint64_t)m->start_line);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_link(struct enc *e, const struct pg_otlp_link *m)
+{
+    size_t slot = reserve(e);
+    return fill(e, slot, bytes_size(&m->trace_id) + bytes_size(&m->span_id) + UNK_SIZE(m));
+}
+
+static uint8_t *wr_link(uint8_t *p, const struct pg_otlp_link *m)
+{
+    p = bytes_write(p, 1, &m->trace_id);
+    p = bytes_write(p, 2, &m->span_id);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_kvu(struct enc *e, const struct pg_otlp_kvu *m)
+{
+    size_t slot = reserve(e), n = i32f_size(m->key_strindex);
+
+    if (m->value != NULL) {
+        n += emb(sz_any(e, m->value));
+    }
+    n += i32f_size(m->unit_strindex);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_kvu(struct enc *e, uint8_t *p, const struct pg_otlp_kvu *m)
+{
+    p = i32f_write(p, 1, m->key_strindex);
+    if (m->value != NULL) {
+        p = hdr(e, p, 2);
+        p = wr_any(e, p, m->value);
+    }
+    p = i32f_write(p, 3, m->unit_strindex);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_stack(struct enc *e, const struct pg_otlp_stack *m)
+{
+    size_t slot = reserve(e);
+    size_t n = pi32_size(e, m->location_indices, m->n_location_indices);
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_stack(struct enc *e, uint8_t *p, const struct pg_otlp_stack *m)
+{
+    p = pi32_write(e, p, 1, m->location_indices, m->n_location_indices);
+    return UNK_WRITE(m, p);
+}
+
+static size_t sz_dict(struct enc *e, const struct pg_otlp_dict *m)
+{
+    size_t slot = reserve(e), n = 0;
+
+    for (size_t i = 0; i < m->n_mapping_table; i++) {
+        n += emb(sz_mapping(e, m->mapping_table[i]));
+    }
+    for (size_t i = 0; i < m->n_location_table; i++) {
+        n += emb(sz_location(e, m->location_table[i]));
+    }
+    for (size_t i = 0; i < m->n_function_table; i++) {
+        n += emb(sz_function(e, m->function_table[i]));
+    }
+    for (size_t i = 0; i < m->n_link_table; i++) {
+        n += emb(sz_link(e, m->link_table[i]));
+    }
+    for (size_t i = 0; i < m->n_string_table; i++) {
+        n += rstr_size(m->string_table[i]);
+    }
+    for (size_t i = 0; i < m->n_attribute_table; i++) {
+        n += emb(sz_kvu(e, m->attribute_table[i]));
+    }
+    for (size_t i = 0; i < m->n_stack_table; i++) {
+        n += emb(sz_stack(e, m->stack_table[i]));
+    }
+    return fill(e, slot, n + UNK_SIZE(m));
+}
+
+static uint8_t *wr_dict(struct enc *e, uint8_t *p, const struct pg_otlp_dict *m)
+{
+    for (size_t i = 0; i < m->n_mapping_table; i++) {
+        p = hdr(e, p, 1);
+        p = wr_mapping(e, p, m->mapping_table[i]);
+    }
+    for (size_t i = 0; i < m->n_location_table; i++) {
+        p = hdr(e, p, 2);
+        p = wr_location(e, p, m->location_table[i]);
+    }
+    for (size_t i = 0; i < m->n_function_table; i++) {
+        p = hdr(e, p, 3);
+        p = wr_function(p, m->function_table[i]);
+    }
+    for (size_t i = 0; i < m->n_link_table; i++) {
+        p = hdr(e, p, 4);
+        p = wr_link(p, m->link_table[i]);
+    }
+    for (size_t i = 0; i < m->n_string_table; i++) {
+        p = rstr_write(p, 5, m->string_table[i]);
+    }
+    for (size_t i = 0; i < m->n_attribute_table; i++) {
+        p = hdr(e, p, 6);
+        p = wr_kvu(e, p, m->attribute_table[i]);
+    }
+    for (size_t i = 0; i < m->n_stack_table; i++) {
+        p = hdr(e, p, 7);
+        p = wr_stack(e, p, m->stack_table[i]);
+    }
+    return UNK_WRITE(m, p);
+}
+
+/* ---- request ------------------------------------------------------------ */
+
+enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_arena *arena,
+                                   uint8_t **out, size_t *len, struct pg_status *st)
+{
+    struct enc e;
+    size_t total = 0;
+    uint8_t *buf, *p;
+
+    *out = NULL;
+    *len = 0;
+    memset(&e, 0, sizeof(e));
+    for (size_t i = 0; i < req->n_resource_profiles; i++) {
+        total += emb(sz_resprof(&e, req->resource_profiles[i]));
+    }
+    if (req->dictionary != NULL) {
+        total += emb(sz_dict(&e, req->dictionary));
+    }
+    total += UNK_SIZE(req);
+    if (e.nomem) {
+        free(e.sz);
+        return pg_status_set(st, PG_ERR_NOMEM, "no memory to size a %zu-message OTLP request",
+                             e.n);
+    }
+    if (e.too_big) {
+        free(e.sz);
+        return pg_status_set(st, PG_ERR_LIMIT, "OTLP request has a message over 4 GiB");
+    }
+    buf = pg_arena_alloc(arena, total ? total : 1);
+    if (buf == NULL) {
+        free(e.sz);
+        return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "no memory to encode a %zu-byte OTLP request", total);
+    }
+    p = buf;
+    for (size_t i = 0; i < req->n_resource_profiles; i++) {
+        p = hdr(&e, p, 1);
+        p = wr_resprof(&e, p, req->resource_profiles[i]);
+    }
+    if (req->dictionary != NULL) {
+        p = hdr(&e, p, 2);
+        p = wr_dict(&e, p, req->dictionary);
+    }
+    p = UNK_WRITE(req, p);
+    free(e.sz);
+    if ((size_t)(p - buf) != total || e.rd != e.n) {
+        return pg_status_set(st, PG_ERR_INTERNAL, "OTLP encoder wrote %zu of %zu bytes",
+                             (size_t)(p - buf), total);
+    }
+    *out = buf;
+    *len = total;
+    return PG_ERR_OK;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The service's own structures, shared by its graph building, data path and
+ * lifecycle (service.c) and its telemetry config (service_telemetry.c). */
+#ifndef PG_PIPELINE_SERVICE_INTERNAL_H
+#define PG_PIPELINE_SERVICE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "pipeline/component.h"
+#include "pipeline/service.h"
+
+struct event;
+
+enum svc_state { SVC_BUILT = 0, SVC_STARTING, SVC_RUNNING, SVC_DRAINING, SVC_STOPPED };
+
+struct instance;
+
+/* A receiver's consumer: fans its batches out over the pipelines it feeds. */
+struct fanout {
+    struct pg_consumer base; /* must be first */
+    struct pg_service *svc;
+    struct pipeline **pipes; /* in service arena */
+    size_t n;
+};
+
+struct instance {
+    const struct pg_component_ops *ops;
+    enum pg_kind kind;
+    char *id;       /* "type" or "type/name" */
+    char *log_name; /* "receiver/pprof/self" */
+    const struct pg_cfg_node *def; /* the component's definition (for positions) */
+    const struct pg_cfg_node *key; /* its key node */
+    void *state;
+    bool created, started, shut;
+    struct fanout fan; /* receivers only */
+};
+
+struct pipeline {
+    char *id;
+    struct instance **procs; /* owned instances, one per pipeline */
+    size_t n_procs;
+    struct instance **exps; /* shared instances */
+    size_t n_exps;
+};
+
+/* A component definition in receivers:/processors:/exporters:/extensions:. */
+struct def {
+    enum pg_kind kind;
+    char *id;
+    const struct pg_cfg_node *key;
+    const struct pg_cfg_node *node;
+    const struct pg_component_ops *ops;
+    bool used;
+    struct instance *inst; /* receivers, exporters, extensions: the one instance */
+};
+
+struct pg_service {
+    struct pg_arena *arena; /* owned: everything below */
+    struct pg_config *cfg;  /* borrowed */
+    struct pg_host host;
+    struct pg_diag *diag;   /* borrowed during build */
+    struct def *defs;
+    size_t n_defs;
+    struct pipeline *pipes;
+    size_t n_pipes;
+    struct instance **order; /* start order: extensions, exporters, processors, receivers */
+    size_t n_order;
+    enum svc_state state;
+    struct event *drain_timer;
+    int64_t drain_deadline_ns;
+    struct pg_metric *m_fallbacks;
+    const char *log_paths[PG_LOG_MAX_OUTPUTS]; /* telemetry.logs.output_paths (config arena) */
+    size_t n_log_paths;
+};
+
+/* Reports every key of @map not in the NULL-terminated @valid to the build's
+ * diagnostics, under @path. */
+void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
+                           const char *const *valid);
+
+/* Checks and applies service.telemetry (@tel may be NULL); sets the metrics
+ * address and its config node (NULL when unset). */
+void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *tel,
+                                const char **metrics_addr, const struct pg_cfg_node **metrics_node);
+
+#endif
