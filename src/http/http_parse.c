@@ -12,6 +12,8 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "core/hex.h"
+
 #define MAX_CHUNK_LINE 4096
 #define MAX_TRAILER_BYTES (16 * 1024)
 
@@ -341,20 +343,6 @@ int pg_http_parse_head(char *buf, size_t len, const struct pg_http_parse_limits 
 
 enum { CH_SIZE = 0, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_DONE };
 
-static int hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 static enum pg_http_chunk_rc chunk_fail(char *why, size_t size, const char *msg)
 {
     failf(why, size, 400, "%s", msg);
@@ -412,11 +400,11 @@ enum pg_http_chunk_rc pg_http_chunked_feed(struct pg_http_chunked *c, const uint
                 if (!is_value_byte(b)) {
                     return chunk_fail(why, why_size, "control byte in a chunk extension");
                 }
-            } else if (hexval(b) >= 0) {
+            } else if (pg_hex_digit(b) >= 0) {
                 if ((c->left >> 56) != 0) {
                     return chunk_fail(why, why_size, "chunk size too large");
                 }
-                c->left = c->left * 16 + (uint64_t)hexval(b);
+                c->left = c->left * 16 + (uint64_t)pg_hex_digit(b);
                 c->saw_digit = true;
             } else if (b == ';' && c->saw_digit) {
                 c->in_ext = true;
