@@ -24,8 +24,7 @@
 
 
 /* Config paths for messages; vsnprintf, since a cut path is harmless. */
-static void pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pathf(char *dst, size_t cap, const char *fmt, ...)
+void pg_scrape_pathf(char *dst, size_t cap, const char *fmt, ...)
 {
     va_list ap;
 
@@ -219,7 +218,7 @@ size_t pg_relabel_parse(struct pg_arena *arena, struct pg_diag *diag, const stru
         size_t before = problems;
         bool dflt_re, dflt_repl, dflt_sep;
 
-        pathf(p, sizeof(p), "%s[%zu]", path, i);
+        pg_scrape_pathf(p, sizeof(p), "%s[%zu]", path, i);
         if (item->kind != PG_CFG_MAP) {
             pg_diag_add(diag, item, p, "expected a mapping");
             problems++;

@@ -69,4 +69,8 @@ bool pg_relabel_apply(const struct pg_relabel_rule *rules, size_t n, struct pg_l
 void pg_relabel_expand(const pcre2_code *re, pcre2_match_data *md, const char *subject,
                        const char *tmpl, char *out, size_t cap);
 
+/* snprintf for config paths in messages (a cut path is harmless); shared by
+ * the relabel and scrape config parsers. */
+void pg_scrape_pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -15,16 +15,6 @@
 #define LOG_NAME "receiver/pprof/scrape"
 
 
-/* Config paths for messages; vsnprintf, since a cut path is harmless. */
-static void pathf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pathf(char *dst, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(dst, cap, fmt, ap);
-    va_end(ap);
-}
 
 /* Parca's DefaultScrapeConfig profile set, in its order. */
 static const struct {
@@ -281,7 +271,7 @@ static size_t parse_keep(struct pg_arena *a, struct pg_diag *d, const struct pg_
         struct keep_raw k;
         char ip[300];
 
-        pathf(ip, sizeof(ip), "%s::keep_sample_type[%zu]", path, i);
+        pg_scrape_pathf(ip, sizeof(ip), "%s::keep_sample_type[%zu]", path, i);
         problems += pg_cfg_bind(a, d, n->items[i], keep_fields, &k, ip);
         if (k.type == NULL || k.type[0] == '\0') {
             pg_diag_add(d, n->items[i], ip, "type is required");
@@ -300,7 +290,7 @@ static size_t parse_profiles(struct pg_arena *a, struct pg_diag *d, const struct
     size_t problems = 0, cap;
     char p[300];
 
-    pathf(p, sizeof(p), "%s::profiling_config", path);
+    pg_scrape_pathf(p, sizeof(p), "%s::profiling_config", path);
     if (pc != NULL && pc->kind != PG_CFG_NULL) {
         if (pc->kind != PG_CFG_MAP) {
             pg_diag_add(d, pc, p, "expected a mapping");
@@ -348,7 +338,7 @@ static size_t parse_profiles(struct pg_arena *a, struct pg_diag *d, const struct
         struct profile_raw r;
         char ep[400];
 
-        pathf(ep, sizeof(ep), "%s::pprof_config::%s", p, name);
+        pg_scrape_pathf(ep, sizeof(ep), "%s::pprof_config::%s", p, name);
         for (size_t j = 0; j < N_DEFAULT_PROFILES; j++) {
             if (strcmp(default_profiles[j].name, name) == 0) {
                 prof = &job->profiles[j];
@@ -428,7 +418,7 @@ static size_t parse_groups(struct pg_arena *a, struct pg_diag *d, const struct p
         struct group_raw g;
         char p[300];
 
-        pathf(p, sizeof(p), "%s::static_configs[%zu]", path, i);
+        pg_scrape_pathf(p, sizeof(p), "%s::static_configs[%zu]", path, i);
         problems += pg_cfg_bind(a, d, n->items[i], group_fields, &g, p);
         job->groups[job->n_groups].targets = g.targets;
         job->groups[job->n_groups++].labels = g.labels;
@@ -472,7 +462,7 @@ static size_t parse_file_sd(struct pg_arena *a, struct pg_diag *d, const struct 
         struct pg_scrape_file_sd *f = &job->file_sd[job->n_file_sd++];
         char p[300];
 
-        pathf(p, sizeof(p), "%s::file_sd_configs[%zu]", path, i);
+        pg_scrape_pathf(p, sizeof(p), "%s::file_sd_configs[%zu]", path, i);
         problems += pg_cfg_bind(a, d, n->items[i], file_sd_fields, f, p);
         for (size_t j = 0; j < f->files.n; j++) {
             if (!sd_file_ok(f->files.v[j])) {
@@ -612,7 +602,7 @@ static size_t parse_k8s_sd(struct pg_arena *a, struct pg_diag *d, const struct p
         struct k8s_raw r;
         char p[300];
 
-        pathf(p, sizeof(p), "%s::kubernetes_sd_configs[%zu]", path, i);
+        pg_scrape_pathf(p, sizeof(p), "%s::kubernetes_sd_configs[%zu]", path, i);
         problems += pg_cfg_bind(a, d, n->items[i], k8s_fields, &r, p);
         if (r.role == NULL || strcmp(r.role, "pod") != 0) {
             pg_diag_add(d, n->items[i], p, "role \"%s\" is not supported (only pod)",
@@ -640,7 +630,7 @@ static size_t parse_k8s_sd(struct pg_arena *a, struct pg_diag *d, const struct p
             struct sel_raw sr;
             char sp[400];
 
-            pathf(sp, sizeof(sp), "%s::selectors[%zu]", p, j);
+            pg_scrape_pathf(sp, sizeof(sp), "%s::selectors[%zu]", p, j);
             problems += pg_cfg_bind(a, d, r.selectors->items[j], sel_fields, &sr, sp);
             if (sr.role == NULL || strcmp(sr.role, "pod") != 0) {
                 pg_diag_add(d, r.selectors->items[j], sp,
@@ -716,7 +706,7 @@ static size_t parse_job(struct pg_arena *a, struct pg_diag *d, const struct pg_c
     problems += parse_k8s_sd(a, d, r.kubernetes_sd_configs, p, job);
     problems += parse_params(a, d, r.params, p, &job->params);
     problems += parse_profiles(a, d, r.profiling_config, p, job);
-    pathf(rp, sizeof(rp), "%s::relabel_configs", p);
+    pg_scrape_pathf(rp, sizeof(rp), "%s::relabel_configs", p);
     problems += pg_relabel_parse(a, d, r.relabel_configs, rp, &job->relabel, &job->n_relabel);
     problems += parse_groups(a, d, r.static_configs, p, job);
     problems += parse_file_sd(a, d, r.file_sd_configs, p, job);
@@ -760,7 +750,7 @@ static size_t parse_remote(struct pg_arena *a, struct pg_diag *d, const struct p
     const char *ep, *rest, *slash;
     char *hostport;
 
-    pathf(p, sizeof(p), "%s::remote", path);
+    pg_scrape_pathf(p, sizeof(p), "%s::remote", path);
     problems = pg_cfg_bind(a, d, n, remote_fields, &r, p);
     if (r.endpoint == NULL || r.endpoint[0] == '\0') {
         pg_diag_add(d, n, p, "remote.endpoint must be specified");
@@ -825,7 +815,7 @@ size_t pg_scrape_config_parse(struct pg_arena *arena, struct pg_diag *diag,
     char p[300];
 
     memset(out, 0, sizeof(*out));
-    pathf(p, sizeof(p), "%s::scrape", path);
+    pg_scrape_pathf(p, sizeof(p), "%s::scrape", path);
     if (scrape != NULL) {
         problems += pg_cfg_bind(arena, diag, scrape, scrape_fields, &r, p);
         out->external_labels = r.external_labels;
@@ -847,7 +837,7 @@ size_t pg_scrape_config_parse(struct pg_arena *arena, struct pg_diag *diag,
         struct pg_scrape_job *job = &out->jobs[out->n_jobs++];
         char jp[300];
 
-        pathf(jp, sizeof(jp), "%s::scrape_configs[%zu]", p, i);
+        pg_scrape_pathf(jp, sizeof(jp), "%s::scrape_configs[%zu]", p, i);
         if (list->items[i]->kind != PG_CFG_MAP) {
             pg_diag_add(diag, list->items[i], jp, "expected a mapping");
             problems++;
