@@ -42,6 +42,30 @@ def free_port():
         return s.getsockname()[1]
 
 
+def otlp_to_file_config(port):
+    """A collector that takes OTLP/gRPC on @port and writes it as JSON lines to
+    {tmp}/out.json (the Collector class fills in {tmp})."""
+    return f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+exporters:
+  file:
+    path: {{tmp}}/out.json
+    flush_interval: 50ms
+service:
+  telemetry:
+    logs: {{level: info}}
+    metrics: {{level: none}}
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [file]
+"""
+
+
 class Collector(Gateway):
     """pg-otelcol with a config text; ready once it logs 'Everything is ready'."""
 

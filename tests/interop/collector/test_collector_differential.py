@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_lib import (BUILD_DIR, COLLECTOR, SOURCE_DIR, Collector, Gateway,  # noqa: E402
+from collector_lib import (otlp_to_file_config, BUILD_DIR, COLLECTOR, SOURCE_DIR, Collector, Gateway,  # noqa: E402
                            fixture_bodies, free_port, read_json_lines, require_collector,
                            sdk_pushes)
 from pg_harness import BIN, Results, post  # noqa: E402
@@ -99,26 +99,6 @@ service:
 """
 
 
-def sink_config(port):
-    return f"""
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:{port}
-exporters:
-  file:
-    path: {{tmp}}/out.json
-    flush_interval: 50ms
-service:
-  telemetry:
-    logs: {{level: info}}
-    metrics: {{level: none}}
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [file]
-"""
 
 
 def wait_lines(col, n, timeout=20):
@@ -168,7 +148,7 @@ res.check("SDK captures present", len(pushes) == 4, len(pushes))
 for label, stmt in STATEMENTS.items():
     p_col, p_sink = free_port(), free_port()
     with Collector(collector_config(p_col, stmt)) as col, \
-            Collector(sink_config(p_sink)) as sink, \
+            Collector(otlp_to_file_config(p_sink)) as sink, \
             Gateway(gateway_config(p_sink, stmt)) as gw:
         i = 0
         for name, body, meta in pushes:

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_lib import (Collector, Gateway, body_pprof, fixture_bodies, free_port,  # noqa: E402
+from collector_lib import (otlp_to_file_config, Collector, Gateway, body_pprof, fixture_bodies, free_port,  # noqa: E402
                            read_json_lines, require_collector)
 from pg_harness import Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
@@ -23,25 +23,7 @@ require_collector()
 res = Results()
 
 port = free_port()
-COLLECTOR_CONFIG = f"""
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:{port}
-exporters:
-  file:
-    path: {{tmp}}/out.json
-    flush_interval: 50ms
-service:
-  telemetry:
-    logs: {{level: info}}
-    metrics: {{level: none}}
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [file]
-"""
+COLLECTOR_CONFIG = otlp_to_file_config(port)
 
 GATEWAY_CONFIG = f"""
 receivers:
