@@ -4,6 +4,7 @@
  * a torn tail left by a crash is never written over, only skipped. Acks go to
  * a small per-segment log without fsync: losing one costs a duplicate
  * delivery after a crash, never a loss. */
+#include "core/clock.h"
 #include "core/spool.h"
 
 #include <dirent.h>
@@ -95,13 +96,6 @@ static uint32_t get32(const uint8_t *p)
 static uint64_t get64(const uint8_t *p)
 {
     return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 /* crc32 over (length, id) then the payload: what the record crc covers. */
@@ -871,7 +865,7 @@ enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **
         return err;
     }
     s->boot_id = s->next_id;
-    s->last_sync_ns = mono_ns();
+    s->last_sync_ns = pg_mono_ns();
     if (s->stats.replay_pending > 0 || s->stats.corrupt > 0 || s->stats.truncated > 0) {
         pg_log_info(lname(s),
                     "spool %s: %" PRIu64 " record(s) (%" PRIu64 " bytes) to replay from %" PRIu64
@@ -889,7 +883,7 @@ static int sync_active(struct pg_spool *s)
     if (s->active != NULL && s->active->fd >= 0 && fdatasync(s->active->fd) != 0) {
         rc = -1;
     }
-    s->last_sync_ns = mono_ns();
+    s->last_sync_ns = pg_mono_ns();
     s->dirty = false;
     return rc;
 }
@@ -1048,7 +1042,7 @@ enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, ui
     }
     s->dirty = true;
     if (s->fsync == PG_SPOOL_FSYNC_ALWAYS ||
-        (s->fsync == PG_SPOOL_FSYNC_INTERVAL && mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+        (s->fsync == PG_SPOOL_FSYNC_INTERVAL && pg_mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
         if (sync_active(s) != 0) {
             int e = errno;
             cut_back(s, g->fd, (off_t)g->bytes);
@@ -1154,7 +1148,7 @@ enum pg_err pg_spool_sync(struct pg_spool *s, bool force, struct pg_status *st)
     enum pg_err err = PG_ERR_OK;
 
     pthread_mutex_lock(&s->mu);
-    if (s->dirty && (force || mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+    if (s->dirty && (force || pg_mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
         if (sync_active(s) != 0) {
             err = pg_status_set(st, PG_ERR_IO, "spool: fsync under %s failed: %s", s->dir,
                                 strerror(errno));

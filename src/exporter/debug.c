@@ -20,6 +20,7 @@
 
 #include "pipeline/batch.h"
 #include "pipeline/component.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -205,12 +206,11 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
  * `thereafter`-th. */
 static bool sample_ok(struct dbg *d)
 {
-    struct timespec ts;
+    long sec = (long)(pg_mono_ns() / PG_NS_PER_SEC);
     uint64_t n;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if ((long)ts.tv_sec != d->window) {
-        d->window = (long)ts.tv_sec;
+    if (sec != d->window) {
+        d->window = sec;
         d->in_window = 0;
     }
     n = ++d->in_window;

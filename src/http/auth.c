@@ -4,6 +4,7 @@
  * CRYPTO_memcmp, so neither its length nor its content leaks through timing.
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
+#include "core/clock.h"
 #include "core/hex.h"
 #include "http/auth.h"
 
@@ -44,7 +45,7 @@ struct pg_auth {
     char *log_name;             /* owned */
     char *challenge;            /* owned */
     long long check_ns;
-    long long last_check_ns;
+    int64_t last_check_ns;
     struct stat seen;           /* the file as last loaded */
     struct creds creds;
     unsigned long reloads;
@@ -60,13 +61,6 @@ const struct pg_field pg_auth_fields[] = {
      "realm in WWW-Authenticate"},
     PG_FIELD_END,
 };
-
-static long long mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static void sha256(const void *p, size_t n, unsigned char out[DIGEST_LEN])
 {
@@ -300,7 +294,7 @@ enum pg_err pg_auth_new(const struct pg_auth_options *opt, struct pg_auth **out,
         return st != NULL ? st->code : PG_ERR_CONFIG;
     }
     a->reloads = 1;
-    a->last_check_ns = mono_ns();
+    a->last_check_ns = pg_mono_ns();
     *out = a;
     return PG_ERR_OK;
 }
@@ -331,7 +325,7 @@ unsigned long pg_auth_reloads(const struct pg_auth *a)
 /* Called with a->mu held. */
 static void maybe_reload(struct pg_auth *a)
 {
-    long long now = mono_ns();
+    int64_t now = pg_mono_ns();
     struct stat sb;
     struct creds fresh;
     struct pg_status st;

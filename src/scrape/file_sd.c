@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -45,14 +46,6 @@ struct pg_file_sd {
     size_t n, cap;
     struct pg_metric *m_reads, *m_failures;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -229,7 +222,7 @@ static void read_file(struct pg_file_sd *f, struct watched *w)
     long n;
     struct emit_ctx c = {f, w};
 
-    w->read_ns = mono_ns();
+    w->read_ns = pg_mono_ns();
     pg_metric_add(f->m_reads, 1);
     if (fp != NULL) {
         buf = malloc(MAX_FILE_BYTES + 1);
@@ -288,7 +281,7 @@ static struct watched *find_or_add(struct pg_file_sd *f, size_t job, const char 
 
 static void poll_files(struct pg_file_sd *f)
 {
-    int64_t now = mono_ns();
+    int64_t now = pg_mono_ns();
 
     for (size_t i = 0; i < f->n; i++) {
         f->w[i].seen = false;

@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "http/tls_client.h"
@@ -514,14 +515,6 @@ static void pod_delete(struct watcher *w, struct json_object *pod)
 
 static void start_request(struct watcher *w);
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -682,7 +675,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
                     w->k->cfg->jobs[w->job].job_name);
         w->state = W_LIST;
         /* A server that expires every watch at once must not spin us. */
-        if (mono_ns() - w->started_ns < NS) {
+        if (pg_mono_ns() - w->started_ns < NS) {
             schedule(w, 1000);
         } else {
             start_request(w);
@@ -706,7 +699,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
 
         snprintf(why, sizeof(why), "watch: HTTP %d", r->status);
         fail_backoff(w, status_reason(r->status, rbuf, sizeof(rbuf)), why);
-    } else if (mono_ns() - w->started_ns < NS) {
+    } else if (pg_mono_ns() - w->started_ns < NS) {
         schedule(w, 1000); /* ended at once: resume, but not in a tight loop */
     } else {
         start_request(w); /* the server ended the watch (timeoutSeconds): resume */
@@ -801,7 +794,7 @@ static void start_request(struct watcher *w)
     }
     h[o.n_headers++] = (struct pg_http_header){"Accept", "application/json"};
     o.headers = h;
-    w->started_ns = mono_ns();
+    w->started_ns = pg_mono_ns();
     w->call = pg_http_get(w->k->base, &o, on_response, w, &st);
     if (w->call == NULL) {
         fail_backoff(w, "connect", pg_status_text(&st));

@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "core/clock.h"
 #include "core/arena.h"
 #include "pipeline/batch.h"
 #include "core/log.h"
@@ -95,22 +96,6 @@ struct pg_scraper {
 
 /* Running scrapers, for /targets (loop thread only). */
 static struct pg_scraper *g_scrapers;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
-static int64_t unix_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Metric label values: no quotes, backslashes or newlines. */
 static void metric_value(char *dst, size_t cap, const char *src)
@@ -235,7 +220,7 @@ static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
 
 static void arm(struct target *t)
 {
-    int64_t now = mono_ns(), d = t->deadline_ns - now;
+    int64_t now = pg_mono_ns(), d = t->deadline_ns - now;
     struct timeval tv;
 
     if (d < 0) {
@@ -251,7 +236,7 @@ static void start_scrape(struct target *t);
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct target *t = arg;
-    int64_t now = mono_ns();
+    int64_t now = pg_mono_ns();
 
     (void)fd;
     (void)what;
@@ -522,7 +507,7 @@ static void target_begin(struct target *t)
     struct pg_scraper *s = t->s;
     const struct pg_scrape_job *job = t->job;
     char jv[128], iv[200], pv[64];
-    int64_t now = mono_ns(), interval = job->interval_ns;
+    int64_t now = pg_mono_ns(), interval = job->interval_ns;
 
     metric_value(jv, sizeof(jv), job->job_name);
     metric_value(iv, sizeof(iv), pg_labels_get(&t->labels, "instance"));
@@ -830,7 +815,6 @@ static void deliver(struct target *t, const uint8_t *body, size_t len)
     struct pg_translate_stats stats;
     struct pg_status st = {0};
     struct pg_batch *b;
-    struct timespec ts;
     enum pg_err err;
     size_t records;
 
@@ -863,8 +847,7 @@ static void deliver(struct target *t, const uint8_t *body, size_t len)
         record_failure(t, "internal", "out of memory for a batch");
         return;
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
-    b->received_unix_nano = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    b->received_unix_nano = (uint64_t)pg_real_ns();
     b->raw_bytes = len;
     b->receiver_id = s->receiver_id;
     b->default_service_name = s->default_service_name;
@@ -992,7 +975,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
     free(t->hop_pq);
     t->hop_host = t->hop_pq = NULL;
     t->hops = 0;
-    t->last_duration = (double)(mono_ns() - t->started_ns) / 1e9;
+    t->last_duration = (double)(pg_mono_ns() - t->started_ns) / 1e9;
     pg_metric_observe(t->m_dur, t->last_duration);
     pg_metric_add(t->m_bytes, r->len);
     if (hop == 2) {
@@ -1125,7 +1108,7 @@ static void start_request(struct target *t, bool hop)
     o.timeout_ns = t->job->timeout_ns;
     if (hop) {
         /* The scrape timeout covers the whole chain. */
-        o.timeout_ns -= mono_ns() - t->started_ns;
+        o.timeout_ns -= pg_mono_ns() - t->started_ns;
         if (o.timeout_ns <= 0) {
             record_failure(t, "timeout", "timed out following redirects");
             return;
@@ -1152,8 +1135,8 @@ static void start_request(struct target *t, bool hop)
         o.verify = !c->insecure_skip_verify;
     }
     if (!hop) {
-        t->started_ns = mono_ns();
-        t->last_unix_ms = unix_ms();
+        t->started_ns = pg_mono_ns();
+        t->last_unix_ms = pg_real_ns() / 1000000;
     }
     t->call = pg_http_get(s->host->base, &o, on_response, t, &st);
     if (t->call == NULL) {

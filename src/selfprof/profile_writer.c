@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "selfprof/sampler.h"
 #include "selfprof/selfprof.h"
 
@@ -24,13 +25,6 @@ struct pg_selfprof_snapshot {
     struct pg_sampler_counts c[]; /* indexed by bucket id */
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct pg_selfprof_snapshot *pg_selfprof_snapshot_take(void)
 {
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -39,7 +33,7 @@ struct pg_selfprof_snapshot *pg_selfprof_snapshot_take(void)
         if (s == NULL) {
             return NULL;
         }
-        s->time_ns = now_ns();
+        s->time_ns = (uint64_t)pg_real_ns();
         s->n = pg_sampler_snapshot(s->c, cap);
         if (s->n < cap || attempt == 3) {
             return s;
