@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "core/clock.h"
+#include "core/hostport.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "http/tls_client.h"
@@ -804,7 +805,8 @@ static void start_request(struct watcher *w)
 /* https://host[:port][/prefix] */
 static bool parse_server(struct watcher *w, const char *url)
 {
-    const char *rest, *slash, *colon;
+    const char *rest, *slash;
+    char authority[sizeof(w->host) + 8];
     size_t hl;
 
     w->tls = strncmp(url, "https://", 8) == 0;
@@ -815,23 +817,14 @@ static bool parse_server(struct watcher *w, const char *url)
     while (w->prefix[0] && w->prefix[strlen(w->prefix) - 1] == '/') {
         w->prefix[strlen(w->prefix) - 1] = '\0';
     }
-    if (hl == 0 || hl >= sizeof(w->host)) {
+    if (hl == 0 || hl >= sizeof(authority)) {
         return false;
     }
-    if (rest[0] == '[') {
-        const char *rb = memchr(rest, ']', hl);
-
-        if (rb == NULL) {
-            return false;
-        }
-        snprintf(w->host, sizeof(w->host), "%.*s", (int)(rb - rest - 1), rest + 1);
-        colon = rb + 1 < rest + hl && rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = memchr(rest, ':', hl);
-        snprintf(w->host, sizeof(w->host), "%.*s", (int)(colon ? (size_t)(colon - rest) : hl), rest);
-    }
-    w->port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : (w->tls ? 443 : 80);
-    return w->port > 0 && w->port <= 65535;
+    memcpy(authority, rest, hl);
+    authority[hl] = '\0';
+    return pg_hostport_split_default(authority, w->tls ? 443 : 80, w->host, sizeof(w->host),
+                                     &w->port) &&
+           w->host[0] != '\0' && w->port > 0;
 }
 
 static enum pg_err watcher_init(struct pg_k8s_sd *k, struct watcher *w, size_t ji, size_t si,

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "core/clock.h"
+#include "core/hostport.h"
 #include "core/arena.h"
 #include "pipeline/batch.h"
 #include "core/log.h"
@@ -286,29 +287,16 @@ static void add_port(char *addr, size_t cap, const char *scheme)
     snprintf(addr + n, cap - n, ":%s", strcmp(scheme, "https") == 0 ? "443" : "80");
 }
 
-/* Splits "host:port" / "[v6]:port" into parts. False when malformed. */
-static bool split_hostport(const char *addr, char **host, unsigned *port)
+/* A target's "host:port" / "[v6]:port" as a malloc'd host (the caller's) and
+ * a port. False when malformed, without a host or with port 0. */
+static bool split_target(const char *addr, char **host, unsigned *port)
 {
-    const char *colon = strrchr(addr, ':');
-    char *end;
-    unsigned long p;
+    char h[300];
 
-    if (colon == NULL || colon == addr) {
+    if (!pg_hostport_split(addr, h, sizeof(h), port) || h[0] == '\0' || *port == 0) {
         return false;
     }
-    p = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || p == 0 || p > 65535) {
-        return false;
-    }
-    if (addr[0] == '[') {
-        if (colon[-1] != ']') {
-            return false;
-        }
-        *host = strndup(addr + 1, (size_t)(colon - addr - 2));
-    } else {
-        *host = strndup(addr, (size_t)(colon - addr));
-    }
-    *port = (unsigned)p;
+    *host = strdup(h);
     return *host != NULL;
 }
 
@@ -457,7 +445,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     t->prof = p;
     t->health = -1;
     t->tls = strcmp(scheme, "https") == 0;
-    if (!split_hostport(addr, &t->host, &t->port)) {
+    if (!split_target(addr, &t->host, &t->port)) {
         pg_log_warn(LOG_NAME, "job %s: target address \"%s\" is not host:port; dropped",
                     job->job_name, addr);
         pg_labels_free(&l);
@@ -933,7 +921,7 @@ static int follow_redirect(struct target *t, const struct pg_http_response *r)
         }
         snprintf(addr, sizeof(addr), "%.*s", (int)(end - (loc + sl)), loc + sl);
         add_port(addr, sizeof(addr), t->tls ? "https" : "http");
-        if (!split_hostport(addr, &host, &port)) {
+        if (!split_target(addr, &host, &port)) {
             free(host);
             return 0;
         }
