@@ -5,6 +5,7 @@
 #include "scrape/k8s_sd.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "core/clock.h"
+#include "core/file_read.h"
 #include "core/hostport.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -724,23 +726,6 @@ static void url_escape(char *dst, size_t cap, const char *s)
     dst[n] = '\0';
 }
 
-static bool read_small(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (f == NULL) {
-        return false;
-    }
-    n = fread(out, 1, cap - 1, f);
-    fclose(f);
-    while (n > 0 && isspace((unsigned char)out[n - 1])) {
-        n--;
-    }
-    out[n] = '\0';
-    return true;
-}
-
 static void start_request(struct watcher *w)
 {
     const struct pg_scrape_k8s_sd *sd = w->sd;
@@ -779,8 +764,11 @@ static void start_request(struct watcher *w)
     }
     /* The token is read for every request: projected tokens rotate. */
     if (tfile != NULL) {
-        if (!read_small(tfile, tok, sizeof(tok))) {
-            fail_backoff(w, "auth", "cannot read the token file");
+        if (!pg_file_read_small(tfile, tok, sizeof(tok), PG_TRIM_SPACE, NULL)) {
+            char why[700];
+
+            snprintf(why, sizeof(why), "cannot read the token file %s: %s", tfile, strerror(errno));
+            fail_backoff(w, "auth", why);
             return;
         }
         snprintf(auth, sizeof(auth), "%s %s", sd->auth_type ? sd->auth_type : "Bearer", tok);
@@ -952,10 +940,13 @@ enum pg_err pg_k8s_sd_start(struct pg_scraper *s, struct event_base *base,
                     char p[600];
 
                     snprintf(p, sizeof(p), "%s/namespace", sa && sa[0] ? sa : PG_K8S_SA_DIR);
-                    if (!read_small(p, own, sizeof(own))) {
+                    if (!pg_file_read_small(p, own, sizeof(own), PG_TRIM_SPACE, NULL)) {
+                        int e = errno;
+
                         pg_k8s_sd_free(k);
                         return pg_status_set(st, PG_ERR_CONFIG,
-                                             "namespaces.own_namespace: cannot read %s", p);
+                                             "namespaces.own_namespace: cannot read %s: %s", p,
+                                             strerror(e));
                     }
                     ns = own;
                 }

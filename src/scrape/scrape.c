@@ -5,6 +5,7 @@
  * scrape's profile lives in its own arena, which the batch takes over. */
 #include "scrape/scrape.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include <event2/event.h>
 
 #include "core/clock.h"
+#include "core/file_read.h"
 #include "core/hostport.h"
 #include "core/arena.h"
 #include "pipeline/batch.h"
@@ -1003,23 +1005,6 @@ static void on_response(void *arg, const struct pg_http_response *r)
 }
 
 /* Reads a small secret file; trailing newline dropped. */
-static bool read_secret(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (f == NULL) {
-        return false;
-    }
-    n = fread(out, 1, cap - 1, f);
-    fclose(f);
-    out[n] = '\0';
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r')) {
-        out[--n] = '\0';
-    }
-    return true;
-}
-
 static void b64(const char *in, char *out, size_t cap)
 {
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -1057,25 +1042,31 @@ static void start_request(struct target *t, bool hop)
     memset(&o, 0, sizeof(o));
     auth[0] = '\0';
     if (c->credentials_file != NULL || c->credentials != NULL) {
-        if (c->credentials_file != NULL && !read_secret(c->credentials_file, secret,
-                                                        sizeof(secret))) {
-            record_failure(t, "auth", "cannot read credentials_file %s", c->credentials_file);
+        if (c->credentials_file != NULL &&
+            !pg_file_read_small(c->credentials_file, secret, sizeof(secret), PG_TRIM_EOL,
+                                NULL)) {
+            record_failure(t, "auth", "cannot read credentials_file %s: %s", c->credentials_file,
+                           strerror(errno));
             return;
         }
         snprintf(auth, sizeof(auth), "%s %s", c->auth_type ? c->auth_type : "Bearer",
                  c->credentials_file ? secret : c->credentials);
     } else if (c->bearer_token_file != NULL || c->bearer_token != NULL) {
-        if (c->bearer_token_file != NULL && !read_secret(c->bearer_token_file, secret,
-                                                         sizeof(secret))) {
-            record_failure(t, "auth", "cannot read bearer_token_file %s", c->bearer_token_file);
+        if (c->bearer_token_file != NULL &&
+            !pg_file_read_small(c->bearer_token_file, secret, sizeof(secret), PG_TRIM_EOL,
+                                NULL)) {
+            record_failure(t, "auth", "cannot read bearer_token_file %s: %s",
+                           c->bearer_token_file, strerror(errno));
             return;
         }
         snprintf(auth, sizeof(auth), "Bearer %s", c->bearer_token_file ? secret : c->bearer_token);
     } else if (c->basic_user != NULL) {
         char enc[sizeof(pair) * 2];
 
-        if (c->basic_password_file != NULL && !read_secret(c->basic_password_file, secret, 512)) {
-            record_failure(t, "auth", "cannot read password_file %s", c->basic_password_file);
+        if (c->basic_password_file != NULL &&
+            !pg_file_read_small(c->basic_password_file, secret, 512, PG_TRIM_EOL, NULL)) {
+            record_failure(t, "auth", "cannot read password_file %s: %s", c->basic_password_file,
+                           strerror(errno));
             return;
         }
         snprintf(pair, sizeof(pair), "%.511s:%.511s", c->basic_user,
