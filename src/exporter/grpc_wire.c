@@ -180,55 +180,6 @@ size_t pg_grpc_message_decode(const char *in, size_t len, char *out)
     return o;
 }
 
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '+' || c == '-') {
-        return 62;
-    }
-    if (c == '/' || c == '_') {
-        return 63;
-    }
-    return -1;
-}
-
-bool pg_base64_decode(const char *in, size_t len, uint8_t *out, size_t *out_len)
-{
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-
-    while (len > 0 && in[len - 1] == '=') {
-        len--;
-    }
-    for (size_t i = 0; i < len; i++) {
-        int v = b64val(in[i]);
-
-        if (v < 0) {
-            return false;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (uint8_t)(acc >> bits);
-        }
-    }
-    if (bits >= 6) {
-        return false; /* a lone trailing character cannot be valid */
-    }
-    *out_len = o;
-    return true;
-}
-
 /* ---- minimal protobuf reading ------------------------------------------ */
 
 struct pb {

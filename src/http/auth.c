@@ -5,6 +5,7 @@
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
 #include "core/clock.h"
+#include "core/base64.h"
 #include "core/hex.h"
 #include "http/auth.h"
 
@@ -357,45 +358,6 @@ static void maybe_reload(struct pg_auth *a)
     pg_log_info(a->log_name, "reloaded credentials from %s", a->path);
 }
 
-/* Strict base64 (RFC 4648, with padding) into @out (cap @cap). -1 if invalid. */
-static long b64_decode(const char *in, size_t n, unsigned char *out, size_t cap)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-
-    if (n % 4 != 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            const char *p;
-            char c = in[i + k];
-            if (c == '=' && i + 4 == n && k >= 2) {
-                v[k] = 0;
-                pad++;
-                continue;
-            }
-            if (pad > 0 || c == '\0' || (p = strchr(tbl, c)) == NULL) {
-                return -1;
-            }
-            v[k] = (int)(p - tbl);
-        }
-        if (o + 3 - (size_t)pad > cap) {
-            return -1;
-        }
-        out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-        if (pad < 2) {
-            out[o++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-        }
-        if (pad < 1) {
-            out[o++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
-        }
-    }
-    return (long)o;
-}
-
 /* "<scheme> <rest>": true when @h starts with @scheme (any case) and blanks. */
 static const char *after_scheme(const char *h, const char *scheme)
 {
@@ -453,7 +415,7 @@ static bool check_basic(struct pg_auth *a, const char *h, struct pg_status *st)
     while (elen > 0 && (enc[elen - 1] == ' ' || enc[elen - 1] == '\t')) {
         elen--;
     }
-    n = b64_decode(enc, elen, dec, sizeof(dec) - 1);
+    n = pg_base64_decode(enc, elen, PG_BASE64_STRICT, dec, sizeof(dec) - 1);
     if (n < 0) {
         pg_status_set(st, PG_ERR_MALFORMED, "unauthorized: malformed Basic credentials "
                                             "(not base64)");

@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 
+#include "core/base64.h"
 #include "core/clock.h"
 #include "core/file_read.h"
 #include "core/hostport.h"
@@ -1004,25 +1005,6 @@ static void on_response(void *arg, const struct pg_http_response *r)
     }
 }
 
-/* Reads a small secret file; trailing newline dropped. */
-static void b64(const char *in, char *out, size_t cap)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(in), o = 0;
-
-    for (size_t i = 0; i < n && o + 5 < cap; i += 3) {
-        uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
-
-        v |= i + 1 < n ? (uint32_t)(unsigned char)in[i + 1] << 8 : 0;
-        v |= i + 2 < n ? (unsigned char)in[i + 2] : 0;
-        out[o++] = tbl[v >> 18];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tbl[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
 static void start_scrape(struct target *t)
 {
     start_request(t, false);
@@ -1071,7 +1053,7 @@ static void start_request(struct target *t, bool hop)
         }
         snprintf(pair, sizeof(pair), "%.511s:%.511s", c->basic_user,
                  c->basic_password_file ? secret : c->basic_password ? c->basic_password : "");
-        b64(pair, enc, sizeof(enc));
+        (void)pg_base64_encode((const uint8_t *)pair, strlen(pair), enc, sizeof(enc));
         snprintf(auth, sizeof(auth), "Basic %s", enc);
     }
     if (auth[0] != '\0' && (t->hop_host == NULL || (strcmp(t->hop_host, t->host) == 0 &&
