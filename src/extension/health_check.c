@@ -27,8 +27,7 @@ _Static_assert(offsetof(struct health_ext, http) == 0, "admin state must start w
 
 static const struct pg_field health_fields[] = {
     PG_ADMIN_HTTP_FIELDS("localhost:13133", "host:port of the health endpoint (loopback by default)"),
-    {"path", PG_FT_STR, offsetof(struct health_ext, path), "/", 0, 0, NULL, NULL, PG_NO_PRESENT,
-     "the path that answers"},
+    PG_FIELD(struct health_ext, "path", PG_FT_STR, path, "/", "the path that answers"),
     PG_FIELD_END,
 };
 

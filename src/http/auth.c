@@ -54,12 +54,12 @@ struct pg_auth {
 };
 
 const struct pg_field pg_auth_fields[] = {
-    {"bearer_token_file", PG_FT_STR, offsetof(struct pg_auth_options, bearer_token_file), NULL, 0,
-     0, NULL, NULL, 0, "file holding the token clients send as Authorization: Bearer <token>"},
-    {"basic_auth_file", PG_FT_STR, offsetof(struct pg_auth_options, basic_auth_file), NULL, 0, 0,
-     NULL, NULL, 0, "user:password or user:{SHA256}<hex> lines (re-read when changed)"},
-    {"realm", PG_FT_STR, offsetof(struct pg_auth_options, realm), "pprofgate", 0, 0, NULL, NULL, 0,
-     "realm in WWW-Authenticate"},
+    PG_FIELD(struct pg_auth_options, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL,
+             "file holding the token clients send as Authorization: Bearer <token>"),
+    PG_FIELD(struct pg_auth_options, "basic_auth_file", PG_FT_STR, basic_auth_file, NULL,
+             "user:password or user:{SHA256}<hex> lines (re-read when changed)"),
+    PG_FIELD(struct pg_auth_options, "realm", PG_FT_STR, realm, "pprofgate",
+             "realm in WWW-Authenticate"),
     PG_FIELD_END,
 };
 
