@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "core/clock.h"
+#include "core/pb_wire.h"
 #include "selfprof/sampler.h"
 #include "selfprof/selfprof.h"
 
@@ -87,30 +88,22 @@ static void pb_raw(struct pb *b, const void *data, size_t n)
 static void pb_varint(struct pb *b, uint64_t v)
 {
     uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v != 0) {
-            tmp[n] |= 0x80;
-        }
-        n++;
-    } while (v != 0);
-    pb_raw(b, tmp, n);
+
+    pb_raw(b, tmp, (size_t)(pg_pb_put_varint(tmp, v) - tmp));
 }
 
 /* A varint field; zero is the proto3 default and is left out. */
 static void pb_uint(struct pb *b, unsigned field, uint64_t v)
 {
     if (v != 0) {
-        pb_varint(b, (uint64_t)field << 3);
+        pb_varint(b, pg_pb_key(field, PG_PB_VARINT));
         pb_varint(b, v);
     }
 }
 
 static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t n)
 {
-    pb_varint(b, ((uint64_t)field << 3) | 2);
+    pb_varint(b, pg_pb_key(field, PG_PB_LEN));
     pb_varint(b, n);
     pb_raw(b, data, n);
 }
