@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * YAML loading (libyaml events -> node tree with positions), ${env:...}
  * expansion, value parsers and field-table binding with precise diagnostics. */
+#include "core/vec.h"
 #include "core/config.h"
 
 #include <ctype.h>
@@ -49,14 +50,8 @@ static void diag_vadd(struct pg_diag *d, const struct pg_cfg_node *at, const cha
     if (line == NULL) {
         return;
     }
-    if (d->n == d->cap) {
-        size_t ncap = d->cap ? d->cap * 2 : 16;
-        char **nm = pg_arena_realloc(d->arena, d->msgs, d->cap * sizeof(char *), ncap * sizeof(char *));
-        if (nm == NULL) {
-            return;
-        }
-        d->msgs = nm;
-        d->cap = ncap;
+    if (!PG_VEC_GROW(d->arena, d->msgs, d->cap, d->n, 16, 0)) {
+        return;
     }
     d->msgs[d->n++] = line;
 }
@@ -81,17 +76,8 @@ struct sbuf {
 
 static int sbuf_put(struct sbuf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = (b->cap ? b->cap : 32);
-        while (ncap < b->len + n + 1) {
-            ncap *= 2;
-        }
-        char *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
-        if (np == NULL) {
-            return -1;
-        }
-        b->p = np;
-        b->cap = ncap;
+    if (!PG_VEC_RESERVE(b->arena, b->p, b->cap, b->len + n + 1, 32, 0)) {
+        return -1;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;

@@ -4,6 +4,7 @@
  * a torn tail left by a crash is never written over, only skipped. Acks go to
  * a small per-segment log without fsync: losing one costs a duplicate
  * delivery after a crash, never a loss. */
+#include "core/vec.h"
 #include "core/clock.h"
 #include "core/spool.h"
 
@@ -206,14 +207,8 @@ static void seg_path(const struct pg_spool *s, uint64_t seq, const char *ext, ch
 
 static bool rec_push(struct seg *g, uint64_t id, uint64_t off, uint32_t len)
 {
-    if (g->n == g->cap) {
-        size_t ncap = g->cap ? g->cap * 2 : 16;
-        struct rec *r = realloc(g->recs, ncap * sizeof(*r));
-        if (r == NULL) {
-            return false;
-        }
-        g->recs = r;
-        g->cap = ncap;
+    if (!PG_VEC_GROW(NULL, g->recs, g->cap, g->n, 16, 0)) {
+        return false;
     }
     g->recs[g->n++] = (struct rec){id, off, len, false};
     return true;
@@ -261,14 +256,8 @@ static struct seg *seg_new(uint64_t seq)
 
 static bool segs_push(struct pg_spool *s, struct seg *g)
 {
-    if (s->n_segs == s->cap_segs) {
-        size_t ncap = s->cap_segs ? s->cap_segs * 2 : 8;
-        struct seg **v = realloc(s->segs, ncap * sizeof(*v));
-        if (v == NULL) {
-            return false;
-        }
-        s->segs = v;
-        s->cap_segs = ncap;
+    if (!PG_VEC_GROW(NULL, s->segs, s->cap_segs, s->n_segs, 8, 0)) {
+        return false;
     }
     s->segs[s->n_segs++] = g;
     return true;
@@ -703,15 +692,9 @@ static enum pg_err scan_dir(struct pg_spool *s, struct pg_status *st)
         if (errno != 0 || end != de->d_name + 16) {
             continue;
         }
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            uint64_t *v = realloc(seqs, ncap * sizeof(*v));
-            if (v == NULL) {
-                err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory listing %s", s->dir);
-                goto out;
-            }
-            seqs = v;
-            cap = ncap;
+        if (!PG_VEC_GROW(NULL, seqs, cap, n, 16, 0)) {
+            err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory listing %s", s->dir);
+            goto out;
         }
         seqs[n++] = seq;
     }

@@ -13,14 +13,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/vec.h"
 #include "core/base64.h"
 
 /* ---- buffer ------------------------------------------------------------ */
 
 static bool buf_reserve(struct pg_debug_buf *b, size_t extra)
 {
-    size_t need, cap;
-    char *p;
+    size_t need;
 
     if (b->truncated) {
         return false;
@@ -29,20 +29,10 @@ static bool buf_reserve(struct pg_debug_buf *b, size_t extra)
         b->truncated = true;
         return false;
     }
-    if (need <= b->cap) {
-        return true;
-    }
-    cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        cap *= 2;
-    }
-    p = realloc(b->p, cap);
-    if (p == NULL) {
+    if (!PG_VEC_RESERVE(NULL, b->p, b->cap, need, 4096, b->max)) {
         b->truncated = true;
         return false;
     }
-    b->p = p;
-    b->cap = cap;
     return true;
 }
 

@@ -4,6 +4,7 @@
  * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
 #include "exporter/grpc_wire.h"
 
+#include "core/vec.h"
 #include "core/hex.h"
 #include "core/pb_wire.h"
 
@@ -430,24 +431,18 @@ enum pg_err pg_gzip_decompress(const uint8_t *in, size_t len, size_t max, uint8_
     zs.avail_in = (uInt)len;
     while (rc != Z_STREAM_END) {
         if (zs.total_out == cap) {
-            size_t ncap = cap ? cap * 2 : 4096;
-            uint8_t *nb;
-
+            /* Room for max + 1 bytes: a full buffer then means "over max". */
             if (cap >= max + 1) {
                 free(buf);
                 inflateEnd(&zs);
                 return pg_status_set(st, PG_ERR_LIMIT,
                                      "gzip: message inflates beyond %zu bytes", max);
             }
-            ncap = ncap > max + 1 ? max + 1 : ncap;
-            nb = realloc(buf, ncap);
-            if (nb == NULL) {
+            if (!PG_VEC_RESERVE(NULL, buf, cap, cap + 1, 4096, max + 1)) {
                 free(buf);
                 inflateEnd(&zs);
                 return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory");
             }
-            buf = nb;
-            cap = ncap;
         }
         zs.next_out = buf + zs.total_out;
         zs.avail_out = (uInt)(cap - zs.total_out);

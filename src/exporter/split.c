@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "core/vec.h"
 #include "core/pb_wire.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/dict.h"
@@ -342,16 +343,8 @@ static bool add_part(struct splitter *sp, struct pg_otlp_request *req, size_t sa
 {
     struct pg_split_result *res = sp->res;
 
-    if (res->n_parts == sp->cap_parts) {
-        size_t ncap = sp->cap_parts ? sp->cap_parts * 2 : 4;
-        struct pg_otlp_part *np = pg_arena_realloc(sp->out, res->parts,
-                                                   sp->cap_parts * sizeof(*np), ncap * sizeof(*np));
-
-        if (np == NULL) {
-            return false;
-        }
-        res->parts = np;
-        sp->cap_parts = ncap;
+    if (!PG_VEC_GROW(sp->out, res->parts, sp->cap_parts, res->n_parts, 4, 0)) {
+        return false;
     }
     res->parts[res->n_parts].req = req;
     res->parts[res->n_parts].samples = samples;

@@ -4,6 +4,7 @@
  * CRYPTO_memcmp, so neither its length nor its content leaks through timing.
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
+#include "core/vec.h"
 #include "core/clock.h"
 #include "core/base64.h"
 #include "core/hex.h"
@@ -226,17 +227,11 @@ static bool load_basic(const char *path, struct creds *out, struct stat *sb, str
             ok = false;
             break;
         }
-        if (out->n == cap) {
-            size_t ncap = cap ? cap * 2 : 8;
-            struct cred *v = realloc(out->v, ncap * sizeof(*v));
-            if (v == NULL) {
-                free(c.user);
-                pg_status_set(st, PG_ERR_NOMEM, "out of memory");
-                ok = false;
-                break;
-            }
-            out->v = v;
-            cap = ncap;
+        if (!PG_VEC_GROW(NULL, out->v, cap, out->n, 8, 0)) {
+            free(c.user);
+            pg_status_set(st, PG_ERR_NOMEM, "out of memory");
+            ok = false;
+            break;
         }
         out->v[out->n++] = c;
     }

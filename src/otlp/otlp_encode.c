@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/vec.h"
 #include "core/pb_wire.h"
 
 struct enc {
@@ -42,15 +43,8 @@ static inline size_t emb(size_t s)
 
 static inline size_t reserve(struct enc *e)
 {
-    if (e->n == e->cap && !e->nomem) {
-        size_t ncap = e->cap ? e->cap * 2 : 1024;
-        uint32_t *ns = realloc(e->sz, ncap * sizeof(*ns));
-        if (ns == NULL) {
-            e->nomem = true;
-        } else {
-            e->sz = ns;
-            e->cap = ncap;
-        }
+    if (e->n == e->cap && !e->nomem && !PG_VEC_GROW(NULL, e->sz, e->cap, e->n, 1024, 0)) {
+        e->nomem = true;
     }
     return e->n++;
 }

@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "core/vec.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -260,15 +261,8 @@ static struct watched *find_or_add(struct pg_file_sd *f, size_t job, const char 
     if (f->n >= MAX_FILES) {
         return NULL;
     }
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        struct watched *nw = realloc(f->w, cap * sizeof(*nw));
-
-        if (nw == NULL) {
-            return NULL;
-        }
-        f->w = nw;
-        f->cap = cap;
+    if (!PG_VEC_GROW(NULL, f->w, f->cap, f->n, 8, MAX_FILES)) {
+        return NULL;
     }
     memset(&f->w[f->n], 0, sizeof(f->w[0]));
     f->w[f->n].job = job;

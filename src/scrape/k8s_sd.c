@@ -14,6 +14,7 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
+#include "core/vec.h"
 #include "core/clock.h"
 #include "core/file_read.h"
 #include "core/hostport.h"
@@ -152,24 +153,15 @@ struct tg_list {
 static bool tg_add(struct tg_list *t, const struct pg_labels *base, const char *addr)
 {
     if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 4;
-        struct pg_scrape_tg_target *v = realloc(t->v, cap * sizeof(*v));
-        struct pg_labels *l;
-        char **a;
+        /* Three parallel arrays: each grows to the same next capacity. */
+        size_t cv = t->cap, cl = t->cap, ca = t->cap;
 
-        if (v == NULL) {
+        if (!PG_VEC_GROW(NULL, t->v, cv, t->n, 4, 0) ||
+            !PG_VEC_GROW(NULL, t->labels, cl, t->n, 4, 0) ||
+            !PG_VEC_GROW(NULL, t->addrs, ca, t->n, 4, 0)) {
             return false;
         }
-        t->v = v;
-        if ((l = realloc(t->labels, cap * sizeof(*l))) == NULL) {
-            return false;
-        }
-        t->labels = l;
-        if ((a = realloc(t->addrs, cap * sizeof(*a))) == NULL) {
-            return false;
-        }
-        t->addrs = a;
-        t->cap = cap;
+        t->cap = cv;
     }
     if (!pg_labels_copy(&t->labels[t->n], base)) {
         return false;
@@ -315,19 +307,9 @@ enum pg_k8s_feed pg_k8s_stream_feed(struct pg_k8s_stream *s, const uint8_t *p, s
             s->len = 0;
             return PG_K8S_FEED_TOO_LONG;
         }
-        if (s->len + take + 1 > s->cap) {
-            size_t cap = s->cap ? s->cap : 4096;
-            char *b;
-
-            while (cap < s->len + take + 1) {
-                cap *= 2;
-            }
-            if ((b = realloc(s->buf, cap)) == NULL) {
-                snprintf(why, why_size, "out of memory");
-                return PG_K8S_FEED_BAD;
-            }
-            s->buf = b;
-            s->cap = cap;
+        if (!PG_VEC_RESERVE(NULL, s->buf, s->cap, s->len + take + 1, 4096, 0)) {
+            snprintf(why, why_size, "out of memory");
+            return PG_K8S_FEED_BAD;
         }
         memcpy(s->buf + s->len, p, take);
         s->len += take;
@@ -452,15 +434,8 @@ static void source_add(struct watcher *w, const char *src)
     if (source_known(w, src, &i)) {
         return;
     }
-    if (w->n_sources == w->cap_sources) {
-        size_t cap = w->cap_sources ? w->cap_sources * 2 : 16;
-        char **v = realloc(w->sources, cap * sizeof(*v));
-
-        if (v == NULL) {
-            return;
-        }
-        w->sources = v;
-        w->cap_sources = cap;
+    if (!PG_VEC_GROW(NULL, w->sources, w->cap_sources, w->n_sources, 16, 0)) {
+        return;
     }
     if ((w->sources[w->n_sources] = strdup(src)) != NULL) {
         w->n_sources++;

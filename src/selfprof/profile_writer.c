@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/vec.h"
 #include "core/clock.h"
 #include "core/pb_wire.h"
 #include "selfprof/sampler.h"
@@ -60,20 +61,10 @@ struct pb {
 
 static void pb_reserve(struct pb *b, size_t more)
 {
-    if (b->oom || b->len + more <= b->cap) {
-        return;
-    }
-    size_t ncap = b->cap ? b->cap * 2 : 512;
-    while (ncap < b->len + more) {
-        ncap *= 2;
-    }
-    uint8_t *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
-    if (np == NULL) {
+    if (!b->oom && (b->len + more < b->len ||
+                    !PG_VEC_RESERVE(b->arena, b->p, b->cap, b->len + more, 512, 0))) {
         b->oom = true;
-        return;
     }
-    b->p = np;
-    b->cap = ncap;
 }
 
 static void pb_raw(struct pb *b, const void *data, size_t n)
@@ -255,8 +246,9 @@ static char *read_maps(struct pg_arena *a, size_t *len)
             if (cap >= (8u << 20)) {
                 break; /* absurd map count: keep what we have */
             }
-            buf = pg_arena_realloc(a, buf, cap, cap * 2);
-            cap *= 2;
+            if (!PG_VEC_RESERVE(a, buf, cap, cap * 2, 0, 0)) {
+                buf = NULL; /* as a failed first allocation: no maps */
+            }
             continue;
         }
         ssize_t r = read(fd, buf + n, cap - n - 1);
