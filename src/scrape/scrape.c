@@ -20,6 +20,7 @@
 #include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
 #include "otlp/otlp_build.h"
@@ -75,7 +76,7 @@ struct job_state {
     SSL_CTX *ssl;                        /* owned; https jobs */
     size_t active, dropped;              /* dropped: sum over drops[] */
     struct source_drops *drops;          /* owned: per discovery source */
-    size_t n_drops;
+    size_t n_drops, cap_drops;
     struct pg_metric *m_active, *m_dropped;
 };
 
@@ -579,13 +580,10 @@ static void set_drops(struct job_state *js, const char *source, size_t n)
     for (i = 0; i < js->n_drops && strcmp(js->drops[i].source, source) != 0; i++) {
     }
     if (i == js->n_drops && n > 0) {
-        struct source_drops *d = realloc(js->drops, (js->n_drops + 1) * sizeof(*d));
-
-        if (d == NULL) {
+        if (!PG_VEC_GROW(NULL, js->drops, js->cap_drops, js->n_drops, 4, 0)) {
             return;
         }
-        js->drops = d;
-        if ((d[i].source = strdup(source)) == NULL) {
+        if ((js->drops[i].source = strdup(source)) == NULL) {
             return;
         }
         js->n_drops++;
