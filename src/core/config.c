@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * YAML loading (libyaml events -> node tree with positions), ${env:...}
  * expansion, value parsers and field-table binding with precise diagnostics. */
-#include "core/vec.h"
 #include "core/config.h"
 
 #include <ctype.h>
@@ -12,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+
+#include "core/vec.h"
 
 #define CFG_MAX_BYTES (4u * 1024u * 1024u) /* a config file larger than this is refused */
 #define CFG_MAX_DEPTH 64

@@ -4,8 +4,6 @@
  * a torn tail left by a crash is never written over, only skipped. Acks go to
  * a small per-segment log without fsync: losing one costs a duplicate
  * delivery after a crash, never a loss. */
-#include "core/vec.h"
-#include "core/clock.h"
 #include "core/spool.h"
 
 #include <dirent.h>
@@ -24,8 +22,10 @@
 
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/storage.h"
+#include "core/vec.h"
 
 #define DEFAULT_MAX_BYTES (1ull << 30)
 #define DEFAULT_SEGMENT_BYTES (8ull << 20)

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/vec.h"
 #include "core/base64.h"
+#include "core/vec.h"
 
 /* ---- buffer ------------------------------------------------------------ */
 

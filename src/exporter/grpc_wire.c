@@ -4,9 +4,9 @@
  * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
 #include "exporter/grpc_wire.h"
 
-#include "core/vec.h"
 #include "core/hex.h"
 #include "core/pb_wire.h"
+#include "core/vec.h"
 
 #include <limits.h>
 #include <stdio.h>

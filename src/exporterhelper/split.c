@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "core/vec.h"
 #include "core/pb_wire.h"
+#include "core/vec.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/dict.h"
 

@@ -4,10 +4,10 @@
  * CRYPTO_memcmp, so neither its length nor its content leaks through timing.
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
-#include "core/vec.h"
-#include "core/clock.h"
 #include "core/base64.h"
+#include "core/clock.h"
 #include "core/hex.h"
+#include "core/vec.h"
 #include "http/auth.h"
 
 #include <ctype.h>

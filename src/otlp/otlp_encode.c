@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/vec.h"
 #include "core/pb_wire.h"
+#include "core/vec.h"
 
 struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */

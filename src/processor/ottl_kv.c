@@ -5,9 +5,9 @@
  * give the same attributes; the second is what the SDKs' header format needs. */
 #include "processor/ottl_kv.h"
 
-#include "core/vec.h"
 #include "core/hex.h"
 #include "core/utf8.h"
+#include "core/vec.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -14,11 +14,11 @@
 
 #include <event2/event.h>
 
-#include "core/vec.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "scrape/scrape.h"
 
 #define LOG_NAME "receiver/pprof/file_sd"

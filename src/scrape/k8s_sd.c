@@ -14,12 +14,12 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "core/vec.h"
 #include "core/clock.h"
 #include "core/file_read.h"
 #include "core/hostport.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
 

@@ -12,11 +12,11 @@
 
 #include <event2/event.h>
 
+#include "core/arena.h"
 #include "core/base64.h"
 #include "core/clock.h"
 #include "core/file_read.h"
 #include "core/hostport.h"
-#include "core/arena.h"
 #include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/metrics.h"

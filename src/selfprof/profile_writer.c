@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/vec.h"
 #include "core/clock.h"
 #include "core/pb_wire.h"
+#include "core/vec.h"
 #include "selfprof/sampler.h"
 #include "selfprof/selfprof.h"
 
