@@ -214,7 +214,9 @@ static bool rec_push(struct seg *g, uint64_t id, uint64_t off, uint32_t len)
     return true;
 }
 
-static struct rec *rec_find(struct seg *g, uint64_t id)
+/* Index of the first record of @g (ids ascending) whose id is >= @id; g->n
+ * when there is none. Binary search: replay stays linear overall. */
+static size_t rec_lower_bound(const struct seg *g, uint64_t id)
 {
     size_t lo = 0, hi = g->n;
     while (lo < hi) {
@@ -225,6 +227,13 @@ static struct rec *rec_find(struct seg *g, uint64_t id)
             hi = mid;
         }
     }
+    return lo;
+}
+
+static struct rec *rec_find(struct seg *g, uint64_t id)
+{
+    size_t lo = rec_lower_bound(g, id);
+
     return lo < g->n && g->recs[lo].id == id ? &g->recs[lo] : NULL;
 }
 
@@ -1156,20 +1165,12 @@ enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->n_segs; i++) {
         struct seg *g = s->segs[i];
-        size_t lo = 0, hi;
+        size_t lo;
         if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
             continue;
         }
-        /* Start past @after_id (binary search): replay stays linear overall. */
-        hi = g->n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (g->recs[mid].id <= after_id) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        /* Start past @after_id (< the last id here, so + 1 cannot wrap). */
+        lo = rec_lower_bound(g, after_id + 1);
         for (size_t j = lo; j < g->n; j++) {
             struct rec *r = &g->recs[j];
             uint8_t *buf;
@@ -1221,15 +1222,7 @@ bool pg_spool_peek_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id, s
         if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
             continue;
         }
-        size_t lo = 0, hi = g->n;
-        while (lo < hi) { /* first id past @after_id, as in pg_spool_next_replay */
-            size_t mid = lo + (hi - lo) / 2;
-            if (g->recs[mid].id <= after_id) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        size_t lo = rec_lower_bound(g, after_id + 1); /* as in pg_spool_next_replay */
         for (size_t j = lo; j < g->n; j++) {
             if (!g->recs[j].acked) {
                 *id = g->recs[j].id;
