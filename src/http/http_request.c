@@ -15,7 +15,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/utf8.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 
 static const struct {
     const char *name;

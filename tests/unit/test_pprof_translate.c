@@ -13,7 +13,7 @@
 #include "core/arena.h"
 #include "pg_test.h"
 #include "otlp/dict.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 #include "pprof/translate.h"
 #include "pprof_writer.h"
 

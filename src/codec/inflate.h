@@ -2,8 +2,8 @@
  * Bounded zlib inflation into a request arena: gzip (RFC 1952, multi-member)
  * and zlib (RFC 1950, HTTP "deflate"). The output cap is enforced while
  * inflating, so a decompression bomb costs about max_out bytes of work. */
-#ifndef PG_PPROF_INFLATE_H
-#define PG_PPROF_INFLATE_H
+#ifndef PG_CODEC_INFLATE_H
+#define PG_CODEC_INFLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>

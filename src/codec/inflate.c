@@ -8,7 +8,7 @@
  * 2-3x faster than zlib (CRC and ISIZE verified); anything else (several
  * members, a lying ISIZE, bad data) goes the zlib way, which also gives the
  * precise error messages. */
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 
 #include <limits.h>
 #include <string.h>
