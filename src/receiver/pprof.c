@@ -116,19 +116,24 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
             problems++;
         }
         for (size_t i = 0; i < s->compression_algorithms.n; i++) {
-            unsigned bit = pg_http_coding_bit_from_name(s->compression_algorithms.v[i]);
+            const char *name = s->compression_algorithms.v[i];
+            const struct pg_codec *c = pg_codec_find(name, strlen(name));
 
-            if (bit == 0) {
+            if (c == NULL) {
+                char names[128];
+
+                pg_codec_list(pg_codec_all(), true, names, sizeof(names));
                 pg_diag_add(ctx->diag, ctx->config, path,
                             "server::compression_algorithms: \"%s\" is not supported by pprofgate; "
-                            "supported: \"\", identity, gzip, x-gzip, deflate, zlib",
-                            s->compression_algorithms.v[i]);
+                            "supported: %s",
+                            name, names);
                 problems++;
+                continue;
             }
-            rx->allowed |= bit;
+            rx->allowed |= pg_codec_bit(c);
         }
         if (s->compression_algorithms.n == 0) {
-            rx->allowed = PG_HTTP_ALLOW_ALL;
+            rx->allowed = pg_codec_all();
         }
         for (size_t i = 0; i < s->response_headers.n; i++) {
             if (!pg_http_header_ok(s->response_headers.keys[i], s->response_headers.values[i])) {

@@ -46,7 +46,7 @@ struct rx {
     const char *log_name;          /* borrowed (ctx) */
     struct pg_consumer *next;      /* borrowed */
     struct pg_translate_opts topts;
-    unsigned allowed;              /* PG_HTTP_ALLOW_* bits */
+    unsigned allowed;              /* codings Content-Encoding may name (codec set) */
     char listen_host[256]; /* unix: the socket path */
     unsigned listen_port;
     bool unix_path;        /* listen_host is a socket file we created */
