@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
 
 #include "codec/codec.h"
 #include "core/arena.h"
 #include "pg_test.h"
+#include "pg_test_zlib.h"
 
 PG_TEST(test_codec_find)
 {
@@ -126,25 +126,6 @@ PG_TEST(test_codec_list)
     CHECK(buf[0] == 'x');
 }
 
-/* zlib-compresses @in with @window_bits (31 = gzip, 15 = zlib); malloc'd. */
-static uint8_t *squeeze(const uint8_t *in, size_t len, int window_bits, size_t *out_len)
-{
-    z_stream zs;
-    size_t cap = deflateBound(NULL, (uLong)len) + 64;
-    uint8_t *out = malloc(cap);
-
-    memset(&zs, 0, sizeof(zs));
-    deflateInit2(&zs, 9, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY);
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)len;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    *out_len = zs.total_out;
-    deflateEnd(&zs);
-    return out;
-}
-
 /* Each decoding row removes its own framing (HTTP "deflate" is zlib's),
  * refuses the other one, and stops at the cap. */
 PG_TEST(test_codec_decoders)
@@ -153,10 +134,10 @@ PG_TEST(test_codec_decoders)
         const char *name;
         int own_bits, other_bits;
     } cases[] = {
-        {"gzip", 31, 15},
-        {"x-gzip", 31, 15},
-        {"deflate", 15, 31},
-        {"zlib", 15, 31},
+        {"gzip", PG_TEST_GZIP_BITS, PG_TEST_ZLIB_BITS},
+        {"x-gzip", PG_TEST_GZIP_BITS, PG_TEST_ZLIB_BITS},
+        {"deflate", PG_TEST_ZLIB_BITS, PG_TEST_GZIP_BITS},
+        {"zlib", PG_TEST_ZLIB_BITS, PG_TEST_GZIP_BITS},
     };
     static const char text[] = "pprofgate pprofgate pprofgate pprofgate pprofgate pprofgate";
     const size_t tl = sizeof(text) - 1;
@@ -165,8 +146,9 @@ PG_TEST(test_codec_decoders)
         const struct pg_codec *c = pg_codec_find(cases[i].name, strlen(cases[i].name));
         struct pg_arena *arena = pg_arena_create(1u << 20);
         size_t own_len, other_len, out_len = 0;
-        uint8_t *own = squeeze((const uint8_t *)text, tl, cases[i].own_bits, &own_len);
-        uint8_t *other = squeeze((const uint8_t *)text, tl, cases[i].other_bits, &other_len);
+        uint8_t *own = pg_test_squeeze((const uint8_t *)text, tl, cases[i].own_bits, &own_len);
+        uint8_t *other =
+            pg_test_squeeze((const uint8_t *)text, tl, cases[i].other_bits, &other_len);
         uint8_t *out = NULL;
         struct pg_status st;
 

@@ -9,11 +9,11 @@
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <zlib.h>
 
 #include "core/arena.h"
 #include "pipeline/batch.h"
 #include "pg_test.h"
+#include "pg_test_zlib.h"
 #include "codec/codec.h"
 #include "http/http_request.h"
 
@@ -101,32 +101,13 @@ PG_TEST(test_parse_content_encoding)
     }
 }
 
-/* zlib-compresses @in as gzip (windowBits 31) or zlib (15); malloc'd. */
-static uint8_t *squeeze(const uint8_t *in, size_t len, int window_bits, size_t *out_len)
-{
-    z_stream zs;
-    size_t cap = deflateBound(NULL, (uLong)len) + 64;
-    uint8_t *out = malloc(cap);
-
-    memset(&zs, 0, sizeof(zs));
-    deflateInit2(&zs, 9, Z_DEFLATED, window_bits, 9, Z_DEFAULT_STRATEGY);
-    zs.next_in = (Bytef *)in;
-    zs.avail_in = (uInt)len;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    *out_len = zs.total_out;
-    deflateEnd(&zs);
-    return out;
-}
-
 PG_TEST(test_decode_chain)
 {
     const char *text = "hello pprofgate, hello pprofgate, hello pprofgate";
     size_t tl = strlen(text), g1_len, g2_len, z_len;
-    uint8_t *g1 = squeeze((const uint8_t *)text, tl, 31, &g1_len);
-    uint8_t *g2 = squeeze(g1, g1_len, 31, &g2_len);
-    uint8_t *z = squeeze((const uint8_t *)text, tl, 15, &z_len);
+    uint8_t *g1 = pg_test_squeeze((const uint8_t *)text, tl, PG_TEST_GZIP_BITS, &g1_len);
+    uint8_t *g2 = pg_test_squeeze(g1, g1_len, PG_TEST_GZIP_BITS, &g2_len);
+    uint8_t *z = pg_test_squeeze((const uint8_t *)text, tl, PG_TEST_ZLIB_BITS, &z_len);
     struct pg_arena *arena = pg_arena_create(1 << 20);
     struct pg_http_codings c;
     struct pg_status st;
@@ -176,7 +157,7 @@ PG_TEST(test_gzip_bomb)
 {
     size_t big = 16u << 20, g_len;
     uint8_t *zeros = calloc(1, big);
-    uint8_t *g = squeeze(zeros, big, 31, &g_len);
+    uint8_t *g = pg_test_squeeze(zeros, big, PG_TEST_GZIP_BITS, &g_len);
     struct pg_arena *arena = pg_arena_create(64u << 20);
     struct pg_http_codings c = {1, {pg_codec_find("gzip", 4)}};
     struct pg_status st;
