@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 
+#include "codec/codec.h"
 #include "core/config.h"
 #include "core/thread_sched.h"
 #include "http/listener.h"
