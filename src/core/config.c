@@ -12,6 +12,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/file_read.h"
 #include "core/vec.h"
 
 #define CFG_MAX_BYTES (4u * 1024u * 1024u) /* a config file larger than this is refused */
@@ -438,32 +439,26 @@ struct pg_config *pg_config_load_string(const char *name, const char *text, size
 
 struct pg_config *pg_config_load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
     struct pg_config *cfg;
-    char *buf;
     size_t n;
+    char *buf = pg_file_read_all(path, CFG_MAX_BYTES, &n, NULL);
+    int e = errno;
 
-    if (f == NULL) {
-        cfg = pg_config_load_string(path, "{}", 2);
-        if (cfg != NULL) {
-            cfg->root = NULL;
-            pg_diag_add(&cfg->diag, NULL, path, "cannot open config: %s", strerror(errno));
-        }
-        return cfg;
-    }
-    buf = malloc(CFG_MAX_BYTES + 1);
     if (buf == NULL) {
-        fclose(f);
-        return NULL;
-    }
-    n = fread(buf, 1, CFG_MAX_BYTES + 1, f);
-    fclose(f);
-    if (n > CFG_MAX_BYTES) {
-        free(buf);
+        if (e == ENOMEM) {
+            return NULL;
+        }
+        /* An empty tree that carries the reason, so the caller reports it
+         * like any other config problem. */
         cfg = pg_config_load_string(path, "{}", 2);
         if (cfg != NULL) {
             cfg->root = NULL;
-            pg_diag_add(&cfg->diag, NULL, path, "config file larger than %u bytes", CFG_MAX_BYTES);
+            if (e == EFBIG) {
+                pg_diag_add(&cfg->diag, NULL, path, "config file larger than %u bytes",
+                            CFG_MAX_BYTES);
+            } else {
+                pg_diag_add(&cfg->diag, NULL, path, "cannot open config: %s", strerror(e));
+            }
         }
         return cfg;
     }

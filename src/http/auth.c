@@ -6,6 +6,7 @@
  * credentials stay in force and the problem is logged. */
 #include "core/base64.h"
 #include "core/clock.h"
+#include "core/file_read.h"
 #include "core/hex.h"
 #include "core/vec.h"
 #include "http/auth.h"
@@ -86,30 +87,17 @@ static void creds_free(struct creds *c)
 
 static char *read_file(const char *path, size_t *len, struct stat *sb, struct pg_status *st)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    size_t n;
+    char *buf = pg_file_read_all(path, MAX_FILE_BYTES, len, sb);
 
-    if (f == NULL) {
-        pg_status_set(st, PG_ERR_CONFIG, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fileno(f), sb) != 0 || sb->st_size > MAX_FILE_BYTES) {
-        pg_status_set(st, PG_ERR_CONFIG, "%s: larger than %d bytes or unreadable", path,
-                      MAX_FILE_BYTES);
-        fclose(f);
-        return NULL;
-    }
-    buf = malloc((size_t)sb->st_size + 1);
     if (buf == NULL) {
-        fclose(f);
-        pg_status_set(st, PG_ERR_NOMEM, "out of memory reading %s", path);
-        return NULL;
+        if (errno == EFBIG) {
+            pg_status_set(st, PG_ERR_CONFIG, "%s: larger than %d bytes", path, MAX_FILE_BYTES);
+        } else if (errno == ENOMEM) {
+            pg_status_set(st, PG_ERR_NOMEM, "out of memory reading %s", path);
+        } else {
+            pg_status_set(st, PG_ERR_CONFIG, "cannot open %s: %s", path, strerror(errno));
+        }
     }
-    n = fread(buf, 1, (size_t)sb->st_size, f);
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 

@@ -6,6 +6,7 @@
 #include "scrape/file_sd.h"
 
 #include <glob.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <event2/event.h>
 
 #include "core/clock.h"
+#include "core/file_read.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -217,24 +219,17 @@ static void clear_groups(struct pg_file_sd *f, struct watched *w, size_t from)
 
 static void read_file(struct pg_file_sd *f, struct watched *w)
 {
-    FILE *fp = fopen(w->path, "rb");
-    char *buf = NULL, why[400];
+    char *buf, why[400];
     size_t len = 0;
     long n;
     struct emit_ctx c = {f, w};
 
     w->read_ns = pg_mono_ns();
     pg_metric_add(f->m_reads, 1);
-    if (fp != NULL) {
-        buf = malloc(MAX_FILE_BYTES + 1);
-        len = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, fp) : 0;
-        fclose(fp);
-    }
-    if (buf == NULL || len > MAX_FILE_BYTES) {
+    if ((buf = pg_file_read_all(w->path, MAX_FILE_BYTES, &len, NULL)) == NULL) {
         pg_metric_add(f->m_failures, 1);
         pg_log_warn(LOG_NAME, "%s: %s; keeping its previous targets", w->path,
-                    fp == NULL ? "cannot open" : buf == NULL ? "out of memory" : "larger than 16 MiB");
-        free(buf);
+                    errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
         return;
     }
     /* Parse once without emitting: a bad file must change nothing. */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
- * core/file_read.c: capped small-file reads and their trim modes. */
+ * core/file_read.c: capped small-file reads and their trim modes, and
+ * capped whole-file reads onto the heap. */
 #include "pg_test.h"
 
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/file_read.h"
@@ -80,5 +82,62 @@ PG_TEST(test_missing_file)
     CHECK_STR(out, "");
 }
 
+PG_TEST(test_read_all_table)
+{
+    static const struct {
+        size_t len, max;
+        bool ok;
+    } cases[] = {
+        {0, 10, true}, {10, 10, true}, {11, 10, false}, {5000, 100000, true},
+        {100000, 100000, true}, {100001, 100000, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[64];
+        char *data = malloc(cases[i].len + 1);
+        size_t len = 999;
+        struct stat sb;
+
+        PG_REQUIRE(data != NULL);
+        for (size_t k = 0; k < cases[i].len; k++) {
+            data[k] = (char)('a' + k % 26);
+        }
+        write_tmp(path, sizeof(path), data, cases[i].len);
+        PG_REQUIRE(path[0] != '\0');
+        errno = 0;
+        char *got = pg_file_read_all(path, cases[i].max, &len, &sb);
+        CHECK_INT(got != NULL, cases[i].ok);
+        if (got != NULL) {
+            CHECK_INT(len, cases[i].len);
+            CHECK(memcmp(got, data, len) == 0);
+            CHECK(got[len] == '\0');
+            CHECK_INT(sb.st_size, cases[i].len);
+        } else {
+            CHECK_INT(errno, EFBIG);
+        }
+        free(got);
+        free(data);
+        unlink(path);
+    }
+}
+
+PG_TEST(test_read_all_without_a_size)
+{
+    size_t len = 0;
+    /* /proc files report size 0: read until EOF, still capped. */
+    char *got = pg_file_read_all("/proc/self/status", 1 << 20, &len, NULL);
+
+    PG_REQUIRE(got != NULL);
+    CHECK(len > 0 && strlen(got) == len);
+    CHECK(strncmp(got, "Name:", 5) == 0);
+    free(got);
+    errno = 0;
+    CHECK(pg_file_read_all("/proc/self/status", 8, &len, NULL) == NULL);
+    CHECK_INT(errno, EFBIG);
+    errno = 0;
+    CHECK(pg_file_read_all("/nonexistent/pg_test_file_read", 8, &len, NULL) == NULL);
+    CHECK_INT(errno, ENOENT);
+}
+
 PG_TEST_MAIN(PG_CASE(test_trim_table), PG_CASE(test_cap_is_an_error_not_a_cut),
-             PG_CASE(test_missing_file))
+             PG_CASE(test_missing_file), PG_CASE(test_read_all_table),
+             PG_CASE(test_read_all_without_a_size))
