@@ -19,6 +19,7 @@
 #endif
 
 #include "codec/codec.h"
+#include "core/vec.h"
 
 /* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
 #define PG_DEFLATE_MAX_RATIO 1032u
@@ -190,20 +191,15 @@ enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
         size_t before_in, before_out;
 
         if (used == cap) {
-            size_t ncap;
-            uint8_t *nbuf;
             if (cap >= hard_cap) {
                 break; /* full at max_out + 1: over the limit */
             }
-            ncap = cap > hard_cap / 2 ? hard_cap : cap * 2;
-            nbuf = pg_arena_realloc(arena, buf, cap, ncap);
-            if (nbuf == NULL) {
+            if (!PG_VEC_RESERVE(arena, buf, cap, cap + 1, 0, hard_cap)) {
                 err = pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                                    "%s: no memory for %zu inflated bytes", fmt_name(fmt), ncap);
+                                    "%s: no memory for %zu inflated bytes", fmt_name(fmt),
+                                    pg_vec_next_cap(cap, 1, cap + 1, 0, hard_cap));
                 goto done;
             }
-            buf = nbuf;
-            cap = ncap;
         }
         out_chunk = cap - used < PG_ZCHUNK ? cap - used : PG_ZCHUNK;
         z.next_in = (Bytef *)(uintptr_t)(in + in_off);

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/file_read.h"
+#include "core/vec.h"
+
 #define CFG_MAX_BYTES (4u * 1024u * 1024u) /* a config file larger than this is refused */
 #define CFG_MAX_DEPTH 64
 
@@ -49,14 +52,8 @@ static void diag_vadd(struct pg_diag *d, const struct pg_cfg_node *at, const cha
     if (line == NULL) {
         return;
     }
-    if (d->n == d->cap) {
-        size_t ncap = d->cap ? d->cap * 2 : 16;
-        char **nm = pg_arena_realloc(d->arena, d->msgs, d->cap * sizeof(char *), ncap * sizeof(char *));
-        if (nm == NULL) {
-            return;
-        }
-        d->msgs = nm;
-        d->cap = ncap;
+    if (!PG_VEC_GROW(d->arena, d->msgs, d->cap, d->n, 16, 0)) {
+        return;
     }
     d->msgs[d->n++] = line;
 }
@@ -81,17 +78,8 @@ struct sbuf {
 
 static int sbuf_put(struct sbuf *b, const char *s, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = (b->cap ? b->cap : 32);
-        while (ncap < b->len + n + 1) {
-            ncap *= 2;
-        }
-        char *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
-        if (np == NULL) {
-            return -1;
-        }
-        b->p = np;
-        b->cap = ncap;
+    if (!PG_VEC_RESERVE(b->arena, b->p, b->cap, b->len + n + 1, 32, 0)) {
+        return -1;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;
@@ -451,32 +439,26 @@ struct pg_config *pg_config_load_string(const char *name, const char *text, size
 
 struct pg_config *pg_config_load(const char *path)
 {
-    FILE *f = fopen(path, "rb");
     struct pg_config *cfg;
-    char *buf;
     size_t n;
+    char *buf = pg_file_read_all(path, CFG_MAX_BYTES, &n, NULL);
+    int e = errno;
 
-    if (f == NULL) {
-        cfg = pg_config_load_string(path, "{}", 2);
-        if (cfg != NULL) {
-            cfg->root = NULL;
-            pg_diag_add(&cfg->diag, NULL, path, "cannot open config: %s", strerror(errno));
-        }
-        return cfg;
-    }
-    buf = malloc(CFG_MAX_BYTES + 1);
     if (buf == NULL) {
-        fclose(f);
-        return NULL;
-    }
-    n = fread(buf, 1, CFG_MAX_BYTES + 1, f);
-    fclose(f);
-    if (n > CFG_MAX_BYTES) {
-        free(buf);
+        if (e == ENOMEM) {
+            return NULL;
+        }
+        /* An empty tree that carries the reason, so the caller reports it
+         * like any other config problem. */
         cfg = pg_config_load_string(path, "{}", 2);
         if (cfg != NULL) {
             cfg->root = NULL;
-            pg_diag_add(&cfg->diag, NULL, path, "config file larger than %u bytes", CFG_MAX_BYTES);
+            if (e == EFBIG) {
+                pg_diag_add(&cfg->diag, NULL, path, "config file larger than %u bytes",
+                            CFG_MAX_BYTES);
+            } else {
+                pg_diag_add(&cfg->diag, NULL, path, "cannot open config: %s", strerror(e));
+            }
         }
         return cfg;
     }

@@ -111,6 +111,29 @@ struct pg_field {
 
 #define PG_FIELD_END { NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0, NULL }
 
+/* The rows of a field table, one macro per shape; @st is the struct the
+ * table binds into, @member a member of it (nested members allowed), @def
+ * the default in config syntax (NULL = zero/empty), @doc one line. */
+#define PG_FIELD_ROW_(st, name_, type_, member, def_, lo, hi, sub_, choices_, present, doc_)      \
+    {.name = (name_), .type = (type_), .offset = offsetof(st, member), .def = (def_), .min = (lo), \
+     .max = (hi), .sub = (sub_), .choices = (choices_), .present_offset = (present), .doc = (doc_)}
+/* A scalar, list or map field without bounds, or a PG_FT_NODE. */
+#define PG_FIELD(st, name, type, member, def, doc)                                                 \
+    PG_FIELD_ROW_(st, name, type, member, def, 0, 0, NULL, NULL, PG_NO_PRESENT, doc)
+/* A numeric field (INT, DOUBLE, DURATION, BYTES) checked against [@lo, @hi]. */
+#define PG_FIELD_RANGE(st, name, type, member, def, lo, hi, doc)                                   \
+    PG_FIELD_ROW_(st, name, type, member, def, lo, hi, NULL, NULL, PG_NO_PRESENT, doc)
+/* An int member holding the index of the value in @choices (NULL-terminated). */
+#define PG_FIELD_ENUM(st, name, member, def, choices, doc)                                         \
+    PG_FIELD_ROW_(st, name, PG_FT_ENUM, member, def, 0, 0, NULL, choices, PG_NO_PRESENT, doc)
+/* A nested struct bound by the table @sub. */
+#define PG_FIELD_SECTION(st, name, member, sub, doc)                                               \
+    PG_FIELD_ROW_(st, name, PG_FT_SECTION, member, NULL, 0, 0, sub, NULL, PG_NO_PRESENT, doc)
+/* Like PG_FIELD_SECTION; the bool member @present is set when the key is there. */
+#define PG_FIELD_SECTION_PRESENT(st, name, member, sub, present, doc)                              \
+    PG_FIELD_ROW_(st, name, PG_FT_SECTION, member, NULL, 0, 0, sub, NULL, offsetof(st, present),  \
+                  doc)
+
 /* Fills @out from the defaults of @fields, then from @map (may be NULL).
  * Unknown keys, wrong types and out-of-range values go to @diag with the
  * valid choices; @path prefixes messages ("receivers::pprof::server").

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Log line formatting: UTC timestamp, level, component, quoted message. */
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/utf8.h"
 
@@ -281,11 +282,7 @@ void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
 
 bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_out)
 {
-    struct timespec now;
-    double t;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    t = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    double t = pg_mono_s();
     if (rl->last == 0) {
         rl->last = t;
     }

@@ -41,6 +41,16 @@ static int same(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+static void metric_free(struct pg_metric *m)
+{
+    free(m->name);
+    free(m->help);
+    free(m->labels);
+    free(m->bounds);
+    free(m->counts);
+    free(m);
+}
+
 static struct pg_metric *lookup_or_add(enum metric_type type, const char *name, const char *help,
                                        const char *labels, const double *buckets, size_t nb)
 {
@@ -75,12 +85,7 @@ static struct pg_metric *lookup_or_add(enum metric_type type, const char *name, 
     }
     if (m->name == NULL || m->help == NULL || (labels && m->labels == NULL) ||
         (type == M_HISTOGRAM && (m->bounds == NULL || m->counts == NULL))) {
-        free(m->name);
-        free(m->help);
-        free(m->labels);
-        free(m->bounds);
-        free(m->counts);
-        free(m);
+        metric_free(m);
         pthread_mutex_unlock(&reg_lock);
         return &sink;
     }
@@ -216,16 +221,6 @@ static void render_series(FILE *out, struct pg_metric *m)
         print_series(out, m->name, "", m->labels, NULL);
         fprintf(out, " %lld\n", (long long)v);
     }
-}
-
-static void metric_free(struct pg_metric *m)
-{
-    free(m->name);
-    free(m->help);
-    free(m->labels);
-    free(m->bounds);
-    free(m->counts);
-    free(m);
 }
 
 /* True when @labels is @want or @want followed by more labels. */

@@ -22,8 +22,10 @@
 
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/storage.h"
+#include "core/vec.h"
 
 #define DEFAULT_MAX_BYTES (1ull << 30)
 #define DEFAULT_SEGMENT_BYTES (8ull << 20)
@@ -95,13 +97,6 @@ static uint32_t get32(const uint8_t *p)
 static uint64_t get64(const uint8_t *p)
 {
     return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 /* crc32 over (length, id) then the payload: what the record crc covers. */
@@ -212,20 +207,16 @@ static void seg_path(const struct pg_spool *s, uint64_t seq, const char *ext, ch
 
 static bool rec_push(struct seg *g, uint64_t id, uint64_t off, uint32_t len)
 {
-    if (g->n == g->cap) {
-        size_t ncap = g->cap ? g->cap * 2 : 16;
-        struct rec *r = realloc(g->recs, ncap * sizeof(*r));
-        if (r == NULL) {
-            return false;
-        }
-        g->recs = r;
-        g->cap = ncap;
+    if (!PG_VEC_GROW(NULL, g->recs, g->cap, g->n, 16, 0)) {
+        return false;
     }
     g->recs[g->n++] = (struct rec){id, off, len, false};
     return true;
 }
 
-static struct rec *rec_find(struct seg *g, uint64_t id)
+/* Index of the first record of @g (ids ascending) whose id is >= @id; g->n
+ * when there is none. Binary search: replay stays linear overall. */
+static size_t rec_lower_bound(const struct seg *g, uint64_t id)
 {
     size_t lo = 0, hi = g->n;
     while (lo < hi) {
@@ -236,6 +227,13 @@ static struct rec *rec_find(struct seg *g, uint64_t id)
             hi = mid;
         }
     }
+    return lo;
+}
+
+static struct rec *rec_find(struct seg *g, uint64_t id)
+{
+    size_t lo = rec_lower_bound(g, id);
+
     return lo < g->n && g->recs[lo].id == id ? &g->recs[lo] : NULL;
 }
 
@@ -267,14 +265,8 @@ static struct seg *seg_new(uint64_t seq)
 
 static bool segs_push(struct pg_spool *s, struct seg *g)
 {
-    if (s->n_segs == s->cap_segs) {
-        size_t ncap = s->cap_segs ? s->cap_segs * 2 : 8;
-        struct seg **v = realloc(s->segs, ncap * sizeof(*v));
-        if (v == NULL) {
-            return false;
-        }
-        s->segs = v;
-        s->cap_segs = ncap;
+    if (!PG_VEC_GROW(NULL, s->segs, s->cap_segs, s->n_segs, 8, 0)) {
+        return false;
     }
     s->segs[s->n_segs++] = g;
     return true;
@@ -709,15 +701,9 @@ static enum pg_err scan_dir(struct pg_spool *s, struct pg_status *st)
         if (errno != 0 || end != de->d_name + 16) {
             continue;
         }
-        if (n == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            uint64_t *v = realloc(seqs, ncap * sizeof(*v));
-            if (v == NULL) {
-                err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory listing %s", s->dir);
-                goto out;
-            }
-            seqs = v;
-            cap = ncap;
+        if (!PG_VEC_GROW(NULL, seqs, cap, n, 16, 0)) {
+            err = pg_status_set(st, PG_ERR_NOMEM, "spool: out of memory listing %s", s->dir);
+            goto out;
         }
         seqs[n++] = seq;
     }
@@ -871,7 +857,7 @@ enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **
         return err;
     }
     s->boot_id = s->next_id;
-    s->last_sync_ns = mono_ns();
+    s->last_sync_ns = pg_mono_ns();
     if (s->stats.replay_pending > 0 || s->stats.corrupt > 0 || s->stats.truncated > 0) {
         pg_log_info(lname(s),
                     "spool %s: %" PRIu64 " record(s) (%" PRIu64 " bytes) to replay from %" PRIu64
@@ -889,7 +875,7 @@ static int sync_active(struct pg_spool *s)
     if (s->active != NULL && s->active->fd >= 0 && fdatasync(s->active->fd) != 0) {
         rc = -1;
     }
-    s->last_sync_ns = mono_ns();
+    s->last_sync_ns = pg_mono_ns();
     s->dirty = false;
     return rc;
 }
@@ -1048,7 +1034,7 @@ enum pg_err pg_spool_append(struct pg_spool *s, const void *data, size_t len, ui
     }
     s->dirty = true;
     if (s->fsync == PG_SPOOL_FSYNC_ALWAYS ||
-        (s->fsync == PG_SPOOL_FSYNC_INTERVAL && mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+        (s->fsync == PG_SPOOL_FSYNC_INTERVAL && pg_mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
         if (sync_active(s) != 0) {
             int e = errno;
             cut_back(s, g->fd, (off_t)g->bytes);
@@ -1154,7 +1140,7 @@ enum pg_err pg_spool_sync(struct pg_spool *s, bool force, struct pg_status *st)
     enum pg_err err = PG_ERR_OK;
 
     pthread_mutex_lock(&s->mu);
-    if (s->dirty && (force || mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
+    if (s->dirty && (force || pg_mono_ns() - s->last_sync_ns >= s->fsync_interval_ns)) {
         if (sync_active(s) != 0) {
             err = pg_status_set(st, PG_ERR_IO, "spool: fsync under %s failed: %s", s->dir,
                                 strerror(errno));
@@ -1179,20 +1165,12 @@ enum pg_err pg_spool_next_replay(struct pg_spool *s, uint64_t after_id, uint64_t
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->n_segs; i++) {
         struct seg *g = s->segs[i];
-        size_t lo = 0, hi;
+        size_t lo;
         if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
             continue;
         }
-        /* Start past @after_id (binary search): replay stays linear overall. */
-        hi = g->n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (g->recs[mid].id <= after_id) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        /* Start past @after_id (< the last id here, so + 1 cannot wrap). */
+        lo = rec_lower_bound(g, after_id + 1);
         for (size_t j = lo; j < g->n; j++) {
             struct rec *r = &g->recs[j];
             uint8_t *buf;
@@ -1244,15 +1222,7 @@ bool pg_spool_peek_replay(struct pg_spool *s, uint64_t after_id, uint64_t *id, s
         if (!g->old || g->n == 0 || g->recs[g->n - 1].id <= after_id) {
             continue;
         }
-        size_t lo = 0, hi = g->n;
-        while (lo < hi) { /* first id past @after_id, as in pg_spool_next_replay */
-            size_t mid = lo + (hi - lo) / 2;
-            if (g->recs[mid].id <= after_id) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        size_t lo = rec_lower_bound(g, after_id + 1); /* as in pg_spool_next_replay */
         for (size_t j = lo; j < g->n; j++) {
             if (!g->recs[j].acked) {
                 *id = g->recs[j].id;

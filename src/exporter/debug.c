@@ -20,6 +20,7 @@
 
 #include "pipeline/batch.h"
 #include "pipeline/component.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -51,22 +52,22 @@ struct dbg_cfg {
 static const char *const verbosities[] = {"basic", "normal", "detailed", NULL};
 
 static const struct pg_field dbg_fields[] = {
-    {"verbosity", PG_FT_ENUM, offsetof(struct dbg_cfg, verbosity), "basic", 0, 0, NULL,
-     verbosities, 0, "basic: one summary line; normal: a line per resource/scope/profile; "
-                     "detailed: everything"},
-    {"sampling_initial", PG_FT_INT, offsetof(struct dbg_cfg, sampling_initial), "2", 0, 1e9, NULL,
-     NULL, 0, "batches printed each second before sampling starts"},
-    {"sampling_thereafter", PG_FT_INT, offsetof(struct dbg_cfg, sampling_thereafter), "1", 0, 1e9,
-     NULL, NULL, 0, "then print every Nth batch in that second (1 = all, 0 = none)"},
-    {"use_internal_logger", PG_FT_BOOL, offsetof(struct dbg_cfg, use_internal_logger), "true", 0,
-     0, NULL, NULL, 0,
-     "true: summary as a pprofgate log line; false: the collector's raw Profiles\\t{...} line"},
-    {"output_paths", PG_FT_STRLIST, offsetof(struct dbg_cfg, output_paths), NULL, 0, 0, NULL,
-     NULL, 0, "stderr, stdout or files (appended); default: with use_internal_logger the log's "
-              "outputs (service::telemetry::logs::output_paths, stderr), else stdout"},
-    {"sending_queue", PG_FT_NODE, offsetof(struct dbg_cfg, sending_queue), NULL, 0, 0, NULL, NULL,
-     0, "accepted for collector configs and ignored: output goes through this exporter's own "
-        "bounded queue"},
+    PG_FIELD_ENUM(struct dbg_cfg, "verbosity", verbosity, "basic", verbosities,
+                  "basic: one summary line; normal: a line per resource/scope/profile; detailed: "
+                  "everything"),
+    PG_FIELD_RANGE(struct dbg_cfg, "sampling_initial", PG_FT_INT, sampling_initial, "2", 0, 1e9,
+                   "batches printed each second before sampling starts"),
+    PG_FIELD_RANGE(struct dbg_cfg, "sampling_thereafter", PG_FT_INT, sampling_thereafter, "1", 0,
+                   1e9, "then print every Nth batch in that second (1 = all, 0 = none)"),
+    PG_FIELD(struct dbg_cfg, "use_internal_logger", PG_FT_BOOL, use_internal_logger, "true",
+             "true: summary as a pprofgate log line; false: the collector's raw Profiles\\t{...} "
+             "line"),
+    PG_FIELD(struct dbg_cfg, "output_paths", PG_FT_STRLIST, output_paths, NULL,
+             "stderr, stdout or files (appended); default: with use_internal_logger the log's "
+             "outputs (service::telemetry::logs::output_paths, stderr), else stdout"),
+    PG_FIELD(struct dbg_cfg, "sending_queue", PG_FT_NODE, sending_queue, NULL,
+             "accepted for collector configs and ignored: output goes through this exporter's "
+             "own bounded queue"),
     PG_FIELD_END,
 };
 
@@ -205,12 +206,11 @@ static enum pg_err open_outputs(struct dbg *d, struct pg_status *st)
  * `thereafter`-th. */
 static bool sample_ok(struct dbg *d)
 {
-    struct timespec ts;
+    long sec = (long)(pg_mono_ns() / PG_NS_PER_SEC);
     uint64_t n;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if ((long)ts.tv_sec != d->window) {
-        d->window = (long)ts.tv_sec;
+    if (sec != d->window) {
+        d->window = sec;
         d->in_window = 0;
     }
     n = ++d->in_window;

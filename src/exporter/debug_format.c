@@ -13,12 +13,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/base64.h"
+#include "core/vec.h"
+
 /* ---- buffer ------------------------------------------------------------ */
 
 static bool buf_reserve(struct pg_debug_buf *b, size_t extra)
 {
-    size_t need, cap;
-    char *p;
+    size_t need;
 
     if (b->truncated) {
         return false;
@@ -27,20 +29,10 @@ static bool buf_reserve(struct pg_debug_buf *b, size_t extra)
         b->truncated = true;
         return false;
     }
-    if (need <= b->cap) {
-        return true;
-    }
-    cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        cap *= 2;
-    }
-    p = realloc(b->p, cap);
-    if (p == NULL) {
+    if (!PG_VEC_RESERVE(NULL, b->p, b->cap, need, 4096, b->max)) {
         b->truncated = true;
         return false;
     }
-    b->p = p;
-    b->cap = cap;
     return true;
 }
 
@@ -226,24 +218,13 @@ static void put_hex(struct pg_debug_buf *b, const uint8_t *p, size_t n)
 
 static void put_base64(struct pg_debug_buf *b, const uint8_t *p, size_t n)
 {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char q[4];
+    char q[257]; /* 192 bytes in (a multiple of 3, so no padding inside) -> 256 out */
 
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        size_t rem = n - i;
+    for (size_t i = 0; i < n; i += 192) {
+        size_t k = n - i < 192 ? n - i : 192;
+        long m = pg_base64_encode(p + i, k, q, sizeof(q));
 
-        if (rem > 1) {
-            v |= (uint32_t)p[i + 1] << 8;
-        }
-        if (rem > 2) {
-            v |= p[i + 2];
-        }
-        q[0] = tbl[(v >> 18) & 63];
-        q[1] = tbl[(v >> 12) & 63];
-        q[2] = rem > 1 ? tbl[(v >> 6) & 63] : '=';
-        q[3] = rem > 2 ? tbl[v & 63] : '=';
-        pg_debug_buf_append(b, q, 4);
+        pg_debug_buf_append(b, q, (size_t)m);
     }
 }
 

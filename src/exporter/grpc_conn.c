@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "core/base64.h"
 #include "core/log.h"
 #include "exporter/grpc_wire.h"
 #include "http/tls_client.h"
@@ -349,12 +350,14 @@ static void complete_stream(struct pg_grpc_conn *c, struct pg_grpc_call *call, u
 
     if (call->grpc_status >= 0) {
         if (call->details_bin != NULL) {
-            size_t n = strlen(call->details_bin);
-            uint8_t *bin = malloc(n * 3 / 4 + 3);
-            size_t blen = 0;
+            size_t n = strlen(call->details_bin), cap = pg_base64_decoded_max(n);
+            uint8_t *bin = malloc(cap);
+            long blen = bin != NULL ? pg_base64_decode(call->details_bin, n, PG_BASE64_LENIENT,
+                                                       bin, cap)
+                                    : -1;
 
-            if (bin != NULL && pg_base64_decode(call->details_bin, n, bin, &blen) &&
-                pg_grpc_status_details_parse(bin, blen, &det) && det.has_retry_info) {
+            if (blen >= 0 && pg_grpc_status_details_parse(bin, (size_t)blen, &det) &&
+                det.has_retry_info) {
                 call->res_retry_info = true;
                 call->res_retry_ns = det.retry_delay_ns;
             }

@@ -5,6 +5,8 @@
 #include "exporter/grpc_wire.h"
 
 #include "core/hex.h"
+#include "core/pb_wire.h"
+#include "core/vec.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -180,139 +182,26 @@ size_t pg_grpc_message_decode(const char *in, size_t len, char *out)
     return o;
 }
 
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z') {
-        return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-        return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-        return c - '0' + 52;
-    }
-    if (c == '+' || c == '-') {
-        return 62;
-    }
-    if (c == '/' || c == '_') {
-        return 63;
-    }
-    return -1;
-}
-
-bool pg_base64_decode(const char *in, size_t len, uint8_t *out, size_t *out_len)
-{
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-
-    while (len > 0 && in[len - 1] == '=') {
-        len--;
-    }
-    for (size_t i = 0; i < len; i++) {
-        int v = b64val(in[i]);
-
-        if (v < 0) {
-            return false;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (uint8_t)(acc >> bits);
-        }
-    }
-    if (bits >= 6) {
-        return false; /* a lone trailing character cannot be valid */
-    }
-    *out_len = o;
-    return true;
-}
-
 /* ---- minimal protobuf reading ------------------------------------------ */
 
-struct pb {
-    const uint8_t *p;
-    const uint8_t *end;
-};
-
-static bool pb_varint(struct pb *r, uint64_t *v)
-{
-    uint64_t x = 0;
-
-    for (int shift = 0; shift < 64; shift += 7) {
-        uint8_t b;
-
-        if (r->p >= r->end) {
-            return false;
-        }
-        b = *r->p++;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Reads one field header and, for length-delimited fields, its body. */
-static bool pb_field(struct pb *r, uint32_t *num, int *wt, uint64_t *val, struct pb *sub)
-{
-    uint64_t key;
-    uint64_t n;
-
-    if (!pb_varint(r, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) {
-        return false;
-    }
-    *num = (uint32_t)(key >> 3);
-    *wt = (int)(key & 7);
-    switch (*wt) {
-    case 0:
-        return pb_varint(r, val);
-    case 1:
-        if (r->end - r->p < 8) {
-            return false;
-        }
-        r->p += 8;
-        return true;
-    case 2:
-        if (!pb_varint(r, &n) || n > (uint64_t)(r->end - r->p)) {
-            return false;
-        }
-        sub->p = r->p;
-        sub->end = r->p + n;
-        r->p += n;
-        return true;
-    case 5:
-        if (r->end - r->p < 4) {
-            return false;
-        }
-        r->p += 4;
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* google.protobuf.Duration {int64 seconds = 1; int32 nanos = 2;} */
-static bool parse_duration(struct pb r, int64_t *ns)
+static bool parse_duration(struct pg_pb r, int64_t *ns)
 {
     int64_t secs = 0;
     int64_t nanos = 0;
 
     while (r.p < r.end) {
         uint32_t num;
-        int wt;
+        uint32_t wt;
         uint64_t v = 0;
-        struct pb sub;
+        struct pg_pb sub;
 
-        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+        if (!pg_pb_field(&r, &num, &wt, &v, &sub)) {
             return false;
         }
-        if (num == 1 && wt == 0) {
+        if (num == 1 && wt == PG_PB_VARINT) {
             secs = (int64_t)v;
-        } else if (num == 2 && wt == 0) {
+        } else if (num == 2 && wt == PG_PB_VARINT) {
             nanos = (int32_t)v;
         }
     }
@@ -330,23 +219,23 @@ static bool parse_duration(struct pb r, int64_t *ns)
 static const char retry_info_url[] = "type.googleapis.com/google.rpc.RetryInfo";
 
 /* google.protobuf.Any {string type_url = 1; bytes value = 2;} */
-static bool parse_any(struct pb r, struct pg_grpc_status_details *out)
+static bool parse_any(struct pg_pb r, struct pg_grpc_status_details *out)
 {
-    struct pb type = {NULL, NULL};
-    struct pb value = {NULL, NULL};
+    struct pg_pb type = {NULL, NULL};
+    struct pg_pb value = {NULL, NULL};
 
     while (r.p < r.end) {
         uint32_t num;
-        int wt;
+        uint32_t wt;
         uint64_t v;
-        struct pb sub = {NULL, NULL};
+        struct pg_pb sub = {NULL, NULL};
 
-        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+        if (!pg_pb_field(&r, &num, &wt, &v, &sub)) {
             return false;
         }
-        if (num == 1 && wt == 2) {
+        if (num == 1 && wt == PG_PB_LEN) {
             type = sub;
-        } else if (num == 2 && wt == 2) {
+        } else if (num == 2 && wt == PG_PB_LEN) {
             value = sub;
         }
     }
@@ -356,14 +245,14 @@ static bool parse_any(struct pb r, struct pg_grpc_status_details *out)
         out->has_retry_info = true;
         while (value.p != NULL && value.p < value.end) {
             uint32_t num;
-            int wt;
+            uint32_t wt;
             uint64_t v;
-            struct pb sub = {NULL, NULL};
+            struct pg_pb sub = {NULL, NULL};
 
-            if (!pb_field(&value, &num, &wt, &v, &sub)) {
+            if (!pg_pb_field(&value, &num, &wt, &v, &sub)) {
                 return false;
             }
-            if (num == 1 && wt == 2 && !parse_duration(sub, &out->retry_delay_ns)) {
+            if (num == 1 && wt == PG_PB_LEN && !parse_duration(sub, &out->retry_delay_ns)) {
                 return false;
             }
         }
@@ -374,22 +263,22 @@ static bool parse_any(struct pb r, struct pg_grpc_status_details *out)
 bool pg_grpc_status_details_parse(const uint8_t *buf, size_t len,
                                   struct pg_grpc_status_details *out)
 {
-    struct pb r = {buf, buf + len};
+    struct pg_pb r = {buf, buf + len};
 
     memset(out, 0, sizeof(*out));
     /* google.rpc.Status {int32 code = 1; string message = 2; repeated Any details = 3;} */
     while (r.p < r.end) {
         uint32_t num;
-        int wt;
+        uint32_t wt;
         uint64_t v = 0;
-        struct pb sub = {NULL, NULL};
+        struct pg_pb sub = {NULL, NULL};
 
-        if (!pb_field(&r, &num, &wt, &v, &sub)) {
+        if (!pg_pb_field(&r, &num, &wt, &v, &sub)) {
             return false;
         }
-        if (num == 1 && wt == 0) {
+        if (num == 1 && wt == PG_PB_VARINT) {
             out->code = (int)(int32_t)v;
-        } else if (num == 3 && wt == 2 && !parse_any(sub, out)) {
+        } else if (num == 3 && wt == PG_PB_LEN && !parse_any(sub, out)) {
             return false;
         }
     }
@@ -542,24 +431,18 @@ enum pg_err pg_gzip_decompress(const uint8_t *in, size_t len, size_t max, uint8_
     zs.avail_in = (uInt)len;
     while (rc != Z_STREAM_END) {
         if (zs.total_out == cap) {
-            size_t ncap = cap ? cap * 2 : 4096;
-            uint8_t *nb;
-
+            /* Room for max + 1 bytes: a full buffer then means "over max". */
             if (cap >= max + 1) {
                 free(buf);
                 inflateEnd(&zs);
                 return pg_status_set(st, PG_ERR_LIMIT,
                                      "gzip: message inflates beyond %zu bytes", max);
             }
-            ncap = ncap > max + 1 ? max + 1 : ncap;
-            nb = realloc(buf, ncap);
-            if (nb == NULL) {
+            if (!PG_VEC_RESERVE(NULL, buf, cap, cap + 1, 4096, max + 1)) {
                 free(buf);
                 inflateEnd(&zs);
                 return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory");
             }
-            buf = nb;
-            cap = ncap;
         }
         zs.next_out = buf + zs.total_out;
         zs.avail_out = (uInt)(cap - zs.total_out);

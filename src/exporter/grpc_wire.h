@@ -61,10 +61,6 @@ bool pg_grpc_timeout_parse(const char *s, size_t len, int64_t *ns);
  * Returns the decoded length. */
 size_t pg_grpc_message_decode(const char *in, size_t len, char *out);
 
-/* Decodes base64 (standard alphabet, padding optional, as grpc-*-bin headers
- * are sent) into @out (capacity >= len*3/4 + 3). Returns false on bad input. */
-bool pg_base64_decode(const char *in, size_t len, uint8_t *out, size_t *out_len);
-
 /* What a google.rpc.Status from grpc-status-details-bin tells us. */
 struct pg_grpc_status_details {
     int code;                /* Status.code (0 if absent) */

@@ -30,7 +30,7 @@ struct pg_exph_item {
      * the item is freed, unless keep_spooled (shutdown/abort: replayed at
      * the next start). */
     uint64_t *spool_ids;
-    size_t n_spool_ids;
+    size_t n_spool_ids, cap_spool_ids;
     bool keep_spooled;
     uint8_t *raw;       /* owned: a replayed record already read (one id) */
     size_t raw_len;

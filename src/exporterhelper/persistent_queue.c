@@ -10,17 +10,15 @@
 
 #include "core/log.h"
 #include "core/memlimit.h"
+#include "core/vec.h"
 #include "exporterhelper/internal.h"
 
 /* Records @id as carried by @it (acked when @it is freed). */
 bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id)
 {
-    uint64_t *v = realloc(it->spool_ids, (it->n_spool_ids + 1) * sizeof(*v));
-
-    if (v == NULL) {
+    if (!PG_VEC_GROW(NULL, it->spool_ids, it->cap_spool_ids, it->n_spool_ids, 4, 0)) {
         return false;
     }
-    it->spool_ids = v;
     it->spool_ids[it->n_spool_ids++] = id;
     return true;
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/storage.h"
+#include "core/vec.h"
 #include "exporterhelper/internal.h"
 
 struct timeval pg_exph_tv(int64_t ns)
@@ -63,15 +64,8 @@ void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it)
 
 bool pg_exph_item_add(struct pg_exph_item *it, struct pg_batch *b, size_t samples)
 {
-    if (it->n_batches == it->cap_batches) {
-        size_t ncap = it->cap_batches ? it->cap_batches * 2 : 4;
-        struct pg_batch **nb = realloc(it->batches, ncap * sizeof(*nb));
-
-        if (nb == NULL) {
-            return false;
-        }
-        it->batches = nb;
-        it->cap_batches = ncap;
+    if (!PG_VEC_GROW(NULL, it->batches, it->cap_batches, it->n_batches, 4, 0)) {
+        return false;
     }
     it->batches[it->n_batches++] = pg_batch_ref(b);
     it->samples += samples;

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "core/pb_wire.h"
+#include "core/vec.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/dict.h"
 
@@ -31,59 +33,24 @@ struct splitter {
     size_t cap_parts;
 };
 
-/* Reads a varint at *@p (< @end); false when cut short or over 10 bytes. */
-static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 70 && *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if ((b & 0x80) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Walks one message: at @depth 0..2 descends into the field that leads to
  * the samples (1, then 2, 2), at depth 3 counts field 2 (samples). */
-static bool wire_walk(const uint8_t *p, const uint8_t *end, int depth, size_t *n)
+static bool wire_walk(struct pg_pb r, int depth, size_t *n)
 {
-    while (p < end) {
-        uint64_t key, v;
-        unsigned field, wt;
+    while (r.p < r.end) {
+        uint32_t field, wt;
+        uint64_t v;
+        struct pg_pb sub;
 
-        if (!wire_varint(&p, end, &key)) {
+        if (!pg_pb_field(&r, &field, &wt, &v, &sub)) {
             return false;
         }
-        field = (unsigned)(key >> 3);
-        wt = (unsigned)(key & 7);
-        switch (wt) {
-        case 0:
-            if (!wire_varint(&p, end, &v)) {
-                return false;
-            }
-            break;
-        case 1:
-        case 5:
-            if ((size_t)(end - p) < (wt == 1 ? 8u : 4u)) {
-                return false;
-            }
-            p += wt == 1 ? 8 : 4;
-            break;
-        case 2:
-            if (!wire_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
-                return false;
-            }
-            if (depth == 3 && field == 2) {
-                (*n)++;
-            } else if (depth < 3 && field == (depth == 0 ? 1u : 2u) &&
-                       !wire_walk(p, p + v, depth + 1, n)) {
-                return false;
-            }
-            p += v;
-            break;
-        default:
+        if (wt != PG_PB_LEN) {
+            continue;
+        }
+        if (depth == 3 && field == 2) {
+            (*n)++;
+        } else if (depth < 3 && field == (depth == 0 ? 1u : 2u) && !wire_walk(sub, depth + 1, n)) {
             return false;
         }
     }
@@ -94,7 +61,7 @@ bool pg_otlp_wire_samples(const uint8_t *buf, size_t len, size_t *out)
 {
     size_t n = 0;
 
-    if (!wire_walk(buf, buf + len, 0, &n)) {
+    if (!wire_walk((struct pg_pb){buf, buf + len}, 0, &n)) {
         return false;
     }
     *out = n;
@@ -376,16 +343,8 @@ static bool add_part(struct splitter *sp, struct pg_otlp_request *req, size_t sa
 {
     struct pg_split_result *res = sp->res;
 
-    if (res->n_parts == sp->cap_parts) {
-        size_t ncap = sp->cap_parts ? sp->cap_parts * 2 : 4;
-        struct pg_otlp_part *np = pg_arena_realloc(sp->out, res->parts,
-                                                   sp->cap_parts * sizeof(*np), ncap * sizeof(*np));
-
-        if (np == NULL) {
-            return false;
-        }
-        res->parts = np;
-        sp->cap_parts = ncap;
+    if (!PG_VEC_GROW(sp->out, res->parts, sp->cap_parts, res->n_parts, 4, 0)) {
+        return false;
     }
     res->parts[res->n_parts].req = req;
     res->parts[res->n_parts].samples = samples;

@@ -21,6 +21,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "http/conn_limits.h"
@@ -99,13 +100,6 @@ enum pg_err pg_admin_ext_create(const struct pg_component_ctx *ctx,
 #define ADMIN_AUTH_FAIL_BURST 10.0
 #define ADMIN_AUTH_FAIL_PER_SEC 1.0
 
-static double admin_mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void count_answer(const struct pg_admin_http *h, int code)
 {
     char labels[128];
@@ -126,7 +120,7 @@ static bool on_admin_head(struct pg_httpd_req *req, void *arg)
     if (h->auth != NULL) {
         static struct pg_log_ratelimit rl = PG_LOG_RATELIMIT_INIT(1.0, 5.0);
         struct pg_status st = {0};
-        double now = admin_mono_s();
+        double now = pg_mono_s();
         int n_auth = 0;
         const struct evkeyval *kv;
         TAILQ_FOREACH(kv, req->in, next)

@@ -66,24 +66,24 @@ struct pg_admin_http {
 /* The `endpoint` and `auth` rows of an admin extension's field table (the
  * table binds into the extension's state, whose first member is the
  * struct pg_admin_http). */
-#define PG_ADMIN_HTTP_FIELDS(default_endpoint, endpoint_doc)                                        \
-    {"endpoint", PG_FT_STR, offsetof(struct pg_admin_http, cfg.endpoint), default_endpoint, 0, 0,  \
-     NULL, NULL, PG_NO_PRESENT, endpoint_doc},                                                      \
-    {"auth", PG_FT_SECTION, offsetof(struct pg_admin_http, cfg.auth), NULL, 0, 0, pg_auth_fields,  \
-     NULL, offsetof(struct pg_admin_http, cfg.has_auth),                                            \
-     "require a bearer token or basic auth like the receiver's (401); off by default"},           \
-    {"read_header_timeout", PG_FT_DURATION, offsetof(struct pg_admin_http, cfg.read_header_timeout), \
-     "10s", 0, 0, NULL, NULL, PG_NO_PRESENT,                                                        \
-     "deadline from a request's first byte to the end of its headers (408 and close)"},            \
-    {"read_timeout", PG_FT_DURATION, offsetof(struct pg_admin_http, cfg.read_timeout), "30s", 0,   \
-     0, NULL, NULL, PG_NO_PRESENT, "deadline for a request's headers and body"},                   \
-    {"write_timeout", PG_FT_DURATION, offsetof(struct pg_admin_http, cfg.write_timeout), "30s", 0, \
-     0, NULL, NULL, PG_NO_PRESENT,                                                                  \
-     "deadline for writing one answer, from when it is ready (a ?seconds=N profile waits first)"}, \
-    {"idle_timeout", PG_FT_DURATION, offsetof(struct pg_admin_http, cfg.idle_timeout), "1m", 0, 0, \
-     NULL, NULL, PG_NO_PRESENT, "how long a keep-alive connection may wait for its next request"}, \
-    {"max_connections", PG_FT_INT, offsetof(struct pg_admin_http, cfg.max_connections), "64", 1,   \
-     1e6, NULL, NULL, PG_NO_PRESENT, "connections open at once; more are refused at accept"}
+#define PG_ADMIN_HTTP_FIELDS(default_endpoint, endpoint_doc)                                       \
+    PG_FIELD(struct pg_admin_http, "endpoint", PG_FT_STR, cfg.endpoint, default_endpoint,          \
+             endpoint_doc),                                                                        \
+    PG_FIELD_SECTION_PRESENT(struct pg_admin_http, "auth", cfg.auth, pg_auth_fields, cfg.has_auth, \
+                             "require a bearer token or basic auth like the receiver's (401); "    \
+                             "off by default"),                                                    \
+    PG_FIELD(struct pg_admin_http, "read_header_timeout", PG_FT_DURATION, cfg.read_header_timeout, \
+             "10s",                                                                                \
+             "deadline from a request's first byte to the end of its headers (408 and close)"),    \
+    PG_FIELD(struct pg_admin_http, "read_timeout", PG_FT_DURATION, cfg.read_timeout, "30s",        \
+             "deadline for a request's headers and body"),                                         \
+    PG_FIELD(struct pg_admin_http, "write_timeout", PG_FT_DURATION, cfg.write_timeout, "30s",      \
+             "deadline for writing one answer, from when it is ready (a ?seconds=N profile "       \
+             "waits first)"),                                                                      \
+    PG_FIELD(struct pg_admin_http, "idle_timeout", PG_FT_DURATION, cfg.idle_timeout, "1m",         \
+             "how long a keep-alive connection may wait for its next request"),                    \
+    PG_FIELD_RANGE(struct pg_admin_http, "max_connections", PG_FT_INT, cfg.max_connections, "64",  \
+                   1, 1e6, "connections open at once; more are refused at accept")
 
 /* Splits "host:port", "[::1]:port" or ":port" (all interfaces). False when
  * malformed. @host gets "0.0.0.0" for an empty host. */

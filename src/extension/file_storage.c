@@ -40,18 +40,19 @@ struct fs_state {
 static const char *const fsync_choices[] = {"always", "interval", NULL};
 
 static const struct pg_field fs_fields[] = {
-    {"directory", PG_FT_STR, offsetof(struct fs_cfg, directory), "/var/lib/pprofgate/file_storage",
-     0, 0, NULL, NULL, 0, "where spools live (one sub-directory per exporter); a volume"},
-    {"fsync", PG_FT_ENUM, offsetof(struct fs_cfg, fsync), "always", 0, 0, NULL, fsync_choices, 0,
-     "always: every accepted request is on disk before the 204; interval: every fsync_interval"},
-    {"fsync_interval", PG_FT_DURATION, offsetof(struct fs_cfg, fsync_interval), "1s", 0, 0, NULL,
-     NULL, 0, "with fsync: interval"},
-    {"max_size", PG_FT_BYTES, offsetof(struct fs_cfg, max_size), "1GiB", 0, 0, NULL, NULL, 0,
-     "cap per spool; when full the receiver answers 503 Retry-After"},
-    {"segment_size", PG_FT_BYTES, offsetof(struct fs_cfg, segment_size), "8MiB", 0, 0, NULL, NULL,
-     0, "segment file size; a segment is deleted once all of it is delivered"},
-    {"timeout", PG_FT_DURATION, offsetof(struct fs_cfg, timeout), "1s", 0, 0, NULL, NULL, 0,
-     "accepted for collector compatibility"},
+    PG_FIELD(struct fs_cfg, "directory", PG_FT_STR, directory, "/var/lib/pprofgate/file_storage",
+             "where spools live (one sub-directory per exporter); a volume"),
+    PG_FIELD_ENUM(struct fs_cfg, "fsync", fsync, "always", fsync_choices,
+                  "always: every accepted request is on disk before the 204; interval: every "
+                  "fsync_interval"),
+    PG_FIELD(struct fs_cfg, "fsync_interval", PG_FT_DURATION, fsync_interval, "1s",
+             "with fsync: interval"),
+    PG_FIELD(struct fs_cfg, "max_size", PG_FT_BYTES, max_size, "1GiB",
+             "cap per spool; when full the receiver answers 503 Retry-After"),
+    PG_FIELD(struct fs_cfg, "segment_size", PG_FT_BYTES, segment_size, "8MiB",
+             "segment file size; a segment is deleted once all of it is delivered"),
+    PG_FIELD(struct fs_cfg, "timeout", PG_FT_DURATION, timeout, "1s",
+             "accepted for collector compatibility"),
     PG_FIELD_END,
 };
 

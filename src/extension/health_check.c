@@ -12,6 +12,7 @@
 
 #include <event2/http.h>
 
+#include "core/clock.h"
 #include "pipeline/component.h"
 #include "extension/admin_http.h"
 
@@ -20,14 +21,13 @@ struct health_ext {
     struct pg_admin_http http; /* first: the shared lifecycle takes the state as this */
     char *path;                /* in the config arena */
     struct timespec up_wall;   /* when start() ran */
-    struct timespec up_mono;
+    int64_t up_mono_ns;
 };
 _Static_assert(offsetof(struct health_ext, http) == 0, "admin state must start with http");
 
 static const struct pg_field health_fields[] = {
     PG_ADMIN_HTTP_FIELDS("localhost:13133", "host:port of the health endpoint (loopback by default)"),
-    {"path", PG_FT_STR, offsetof(struct health_ext, path), "/", 0, 0, NULL, NULL, PG_NO_PRESENT,
-     "the path that answers"},
+    PG_FIELD(struct health_ext, "path", PG_FT_STR, path, "/", "the path that answers"),
     PG_FIELD_END,
 };
 
@@ -43,10 +43,7 @@ static void on_request(struct pg_httpd_req *req, void *arg)
         return;
     }
     bool ready = pg_host_ready(x->http.host);
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double uptime = (double)(now.tv_sec - x->up_mono.tv_sec) +
-                    (double)(now.tv_nsec - x->up_mono.tv_nsec) / 1e9;
+    double uptime = (double)(pg_mono_ns() - x->up_mono_ns) / 1e9;
     struct tm tm;
     gmtime_r(&x->up_wall.tv_sec, &tm);
     char since[64];
@@ -93,7 +90,7 @@ static enum pg_err health_start(void *state, struct pg_status *st)
 {
     struct health_ext *x = state;
     clock_gettime(CLOCK_REALTIME, &x->up_wall);
-    clock_gettime(CLOCK_MONOTONIC, &x->up_mono);
+    x->up_mono_ns = pg_mono_ns();
     return pg_admin_ext_start(x, st);
 }
 

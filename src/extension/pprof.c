@@ -36,9 +36,10 @@ _Static_assert(offsetof(struct pprof_ext, http) == 0, "admin state must start wi
 
 static const struct pg_field pprof_fields[] = {
     PG_ADMIN_HTTP_FIELDS("localhost:1777", "host:port of /debug/pprof/ (loopback by default)"),
-    {"heap_sample_rate", PG_FT_BYTES, offsetof(struct pprof_ext, heap_sample_rate), "524288", 0,
-     1099511627776.0, NULL, NULL, PG_NO_PRESENT,
-     "mean bytes between heap samples (Go's MemProfileRate); 0 = off, 1 = every allocation"},
+    PG_FIELD_RANGE(struct pprof_ext, "heap_sample_rate", PG_FT_BYTES, heap_sample_rate, "524288", 0,
+                   1099511627776.0,
+                   "mean bytes between heap samples (Go's MemProfileRate); 0 = off, 1 = every "
+                   "allocation"),
     PG_FIELD_END,
 };
 

@@ -16,6 +16,7 @@
 
 #include "scrape/scrape.h"
 #include "pipeline/component.h"
+#include "core/clock.h"
 #include "core/metrics.h"
 #include "extension/admin_http.h"
 #include "selfprof/selfprof.h"
@@ -33,7 +34,7 @@ static const struct pg_field metrics_fields[] = {
     PG_FIELD_END,
 };
 
-static struct timespec g_start_mono;
+static int64_t g_start_mono_ns;
 
 static int64_t rss_bytes(void *arg)
 {
@@ -59,9 +60,7 @@ static int64_t rss_bytes(void *arg)
 static int64_t uptime_seconds(void *arg)
 {
     (void)arg;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)(now.tv_sec - g_start_mono.tv_sec);
+    return (pg_mono_ns() - g_start_mono_ns) / PG_NS_PER_SEC;
 }
 
 /* Which heap sampler figure a gauge shows (the arg of sampler_stat). */
@@ -99,7 +98,7 @@ static void register_process_metrics(void)
         return;
     }
     done = true;
-    clock_gettime(CLOCK_MONOTONIC, &g_start_mono);
+    g_start_mono_ns = pg_mono_ns();
     pg_metric_gauge_fn("otelcol_process_memory_rss", "Total physical memory (resident set size) in bytes.",
                        NULL, rss_bytes, NULL);
     pg_metric_gauge_fn("otelcol_process_uptime", "Uptime of the process in seconds.", NULL,

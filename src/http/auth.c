@@ -4,7 +4,11 @@
  * CRYPTO_memcmp, so neither its length nor its content leaks through timing.
  * A file that changes is re-read; if the new content is unusable the old
  * credentials stay in force and the problem is logged. */
+#include "core/base64.h"
+#include "core/clock.h"
+#include "core/file_read.h"
 #include "core/hex.h"
+#include "core/vec.h"
 #include "http/auth.h"
 
 #include <ctype.h>
@@ -44,7 +48,7 @@ struct pg_auth {
     char *log_name;             /* owned */
     char *challenge;            /* owned */
     long long check_ns;
-    long long last_check_ns;
+    int64_t last_check_ns;
     struct stat seen;           /* the file as last loaded */
     struct creds creds;
     unsigned long reloads;
@@ -52,21 +56,14 @@ struct pg_auth {
 };
 
 const struct pg_field pg_auth_fields[] = {
-    {"bearer_token_file", PG_FT_STR, offsetof(struct pg_auth_options, bearer_token_file), NULL, 0,
-     0, NULL, NULL, 0, "file holding the token clients send as Authorization: Bearer <token>"},
-    {"basic_auth_file", PG_FT_STR, offsetof(struct pg_auth_options, basic_auth_file), NULL, 0, 0,
-     NULL, NULL, 0, "user:password or user:{SHA256}<hex> lines (re-read when changed)"},
-    {"realm", PG_FT_STR, offsetof(struct pg_auth_options, realm), "pprofgate", 0, 0, NULL, NULL, 0,
-     "realm in WWW-Authenticate"},
+    PG_FIELD(struct pg_auth_options, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL,
+             "file holding the token clients send as Authorization: Bearer <token>"),
+    PG_FIELD(struct pg_auth_options, "basic_auth_file", PG_FT_STR, basic_auth_file, NULL,
+             "user:password or user:{SHA256}<hex> lines (re-read when changed)"),
+    PG_FIELD(struct pg_auth_options, "realm", PG_FT_STR, realm, "pprofgate",
+             "realm in WWW-Authenticate"),
     PG_FIELD_END,
 };
-
-static long long mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static void sha256(const void *p, size_t n, unsigned char out[DIGEST_LEN])
 {
@@ -90,30 +87,17 @@ static void creds_free(struct creds *c)
 
 static char *read_file(const char *path, size_t *len, struct stat *sb, struct pg_status *st)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    size_t n;
+    char *buf = pg_file_read_all(path, MAX_FILE_BYTES, len, sb);
 
-    if (f == NULL) {
-        pg_status_set(st, PG_ERR_CONFIG, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fileno(f), sb) != 0 || sb->st_size > MAX_FILE_BYTES) {
-        pg_status_set(st, PG_ERR_CONFIG, "%s: larger than %d bytes or unreadable", path,
-                      MAX_FILE_BYTES);
-        fclose(f);
-        return NULL;
-    }
-    buf = malloc((size_t)sb->st_size + 1);
     if (buf == NULL) {
-        fclose(f);
-        pg_status_set(st, PG_ERR_NOMEM, "out of memory reading %s", path);
-        return NULL;
+        if (errno == EFBIG) {
+            pg_status_set(st, PG_ERR_CONFIG, "%s: larger than %d bytes", path, MAX_FILE_BYTES);
+        } else if (errno == ENOMEM) {
+            pg_status_set(st, PG_ERR_NOMEM, "out of memory reading %s", path);
+        } else {
+            pg_status_set(st, PG_ERR_CONFIG, "cannot open %s: %s", path, strerror(errno));
+        }
     }
-    n = fread(buf, 1, (size_t)sb->st_size, f);
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 
@@ -231,17 +215,11 @@ static bool load_basic(const char *path, struct creds *out, struct stat *sb, str
             ok = false;
             break;
         }
-        if (out->n == cap) {
-            size_t ncap = cap ? cap * 2 : 8;
-            struct cred *v = realloc(out->v, ncap * sizeof(*v));
-            if (v == NULL) {
-                free(c.user);
-                pg_status_set(st, PG_ERR_NOMEM, "out of memory");
-                ok = false;
-                break;
-            }
-            out->v = v;
-            cap = ncap;
+        if (!PG_VEC_GROW(NULL, out->v, cap, out->n, 8, 0)) {
+            free(c.user);
+            pg_status_set(st, PG_ERR_NOMEM, "out of memory");
+            ok = false;
+            break;
         }
         out->v[out->n++] = c;
     }
@@ -300,7 +278,7 @@ enum pg_err pg_auth_new(const struct pg_auth_options *opt, struct pg_auth **out,
         return st != NULL ? st->code : PG_ERR_CONFIG;
     }
     a->reloads = 1;
-    a->last_check_ns = mono_ns();
+    a->last_check_ns = pg_mono_ns();
     *out = a;
     return PG_ERR_OK;
 }
@@ -331,7 +309,7 @@ unsigned long pg_auth_reloads(const struct pg_auth *a)
 /* Called with a->mu held. */
 static void maybe_reload(struct pg_auth *a)
 {
-    long long now = mono_ns();
+    int64_t now = pg_mono_ns();
     struct stat sb;
     struct creds fresh;
     struct pg_status st;
@@ -361,45 +339,6 @@ static void maybe_reload(struct pg_auth *a)
     a->seen = sb;
     a->reloads++;
     pg_log_info(a->log_name, "reloaded credentials from %s", a->path);
-}
-
-/* Strict base64 (RFC 4648, with padding) into @out (cap @cap). -1 if invalid. */
-static long b64_decode(const char *in, size_t n, unsigned char *out, size_t cap)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-
-    if (n % 4 != 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            const char *p;
-            char c = in[i + k];
-            if (c == '=' && i + 4 == n && k >= 2) {
-                v[k] = 0;
-                pad++;
-                continue;
-            }
-            if (pad > 0 || c == '\0' || (p = strchr(tbl, c)) == NULL) {
-                return -1;
-            }
-            v[k] = (int)(p - tbl);
-        }
-        if (o + 3 - (size_t)pad > cap) {
-            return -1;
-        }
-        out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-        if (pad < 2) {
-            out[o++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-        }
-        if (pad < 1) {
-            out[o++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
-        }
-    }
-    return (long)o;
 }
 
 /* "<scheme> <rest>": true when @h starts with @scheme (any case) and blanks. */
@@ -459,7 +398,7 @@ static bool check_basic(struct pg_auth *a, const char *h, struct pg_status *st)
     while (elen > 0 && (enc[elen - 1] == ' ' || enc[elen - 1] == '\t')) {
         elen--;
     }
-    n = b64_decode(enc, elen, dec, sizeof(dec) - 1);
+    n = pg_base64_decode(enc, elen, PG_BASE64_STRICT, dec, sizeof(dec) - 1);
     if (n < 0) {
         pg_status_set(st, PG_ERR_MALFORMED, "unauthorized: malformed Basic credentials "
                                             "(not base64)");

@@ -12,6 +12,7 @@
  * The connection owns its request; the handler borrows it between on_head
  * and on_done. Loop thread only. */
 #define _GNU_SOURCE /* accept4 */
+#include "core/clock.h"
 #include "http/http_server.h"
 
 #include <arpa/inet.h>
@@ -108,14 +109,6 @@ struct pg_httpd {
     double linger_tokens, linger_last; /* the shared drain budget */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double ns_s(int64_t ns)
 {
     return (double)ns / 1e9;
@@ -134,7 +127,7 @@ static void set_deadline(struct pg_httpd_conn *c, double at)
         return;
     }
     {
-        double d = at - now_s();
+        double d = at - pg_mono_s();
         struct timeval tv;
 
         if (d < 0) {
@@ -182,7 +175,7 @@ static void idle_deadline(struct pg_httpd_conn *c, bool first)
     if (t <= 0) {
         t = l->read_header_timeout_ns;
     }
-    set_deadline(c, t > 0 ? now_s() + ns_s(t) : 0);
+    set_deadline(c, t > 0 ? pg_mono_s() + ns_s(t) : 0);
 }
 
 static void event_report(struct pg_httpd *s, int ev, const char *peer)
@@ -251,7 +244,7 @@ static bool catch_up(struct pg_httpd_conn *c)
     if (s->open < open_before) {
         return true; /* closed on the way (out of memory): @c is gone */
     }
-    return c->state != before || (before == S_BODY && c->body_got != got && c->deadline > now_s()) ||
+    return c->state != before || (before == S_BODY && c->body_got != got && c->deadline > pg_mono_s()) ||
            (before == S_HEAD && c->req != NULL);
 }
 
@@ -264,7 +257,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (c->deadline > 0 && now_s() + 0.0005 < c->deadline) {
+    if (c->deadline > 0 && pg_mono_s() + 0.0005 < c->deadline) {
         set_deadline(c, c->deadline); /* moved later meanwhile */
         return;
     }
@@ -287,7 +280,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         break;
     case S_BODY:
         ev = s->lim.read_timeout_ns > 0 &&
-                     now_s() + 0.001 >= c->req_start + ns_s(s->lim.read_timeout_ns)
+                     pg_mono_s() + 0.001 >= c->req_start + ns_s(s->lim.read_timeout_ns)
                  ? PG_HTTPD_CLOSED_READ_TIMEOUT
                  : PG_HTTPD_CLOSED_BODY_RATE;
         if (ev == PG_HTTPD_CLOSED_READ_TIMEOUT) {
@@ -459,7 +452,7 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
     c->state = S_WRITE;
     bufferevent_disable(c->bev, EV_READ);
     bufferevent_enable(c->bev, EV_WRITE);
-    set_deadline(c, l->write_timeout_ns > 0 ? now_s() + ns_s(l->write_timeout_ns) : 0);
+    set_deadline(c, l->write_timeout_ns > 0 ? pg_mono_s() + ns_s(l->write_timeout_ns) : 0);
 }
 
 void pg_httpd_reply(struct pg_httpd_req *pub, int code, const char *text)
@@ -577,7 +570,7 @@ static void start_body(struct pg_httpd_conn *c)
     struct req_priv *r = c->req;
     struct pg_httpd *s = c->srv;
 
-    c->body_start = now_s();
+    c->body_start = pg_mono_s();
     c->body_got = 0;
     c->body_done = false;
     memset(&c->ch, 0, sizeof(c->ch));
@@ -646,7 +639,7 @@ static void read_head(struct pg_httpd_conn *c)
         }
         c->started = true;
         c->scanned = 0;
-        c->req_start = now_s();
+        c->req_start = pg_mono_s();
         if (s->lim.read_header_timeout_ns > 0) {
             set_deadline(c, c->req_start + ns_s(s->lim.read_header_timeout_ns));
         } else {
@@ -768,7 +761,7 @@ static void linger_read(struct pg_httpd_conn *c)
     struct pg_httpd *s = c->srv;
     struct evbuffer *in = bufferevent_get_input(c->bev);
     size_t n = evbuffer_get_length(in);
-    double now = now_s();
+    double now = pg_mono_s();
 
     s->linger_tokens += (now - s->linger_last) * LINGER_BUDGET_PER_S;
     if (s->linger_tokens > LINGER_BUDGET_PER_S) {
@@ -820,7 +813,7 @@ static void on_write(struct bufferevent *bev, void *arg)
         if (c->linger && c->srv->ssl_ctx == NULL) {
             c->state = S_LINGER;
             shutdown(c->fd, SHUT_WR);
-            set_deadline(c, now_s() + LINGER_S);
+            set_deadline(c, pg_mono_s() + LINGER_S);
             bufferevent_enable(bev, EV_READ);
             linger_read(c);
             return;
@@ -1029,7 +1022,7 @@ struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
     s->arg = arg;
     s->lfd = fd;
     s->linger_tokens = LINGER_BUDGET_PER_S;
-    s->linger_last = now_s();
+    s->linger_last = pg_mono_s();
     s->cap = lim->max_connections > 0 ? lim->max_connections : SIZE_MAX;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         size_t fds = rl.rlim_cur > 2 * FD_HEADROOM ? (size_t)rl.rlim_cur - FD_HEADROOM

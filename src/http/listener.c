@@ -122,33 +122,3 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
     freeaddrinfo(res);
     return fd;
 }
-
-bool pg_hostport_split(const char *ep, char *host, size_t host_size, unsigned *port)
-{
-    const char *colon = ep != NULL ? strrchr(ep, ':') : NULL;
-    const char *h = ep;
-    size_t hlen;
-    char *end;
-    long p;
-
-    if (colon == NULL) {
-        return false;
-    }
-    hlen = (size_t)(colon - ep);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    if (hlen >= host_size) {
-        return false;
-    }
-    errno = 0;
-    p = strtol(colon + 1, &end, 10);
-    if (errno != 0 || end == colon + 1 || *end != '\0' || p < 0 || p > 65535) {
-        return false;
-    }
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    *port = (unsigned)p;
-    return true;
-}

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/hostport.h" /* pg_hostport_split, which the endpoint parsers use */
+
 enum pg_transport { PG_TRANSPORT_TCP = 0, PG_TRANSPORT_TCP4, PG_TRANSPORT_TCP6, PG_TRANSPORT_UNIX };
 
 /* The names as the collector spells them, in enum order, NULL-terminated. */
@@ -24,9 +26,5 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
  * unix path that is empty or too long, does not. */
 int pg_listen_host_ok(enum pg_transport t, const char *host);
 
-/* Splits a server endpoint "host:port", "[v6]:port" or ":port" into @host
- * (brackets removed; "" = every interface) and @port (0..65535). False when
- * @ep is NULL or malformed, or the host does not fit @host_size. */
-bool pg_hostport_split(const char *ep, char *host, size_t host_size, unsigned *port);
 
 #endif

@@ -14,16 +14,16 @@
 #include <openssl/x509.h>
 
 const struct pg_field pg_tls_server_fields[] = {
-    {"cert_file", PG_FT_STR, offsetof(struct pg_tls_server_options, cert_file), NULL, 0, 0, NULL,
-     NULL, 0, "PEM certificate chain"},
-    {"key_file", PG_FT_STR, offsetof(struct pg_tls_server_options, key_file), NULL, 0, 0, NULL,
-     NULL, 0, "PEM private key"},
-    {"client_ca_file", PG_FT_STR, offsetof(struct pg_tls_server_options, client_ca_file), NULL, 0,
-     0, NULL, NULL, 0, "CA bundle; when set, clients must present a certificate it signed (mTLS)"},
-    {"min_version", PG_FT_STR, offsetof(struct pg_tls_server_options, min_version), "1.2", 0, 0,
-     NULL, NULL, 0, "1.0, 1.1, 1.2 or 1.3"},
-    {"max_version", PG_FT_STR, offsetof(struct pg_tls_server_options, max_version), NULL, 0, 0,
-     NULL, NULL, 0, "newest allowed; empty = newest supported"},
+    PG_FIELD(struct pg_tls_server_options, "cert_file", PG_FT_STR, cert_file, NULL,
+             "PEM certificate chain"),
+    PG_FIELD(struct pg_tls_server_options, "key_file", PG_FT_STR, key_file, NULL,
+             "PEM private key"),
+    PG_FIELD(struct pg_tls_server_options, "client_ca_file", PG_FT_STR, client_ca_file, NULL,
+             "CA bundle; when set, clients must present a certificate it signed (mTLS)"),
+    PG_FIELD(struct pg_tls_server_options, "min_version", PG_FT_STR, min_version, "1.2",
+             "1.0, 1.1, 1.2 or 1.3"),
+    PG_FIELD(struct pg_tls_server_options, "max_version", PG_FT_STR, max_version, NULL,
+             "newest allowed; empty = newest supported"),
     PG_FIELD_END,
 };
 

@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WT_VARINT 0u
-#define WT_I64 1u
-#define WT_LEN 2u
+#include "core/pb_wire.h"
+#include "core/vec.h"
 
 struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */
@@ -27,33 +26,10 @@ struct enc {
 
 /* ---- primitives --------------------------------------------------------- */
 
-static inline size_t vlen(uint64_t v)
-{
-    return v < 0x80 ? 1 : (size_t)(64 - __builtin_clzll(v) + 6) / 7;
-}
-
 /* int32 is sign-extended to 64 bits on the wire (10 bytes when negative). */
 static inline size_t i32len(int32_t v)
 {
-    return vlen((uint64_t)(int64_t)v);
-}
-
-static inline uint8_t *putv(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline uint8_t *put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-    return p + 8;
+    return pg_pb_varint_len((uint64_t)(int64_t)v);
 }
 
 /* Tag byte(s) for field @f (all fields here are < 16: one byte). */
@@ -62,20 +38,13 @@ static inline uint8_t *put64(uint8_t *p, uint64_t v)
 /* Length of an embedded field body of @s bytes, tag included. */
 static inline size_t emb(size_t s)
 {
-    return 1 + vlen(s) + s;
+    return 1 + pg_pb_varint_len(s) + s;
 }
 
 static inline size_t reserve(struct enc *e)
 {
-    if (e->n == e->cap && !e->nomem) {
-        size_t ncap = e->cap ? e->cap * 2 : 1024;
-        uint32_t *ns = realloc(e->sz, ncap * sizeof(*ns));
-        if (ns == NULL) {
-            e->nomem = true;
-        } else {
-            e->sz = ns;
-            e->cap = ncap;
-        }
+    if (e->n == e->cap && !e->nomem && !PG_VEC_GROW(NULL, e->sz, e->cap, e->n, 1024, 0)) {
+        e->nomem = true;
     }
     return e->n++;
 }
@@ -94,8 +63,8 @@ static inline size_t fill(struct enc *e, size_t slot, size_t n)
 /* Length-delimited header for the next cached size. */
 static inline uint8_t *hdr(struct enc *e, uint8_t *p, unsigned field)
 {
-    *p++ = TAG(field, WT_LEN);
-    return putv(p, e->sz[e->rd++]);
+    *p++ = TAG(field, PG_PB_LEN);
+    return pg_pb_put_varint(p, e->sz[e->rd++]);
 }
 
 static size_t unk_size(const ProtobufCMessage *b)
@@ -103,7 +72,7 @@ static size_t unk_size(const ProtobufCMessage *b)
     size_t n = 0;
 
     for (unsigned i = 0; i < b->n_unknown_fields; i++) {
-        n += vlen((uint64_t)b->unknown_fields[i].tag << 3) + b->unknown_fields[i].len;
+        n += pg_pb_varint_len((uint64_t)b->unknown_fields[i].tag << 3) + b->unknown_fields[i].len;
     }
     return n;
 }
@@ -112,7 +81,7 @@ static uint8_t *unk_write(const ProtobufCMessage *b, uint8_t *p)
 {
     for (unsigned i = 0; i < b->n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &b->unknown_fields[i];
-        p = putv(p, (uint64_t)u->tag << 3 | u->wire_type);
+        p = pg_pb_put_varint(p, (uint64_t)u->tag << 3 | u->wire_type);
         if (u->len > 0) {
             memcpy(p, u->data, u->len);
         }
@@ -133,7 +102,7 @@ static inline size_t str_size(const char *s)
         return 0;
     }
     n = strlen(s);
-    return 1 + vlen(n) + n;
+    return 1 + pg_pb_varint_len(n) + n;
 }
 
 static inline uint8_t *str_write(uint8_t *p, unsigned field, const char *s)
@@ -144,8 +113,8 @@ static inline uint8_t *str_write(uint8_t *p, unsigned field, const char *s)
         return p;
     }
     n = strlen(s);
-    *p++ = TAG(field, WT_LEN);
-    p = putv(p, n);
+    *p++ = TAG(field, PG_PB_LEN);
+    p = pg_pb_put_varint(p, n);
     memcpy(p, s, n);
     return p + n;
 }
@@ -154,15 +123,15 @@ static inline uint8_t *str_write(uint8_t *p, unsigned field, const char *s)
 static inline size_t rstr_size(const char *s)
 {
     size_t n = s != NULL ? strlen(s) : 0;
-    return 1 + vlen(n) + n;
+    return 1 + pg_pb_varint_len(n) + n;
 }
 
 static inline uint8_t *rstr_write(uint8_t *p, unsigned field, const char *s)
 {
     size_t n = s != NULL ? strlen(s) : 0;
 
-    *p++ = TAG(field, WT_LEN);
-    p = putv(p, n);
+    *p++ = TAG(field, PG_PB_LEN);
+    p = pg_pb_put_varint(p, n);
     if (n > 0) {
         memcpy(p, s, n);
     }
@@ -171,7 +140,7 @@ static inline uint8_t *rstr_write(uint8_t *p, unsigned field, const char *s)
 
 static inline size_t bytes_size(const ProtobufCBinaryData *b)
 {
-    return b->len == 0 ? 0 : 1 + vlen(b->len) + b->len;
+    return b->len == 0 ? 0 : 1 + pg_pb_varint_len(b->len) + b->len;
 }
 
 static inline uint8_t *bytes_write(uint8_t *p, unsigned field, const ProtobufCBinaryData *b)
@@ -179,8 +148,8 @@ static inline uint8_t *bytes_write(uint8_t *p, unsigned field, const ProtobufCBi
     if (b->len == 0) {
         return p;
     }
-    *p++ = TAG(field, WT_LEN);
-    p = putv(p, b->len);
+    *p++ = TAG(field, PG_PB_LEN);
+    p = pg_pb_put_varint(p, b->len);
     memcpy(p, b->data, b->len);
     return p + b->len;
 }
@@ -193,22 +162,22 @@ static inline size_t i32f_size(int32_t v)
 static inline uint8_t *i32f_write(uint8_t *p, unsigned field, int32_t v)
 {
     if (v != 0) {
-        *p++ = TAG(field, WT_VARINT);
-        p = putv(p, (uint64_t)(int64_t)v);
+        *p++ = TAG(field, PG_PB_VARINT);
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)v);
     }
     return p;
 }
 
 static inline size_t u64f_size(uint64_t v)
 {
-    return v != 0 ? 1 + vlen(v) : 0;
+    return v != 0 ? 1 + pg_pb_varint_len(v) : 0;
 }
 
 static inline uint8_t *u64f_write(uint8_t *p, unsigned field, uint64_t v)
 {
     if (v != 0) {
-        *p++ = TAG(field, WT_VARINT);
-        p = putv(p, v);
+        *p++ = TAG(field, PG_PB_VARINT);
+        p = pg_pb_put_varint(p, v);
     }
     return p;
 }
@@ -233,7 +202,7 @@ static inline size_t pi64_len(const int64_t *v, size_t n)
     size_t len = 0;
 
     for (size_t i = 0; i < n; i++) {
-        len += vlen((uint64_t)v[i]);
+        len += pg_pb_varint_len((uint64_t)v[i]);
     }
     return len;
 }
@@ -256,13 +225,13 @@ static inline uint8_t *pi32_write(struct enc *e, uint8_t *p, unsigned field, con
         return p;
     }
     if (n <= PACKED_RECOUNT) {
-        *p++ = TAG(field, WT_LEN);
-        p = putv(p, pi32_len(v, n));
+        *p++ = TAG(field, PG_PB_LEN);
+        p = pg_pb_put_varint(p, pi32_len(v, n));
     } else {
         p = hdr(e, p, field);
     }
     for (size_t i = 0; i < n; i++) {
-        p = putv(p, (uint64_t)(int64_t)v[i]);
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)v[i]);
     }
     return p;
 }
@@ -285,13 +254,13 @@ static inline uint8_t *pi64_write(struct enc *e, uint8_t *p, unsigned field, con
         return p;
     }
     if (n <= PACKED_RECOUNT) {
-        *p++ = TAG(field, WT_LEN);
-        p = putv(p, pi64_len(v, n));
+        *p++ = TAG(field, PG_PB_LEN);
+        p = pg_pb_put_varint(p, pi64_len(v, n));
     } else {
         p = hdr(e, p, field);
     }
     for (size_t i = 0; i < n; i++) {
-        p = putv(p, (uint64_t)v[i]);
+        p = pg_pb_put_varint(p, (uint64_t)v[i]);
     }
     return p;
 }
@@ -307,10 +276,10 @@ static uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t
     if (n == 0) {
         return p;
     }
-    *p++ = TAG(field, WT_LEN);
-    p = putv(p, 8 * n);
+    *p++ = TAG(field, PG_PB_LEN);
+    p = pg_pb_put_varint(p, 8 * n);
     for (size_t i = 0; i < n; i++) {
-        p = put64(p, v[i]);
+        p = pg_pb_put_fixed64(p, v[i]);
     }
     return p;
 }
@@ -328,14 +297,14 @@ static size_t sz_any(struct enc *e, const struct pg_otlp_anyvalue *m)
     case PG_OTLP_ANYVALUE_STR:
         if (m->string_value != NULL && m->string_value != protobuf_c_empty_string) {
             size_t l = strlen(m->string_value);
-            n += 1 + vlen(l) + l;
+            n += 1 + pg_pb_varint_len(l) + l;
         }
         break;
     case PG_OTLP_ANYVALUE_BOOL:
         n += 2;
         break;
     case PG_OTLP_ANYVALUE_INT:
-        n += 1 + vlen((uint64_t)m->int_value);
+        n += 1 + pg_pb_varint_len((uint64_t)m->int_value);
         break;
     case PG_OTLP_ANYVALUE_DOUBLE:
         n += 9;
@@ -361,7 +330,7 @@ static size_t sz_any(struct enc *e, const struct pg_otlp_anyvalue *m)
         }
         break;
     case PG_OTLP_ANYVALUE_BYTES:
-        n += 1 + vlen(m->bytes_value.len) + m->bytes_value.len;
+        n += 1 + pg_pb_varint_len(m->bytes_value.len) + m->bytes_value.len;
         break;
     case PG_OTLP_ANYVALUE_STRINDEX:
         n += 1 + i32len(m->string_value_strindex);
@@ -381,18 +350,18 @@ static uint8_t *wr_any(struct enc *e, uint8_t *p, const struct pg_otlp_anyvalue 
         }
         break;
     case PG_OTLP_ANYVALUE_BOOL:
-        *p++ = TAG(2, WT_VARINT);
+        *p++ = TAG(2, PG_PB_VARINT);
         *p++ = m->bool_value ? 1 : 0;
         break;
     case PG_OTLP_ANYVALUE_INT:
-        *p++ = TAG(3, WT_VARINT);
-        p = putv(p, (uint64_t)m->int_value);
+        *p++ = TAG(3, PG_PB_VARINT);
+        p = pg_pb_put_varint(p, (uint64_t)m->int_value);
         break;
     case PG_OTLP_ANYVALUE_DOUBLE: {
         uint64_t bits;
         memcpy(&bits, &m->double_value, 8);
-        *p++ = TAG(4, WT_I64);
-        p = put64(p, bits);
+        *p++ = TAG(4, PG_PB_I64);
+        p = pg_pb_put_fixed64(p, bits);
         break;
     }
     case PG_OTLP_ANYVALUE_ARRAY:
@@ -418,16 +387,16 @@ static uint8_t *wr_any(struct enc *e, uint8_t *p, const struct pg_otlp_anyvalue 
         }
         break;
     case PG_OTLP_ANYVALUE_BYTES:
-        *p++ = TAG(7, WT_LEN);
-        p = putv(p, m->bytes_value.len);
+        *p++ = TAG(7, PG_PB_LEN);
+        p = pg_pb_put_varint(p, m->bytes_value.len);
         if (m->bytes_value.len > 0) {
             memcpy(p, m->bytes_value.data, m->bytes_value.len);
         }
         p += m->bytes_value.len;
         break;
     case PG_OTLP_ANYVALUE_STRINDEX:
-        *p++ = TAG(8, WT_VARINT);
-        p = putv(p, (uint64_t)(int64_t)m->string_value_strindex);
+        *p++ = TAG(8, PG_PB_VARINT);
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)m->string_value_strindex);
         break;
     default:
         break;
@@ -482,7 +451,7 @@ static size_t sz_scope(struct enc *e, const struct pg_otlp_scope *m)
     size_t slot = reserve(e);
     size_t n = str_size(m->name) + str_size(m->version) + sz_kvs(e, m->attributes, m->n_attributes);
 
-    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    n += m->dropped_attributes_count ? 1 + pg_pb_varint_len(m->dropped_attributes_count) : 0;
     return fill(e, slot, n + UNK_SIZE(m));
 }
 
@@ -527,7 +496,7 @@ static size_t sz_resource(struct enc *e, const struct pg_otlp_resource *m)
 {
     size_t slot = reserve(e), n = sz_kvs(e, m->attributes, m->n_attributes);
 
-    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    n += m->dropped_attributes_count ? 1 + pg_pb_varint_len(m->dropped_attributes_count) : 0;
     for (size_t i = 0; i < m->n_entity_refs; i++) {
         n += emb(sz_entity(e, m->entity_refs[i]));
     }
@@ -598,7 +567,7 @@ static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
     }
     n += u64f_size((uint64_t)m->period);
     n += bytes_size(&m->profile_id);
-    n += m->dropped_attributes_count ? 1 + vlen(m->dropped_attributes_count) : 0;
+    n += m->dropped_attributes_count ? 1 + pg_pb_varint_len(m->dropped_attributes_count) : 0;
     n += str_size(m->original_payload_format);
     n += bytes_size(&m->original_payload);
     n += pi32_size(e, m->attribute_indices, m->n_attribute_indices);
@@ -616,8 +585,8 @@ static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profi
         p = wr_sample(e, p, m->samples[i]);
     }
     if (m->time_unix_nano) {
-        *p++ = TAG(3, WT_I64);
-        p = put64(p, m->time_unix_nano);
+        *p++ = TAG(3, PG_PB_I64);
+        p = pg_pb_put_fixed64(p, m->time_unix_nano);
     }
     p = u64f_write(p, 4, m->duration_nano);
     if (m->period_type != NULL) {

@@ -29,19 +29,18 @@ struct ml_state {
     struct pg_metric *refused_samples;
 };
 
-#define F(name, type, member, def, lo, hi, doc)                                                    \
-    {name, type, offsetof(struct ml_cfg, member), def, lo, hi, NULL, NULL, 0, doc}
-
 static const struct pg_field ml_fields[] = {
-    F("check_interval", PG_FT_DURATION, check_interval, "1s", 0, 0,
-      "how often RSS is read (as the collector's; must be > 0)"),
-    F("limit_mib", PG_FT_INT, limit_mib, "0", 0, 1e9, "hard limit in MiB (or limit_percentage)"),
-    F("spike_limit_mib", PG_FT_INT, spike_limit_mib, "0", 0, 1e9,
-      "headroom below the limit; new work is refused past limit - spike (default 20% of limit)"),
-    F("limit_percentage", PG_FT_INT, limit_percentage, "0", 0, 100,
-      "limit as a percentage of the cgroup limit or total memory"),
-    F("spike_limit_percentage", PG_FT_INT, spike_limit_percentage, "0", 0, 100,
-      "spike headroom as a percentage of the same total"),
+    PG_FIELD(struct ml_cfg, "check_interval", PG_FT_DURATION, check_interval, "1s",
+             "how often RSS is read (as the collector's; must be > 0)"),
+    PG_FIELD_RANGE(struct ml_cfg, "limit_mib", PG_FT_INT, limit_mib, "0", 0, 1e9,
+                   "hard limit in MiB (or limit_percentage)"),
+    PG_FIELD_RANGE(struct ml_cfg, "spike_limit_mib", PG_FT_INT, spike_limit_mib, "0", 0, 1e9,
+                   "headroom below the limit; new work is refused past limit - spike (default "
+                   "20% of limit)"),
+    PG_FIELD_RANGE(struct ml_cfg, "limit_percentage", PG_FT_INT, limit_percentage, "0", 0, 100,
+                   "limit as a percentage of the cgroup limit or total memory"),
+    PG_FIELD_RANGE(struct ml_cfg, "spike_limit_percentage", PG_FT_INT, spike_limit_percentage, "0",
+                   0, 100, "spike headroom as a percentage of the same total"),
     PG_FIELD_END,
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/hex.h"
 #include "core/utf8.h"
+#include "core/vec.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,15 +57,8 @@ enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, con
         return pg_status_set(st, PG_ERR_LIMIT, "more than %d key/value pairs",
                              PG_OTTL_KV_MAX_PAIRS);
     }
-    if (list->n == list->cap) {
-        size_t ncap = list->cap ? list->cap * 2 : 16;
-        struct pg_ottl_kv_pair *nv =
-            pg_arena_realloc(a, list->v, list->cap * sizeof(*nv), ncap * sizeof(*nv));
-        if (nv == NULL) {
-            return oom(a, st);
-        }
-        list->v = nv;
-        list->cap = ncap;
+    if (!PG_VEC_GROW(a, list->v, list->cap, list->n, 16, PG_OTTL_KV_MAX_PAIRS)) {
+        return oom(a, st);
     }
     list->v[list->n].key = key;
     list->v[list->n].value = value;
@@ -202,14 +196,8 @@ struct tokens {
 
 static bool tokens_push(struct pg_arena *a, struct tokens *t, char *s)
 {
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 16;
-        char **nv = pg_arena_realloc(a, t->v, t->cap * sizeof(*nv), ncap * sizeof(*nv));
-        if (nv == NULL) {
-            return false;
-        }
-        t->v = nv;
-        t->cap = ncap;
+    if (!PG_VEC_GROW(a, t->v, t->cap, t->n, 16, 0)) {
+        return false;
     }
     t->v[t->n++] = s;
     return true;

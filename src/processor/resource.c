@@ -34,20 +34,19 @@ struct ra_action_cfg {
 };
 
 static const struct pg_field ra_action_fields[] = {
-    {"key", PG_FT_STR, offsetof(struct ra_action_cfg, key), NULL, 0, 0, NULL, NULL,
-     PG_NO_PRESENT, "attribute to act on"},
-    {"value", PG_FT_NODE, offsetof(struct ra_action_cfg, value), NULL, 0, 0, NULL, NULL,
-     PG_NO_PRESENT, "literal value (string, int, double or bool)"},
-    {"from_attribute", PG_FT_STR, offsetof(struct ra_action_cfg, from_attribute), NULL, 0, 0,
-     NULL, NULL, PG_NO_PRESENT, "copy the value of this resource attribute"},
-    {"from_context", PG_FT_STR, offsetof(struct ra_action_cfg, from_context), NULL, 0, 0, NULL,
-     NULL, PG_NO_PRESENT, "metadata.<header>: request header value (include_metadata)"},
-    {"action", PG_FT_STR, offsetof(struct ra_action_cfg, action), NULL, 0, 0, NULL, NULL,
-     PG_NO_PRESENT, "insert, update, upsert, delete, hash or extract"},
-    {"pattern", PG_FT_STR, offsetof(struct ra_action_cfg, pattern), NULL, 0, 0, NULL, NULL,
-     PG_NO_PRESENT, "regex: keys to delete/hash, or named groups to extract"},
-    {"converted_type", PG_FT_STR, offsetof(struct ra_action_cfg, converted_type), NULL, 0, 0,
-     NULL, NULL, PG_NO_PRESENT, "not supported (convert action)"},
+    PG_FIELD(struct ra_action_cfg, "key", PG_FT_STR, key, NULL, "attribute to act on"),
+    PG_FIELD(struct ra_action_cfg, "value", PG_FT_NODE, value, NULL,
+             "literal value (string, int, double or bool)"),
+    PG_FIELD(struct ra_action_cfg, "from_attribute", PG_FT_STR, from_attribute, NULL,
+             "copy the value of this resource attribute"),
+    PG_FIELD(struct ra_action_cfg, "from_context", PG_FT_STR, from_context, NULL,
+             "metadata.<header>: request header value (include_metadata)"),
+    PG_FIELD(struct ra_action_cfg, "action", PG_FT_STR, action, NULL,
+             "insert, update, upsert, delete, hash or extract"),
+    PG_FIELD(struct ra_action_cfg, "pattern", PG_FT_STR, pattern, NULL,
+             "regex: keys to delete/hash, or named groups to extract"),
+    PG_FIELD(struct ra_action_cfg, "converted_type", PG_FT_STR, converted_type, NULL,
+             "not supported (convert action)"),
     PG_FIELD_END,
 };
 
@@ -66,8 +65,8 @@ struct ra_config {
 };
 
 static const struct pg_field ra_fields[] = {
-    {"attributes", PG_FT_NODE, offsetof(struct ra_config, attributes), NULL, 0, 0, NULL, NULL,
-     PG_NO_PRESENT, "list of {key, action, value|from_attribute|from_context, pattern}"},
+    PG_FIELD(struct ra_config, "attributes", PG_FT_NODE, attributes, NULL,
+             "list of {key, action, value|from_attribute|from_context, pattern}"),
     PG_FIELD_END,
 };
 

@@ -48,19 +48,18 @@ struct tf_state {
 };
 
 static const struct pg_field tf_fields[] = {
-    {"error_mode", PG_FT_ENUM, offsetof(struct tf_config, error_mode), "propagate", 0, 0, NULL,
-     tf_modes, PG_NO_PRESENT,
-     "what a failing statement does: ignore (warn, go on), silent, propagate (fail the request)"},
-    {"profile_statements", PG_FT_NODE, offsetof(struct tf_config, profile_statements), NULL, 0, 0,
-     NULL, NULL, PG_NO_PRESENT,
-     "OTTL statements: strings (context inferred) or groups {context, conditions, statements, "
-     "error_mode}"},
-    {"trace_statements", PG_FT_NODE, offsetof(struct tf_config, trace_statements), NULL, 0, 0,
-     NULL, NULL, PG_NO_PRESENT, "accepted for collector configs; ignored (no traces here)"},
-    {"metric_statements", PG_FT_NODE, offsetof(struct tf_config, metric_statements), NULL, 0, 0,
-     NULL, NULL, PG_NO_PRESENT, "accepted for collector configs; ignored"},
-    {"log_statements", PG_FT_NODE, offsetof(struct tf_config, log_statements), NULL, 0, 0, NULL,
-     NULL, PG_NO_PRESENT, "accepted for collector configs; ignored"},
+    PG_FIELD_ENUM(struct tf_config, "error_mode", error_mode, "propagate", tf_modes,
+                  "what a failing statement does: ignore (warn, go on), silent, propagate (fail "
+                  "the request)"),
+    PG_FIELD(struct tf_config, "profile_statements", PG_FT_NODE, profile_statements, NULL,
+             "OTTL statements: strings (context inferred) or groups {context, conditions, "
+             "statements, error_mode}"),
+    PG_FIELD(struct tf_config, "trace_statements", PG_FT_NODE, trace_statements, NULL,
+             "accepted for collector configs; ignored (no traces here)"),
+    PG_FIELD(struct tf_config, "metric_statements", PG_FT_NODE, metric_statements, NULL,
+             "accepted for collector configs; ignored"),
+    PG_FIELD(struct tf_config, "log_statements", PG_FT_NODE, log_statements, NULL,
+             "accepted for collector configs; ignored"),
     PG_FIELD_END,
 };
 

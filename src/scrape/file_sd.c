@@ -6,6 +6,7 @@
 #include "scrape/file_sd.h"
 
 #include <glob.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,12 @@
 
 #include <event2/event.h>
 
+#include "core/clock.h"
+#include "core/file_read.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "scrape/scrape.h"
 
 #define LOG_NAME "receiver/pprof/file_sd"
@@ -45,14 +49,6 @@ struct pg_file_sd {
     size_t n, cap;
     struct pg_metric *m_reads, *m_failures;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -223,24 +219,17 @@ static void clear_groups(struct pg_file_sd *f, struct watched *w, size_t from)
 
 static void read_file(struct pg_file_sd *f, struct watched *w)
 {
-    FILE *fp = fopen(w->path, "rb");
-    char *buf = NULL, why[400];
+    char *buf, why[400];
     size_t len = 0;
     long n;
     struct emit_ctx c = {f, w};
 
-    w->read_ns = mono_ns();
+    w->read_ns = pg_mono_ns();
     pg_metric_add(f->m_reads, 1);
-    if (fp != NULL) {
-        buf = malloc(MAX_FILE_BYTES + 1);
-        len = buf ? fread(buf, 1, MAX_FILE_BYTES + 1, fp) : 0;
-        fclose(fp);
-    }
-    if (buf == NULL || len > MAX_FILE_BYTES) {
+    if ((buf = pg_file_read_all(w->path, MAX_FILE_BYTES, &len, NULL)) == NULL) {
         pg_metric_add(f->m_failures, 1);
         pg_log_warn(LOG_NAME, "%s: %s; keeping its previous targets", w->path,
-                    fp == NULL ? "cannot open" : buf == NULL ? "out of memory" : "larger than 16 MiB");
-        free(buf);
+                    errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
         return;
     }
     /* Parse once without emitting: a bad file must change nothing. */
@@ -267,15 +256,8 @@ static struct watched *find_or_add(struct pg_file_sd *f, size_t job, const char 
     if (f->n >= MAX_FILES) {
         return NULL;
     }
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 8;
-        struct watched *nw = realloc(f->w, cap * sizeof(*nw));
-
-        if (nw == NULL) {
-            return NULL;
-        }
-        f->w = nw;
-        f->cap = cap;
+    if (!PG_VEC_GROW(NULL, f->w, f->cap, f->n, 8, MAX_FILES)) {
+        return NULL;
     }
     memset(&f->w[f->n], 0, sizeof(f->w[0]));
     f->w[f->n].job = job;
@@ -288,7 +270,7 @@ static struct watched *find_or_add(struct pg_file_sd *f, size_t job, const char 
 
 static void poll_files(struct pg_file_sd *f)
 {
-    int64_t now = mono_ns();
+    int64_t now = pg_mono_ns();
 
     for (size_t i = 0; i < f->n; i++) {
         f->w[i].seen = false;

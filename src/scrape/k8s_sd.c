@@ -5,6 +5,7 @@
 #include "scrape/k8s_sd.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,12 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
+#include "core/clock.h"
+#include "core/file_read.h"
+#include "core/hostport.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
 
@@ -148,24 +153,15 @@ struct tg_list {
 static bool tg_add(struct tg_list *t, const struct pg_labels *base, const char *addr)
 {
     if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 4;
-        struct pg_scrape_tg_target *v = realloc(t->v, cap * sizeof(*v));
-        struct pg_labels *l;
-        char **a;
+        /* Three parallel arrays: each grows to the same next capacity. */
+        size_t cv = t->cap, cl = t->cap, ca = t->cap;
 
-        if (v == NULL) {
+        if (!PG_VEC_GROW(NULL, t->v, cv, t->n, 4, 0) ||
+            !PG_VEC_GROW(NULL, t->labels, cl, t->n, 4, 0) ||
+            !PG_VEC_GROW(NULL, t->addrs, ca, t->n, 4, 0)) {
             return false;
         }
-        t->v = v;
-        if ((l = realloc(t->labels, cap * sizeof(*l))) == NULL) {
-            return false;
-        }
-        t->labels = l;
-        if ((a = realloc(t->addrs, cap * sizeof(*a))) == NULL) {
-            return false;
-        }
-        t->addrs = a;
-        t->cap = cap;
+        t->cap = cv;
     }
     if (!pg_labels_copy(&t->labels[t->n], base)) {
         return false;
@@ -311,19 +307,9 @@ enum pg_k8s_feed pg_k8s_stream_feed(struct pg_k8s_stream *s, const uint8_t *p, s
             s->len = 0;
             return PG_K8S_FEED_TOO_LONG;
         }
-        if (s->len + take + 1 > s->cap) {
-            size_t cap = s->cap ? s->cap : 4096;
-            char *b;
-
-            while (cap < s->len + take + 1) {
-                cap *= 2;
-            }
-            if ((b = realloc(s->buf, cap)) == NULL) {
-                snprintf(why, why_size, "out of memory");
-                return PG_K8S_FEED_BAD;
-            }
-            s->buf = b;
-            s->cap = cap;
+        if (!PG_VEC_RESERVE(NULL, s->buf, s->cap, s->len + take + 1, 4096, 0)) {
+            snprintf(why, why_size, "out of memory");
+            return PG_K8S_FEED_BAD;
         }
         memcpy(s->buf + s->len, p, take);
         s->len += take;
@@ -448,15 +434,8 @@ static void source_add(struct watcher *w, const char *src)
     if (source_known(w, src, &i)) {
         return;
     }
-    if (w->n_sources == w->cap_sources) {
-        size_t cap = w->cap_sources ? w->cap_sources * 2 : 16;
-        char **v = realloc(w->sources, cap * sizeof(*v));
-
-        if (v == NULL) {
-            return;
-        }
-        w->sources = v;
-        w->cap_sources = cap;
+    if (!PG_VEC_GROW(NULL, w->sources, w->cap_sources, w->n_sources, 16, 0)) {
+        return;
     }
     if ((w->sources[w->n_sources] = strdup(src)) != NULL) {
         w->n_sources++;
@@ -513,14 +492,6 @@ static void pod_delete(struct watcher *w, struct json_object *pod)
 }
 
 static void start_request(struct watcher *w);
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -682,7 +653,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
                     w->k->cfg->jobs[w->job].job_name);
         w->state = W_LIST;
         /* A server that expires every watch at once must not spin us. */
-        if (mono_ns() - w->started_ns < NS) {
+        if (pg_mono_ns() - w->started_ns < NS) {
             schedule(w, 1000);
         } else {
             start_request(w);
@@ -706,7 +677,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
 
         snprintf(why, sizeof(why), "watch: HTTP %d", r->status);
         fail_backoff(w, status_reason(r->status, rbuf, sizeof(rbuf)), why);
-    } else if (mono_ns() - w->started_ns < NS) {
+    } else if (pg_mono_ns() - w->started_ns < NS) {
         schedule(w, 1000); /* ended at once: resume, but not in a tight loop */
     } else {
         start_request(w); /* the server ended the watch (timeoutSeconds): resume */
@@ -728,23 +699,6 @@ static void url_escape(char *dst, size_t cap, const char *s)
         }
     }
     dst[n] = '\0';
-}
-
-static bool read_small(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (f == NULL) {
-        return false;
-    }
-    n = fread(out, 1, cap - 1, f);
-    fclose(f);
-    while (n > 0 && isspace((unsigned char)out[n - 1])) {
-        n--;
-    }
-    out[n] = '\0';
-    return true;
 }
 
 static void start_request(struct watcher *w)
@@ -785,8 +739,11 @@ static void start_request(struct watcher *w)
     }
     /* The token is read for every request: projected tokens rotate. */
     if (tfile != NULL) {
-        if (!read_small(tfile, tok, sizeof(tok))) {
-            fail_backoff(w, "auth", "cannot read the token file");
+        if (!pg_file_read_small(tfile, tok, sizeof(tok), PG_TRIM_SPACE, NULL)) {
+            char why[700];
+
+            snprintf(why, sizeof(why), "cannot read the token file %s: %s", tfile, strerror(errno));
+            fail_backoff(w, "auth", why);
             return;
         }
         snprintf(auth, sizeof(auth), "%s %s", sd->auth_type ? sd->auth_type : "Bearer", tok);
@@ -801,7 +758,7 @@ static void start_request(struct watcher *w)
     }
     h[o.n_headers++] = (struct pg_http_header){"Accept", "application/json"};
     o.headers = h;
-    w->started_ns = mono_ns();
+    w->started_ns = pg_mono_ns();
     w->call = pg_http_get(w->k->base, &o, on_response, w, &st);
     if (w->call == NULL) {
         fail_backoff(w, "connect", pg_status_text(&st));
@@ -811,7 +768,8 @@ static void start_request(struct watcher *w)
 /* https://host[:port][/prefix] */
 static bool parse_server(struct watcher *w, const char *url)
 {
-    const char *rest, *slash, *colon;
+    const char *rest, *slash;
+    char authority[sizeof(w->host) + 8];
     size_t hl;
 
     w->tls = strncmp(url, "https://", 8) == 0;
@@ -822,23 +780,14 @@ static bool parse_server(struct watcher *w, const char *url)
     while (w->prefix[0] && w->prefix[strlen(w->prefix) - 1] == '/') {
         w->prefix[strlen(w->prefix) - 1] = '\0';
     }
-    if (hl == 0 || hl >= sizeof(w->host)) {
+    if (hl == 0 || hl >= sizeof(authority)) {
         return false;
     }
-    if (rest[0] == '[') {
-        const char *rb = memchr(rest, ']', hl);
-
-        if (rb == NULL) {
-            return false;
-        }
-        snprintf(w->host, sizeof(w->host), "%.*s", (int)(rb - rest - 1), rest + 1);
-        colon = rb + 1 < rest + hl && rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = memchr(rest, ':', hl);
-        snprintf(w->host, sizeof(w->host), "%.*s", (int)(colon ? (size_t)(colon - rest) : hl), rest);
-    }
-    w->port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : (w->tls ? 443 : 80);
-    return w->port > 0 && w->port <= 65535;
+    memcpy(authority, rest, hl);
+    authority[hl] = '\0';
+    return pg_hostport_split_default(authority, w->tls ? 443 : 80, w->host, sizeof(w->host),
+                                     &w->port) &&
+           w->host[0] != '\0' && w->port > 0;
 }
 
 static enum pg_err watcher_init(struct pg_k8s_sd *k, struct watcher *w, size_t ji, size_t si,
@@ -966,10 +915,13 @@ enum pg_err pg_k8s_sd_start(struct pg_scraper *s, struct event_base *base,
                     char p[600];
 
                     snprintf(p, sizeof(p), "%s/namespace", sa && sa[0] ? sa : PG_K8S_SA_DIR);
-                    if (!read_small(p, own, sizeof(own))) {
+                    if (!pg_file_read_small(p, own, sizeof(own), PG_TRIM_SPACE, NULL)) {
+                        int e = errno;
+
                         pg_k8s_sd_free(k);
                         return pg_status_set(st, PG_ERR_CONFIG,
-                                             "namespaces.own_namespace: cannot read %s", p);
+                                             "namespaces.own_namespace: cannot read %s: %s", p,
+                                             strerror(e));
                     }
                     ns = own;
                 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Sorted label sets (see labels.h). */
 #include "scrape/labels.h"
+#include "core/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,16 +84,9 @@ bool pg_labels_set(struct pg_labels *l, const char *name, const char *value)
         l->v[i].value = v;
         return true;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        struct pg_label *nv = realloc(l->v, cap * sizeof(*nv));
-
-        if (nv == NULL) {
-            free(v);
-            return false;
-        }
-        l->v = nv;
-        l->cap = cap;
+    if (!PG_VEC_GROW(NULL, l->v, l->cap, l->n, 8, 0)) {
+        free(v);
+        return false;
     }
     char *n = strdup(name);
     if (n == NULL) {

@@ -38,23 +38,23 @@ static const char *const action_names[] = {
     "labelmap", "labeldrop", "labelkeep", "lowercase", "uppercase", NULL,
 };
 
-#define F(name, type, member, def, doc)                                                            \
-    {name, type, offsetof(struct pg_relabel_rule, member), def, 0, 0, NULL, NULL, 0, doc}
-
 const struct pg_field pg_relabel_fields[] = {
-    F("source_labels", PG_FT_STRLIST, source_labels, NULL, "labels whose values are joined"),
-    F("separator", PG_FT_STR, separator, ";", "joins source label values"),
-    F("target_label", PG_FT_STR, target_label, NULL, "label written by replace/hashmod/..."),
-    F("regex", PG_FT_STR, regex, "(.*)", "RE2 syntax, fully anchored"),
-    {"modulus", PG_FT_INT, offsetof(struct pg_relabel_rule, modulus), "0", 0, 0, NULL, NULL, 0,
-     "hashmod: the modulus"},
-    F("replacement", PG_FT_STR, replacement, "$1", "template: $1, ${1}, $name"),
-    F("action", PG_FT_STR, action_name, NULL, "replace (default), keep, drop, keepequal, dropequal, "
-                                        "hashmod, labelmap, labeldrop, labelkeep, lowercase, "
-                                        "uppercase"),
+    PG_FIELD(struct pg_relabel_rule, "source_labels", PG_FT_STRLIST, source_labels, NULL,
+             "labels whose values are joined"),
+    PG_FIELD(struct pg_relabel_rule, "separator", PG_FT_STR, separator, ";",
+             "joins source label values"),
+    PG_FIELD(struct pg_relabel_rule, "target_label", PG_FT_STR, target_label, NULL,
+             "label written by replace/hashmod/..."),
+    PG_FIELD(struct pg_relabel_rule, "regex", PG_FT_STR, regex, "(.*)",
+             "RE2 syntax, fully anchored"),
+    PG_FIELD(struct pg_relabel_rule, "modulus", PG_FT_INT, modulus, "0", "hashmod: the modulus"),
+    PG_FIELD(struct pg_relabel_rule, "replacement", PG_FT_STR, replacement, "$1",
+             "template: $1, ${1}, $name"),
+    PG_FIELD(struct pg_relabel_rule, "action", PG_FT_STR, action_name, NULL,
+             "replace (default), keep, drop, keepequal, dropequal, hashmod, labelmap, labeldrop, "
+             "labelkeep, lowercase, uppercase"),
     PG_FIELD_END,
 };
-#undef F
 
 /* ---- RE2 syntax subset ------------------------------------------------ */
 

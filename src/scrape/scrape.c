@@ -5,6 +5,7 @@
  * scrape's profile lives in its own arena, which the batch takes over. */
 #include "scrape/scrape.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,9 +13,14 @@
 #include <event2/event.h>
 
 #include "core/arena.h"
+#include "core/base64.h"
+#include "core/clock.h"
+#include "core/file_read.h"
+#include "core/hostport.h"
 #include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
 #include "otlp/otlp_build.h"
@@ -70,7 +76,7 @@ struct job_state {
     SSL_CTX *ssl;                        /* owned; https jobs */
     size_t active, dropped;              /* dropped: sum over drops[] */
     struct source_drops *drops;          /* owned: per discovery source */
-    size_t n_drops;
+    size_t n_drops, cap_drops;
     struct pg_metric *m_active, *m_dropped;
 };
 
@@ -95,22 +101,6 @@ struct pg_scraper {
 
 /* Running scrapers, for /targets (loop thread only). */
 static struct pg_scraper *g_scrapers;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
-static int64_t unix_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Metric label values: no quotes, backslashes or newlines. */
 static void metric_value(char *dst, size_t cap, const char *src)
@@ -235,7 +225,7 @@ static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
 
 static void arm(struct target *t)
 {
-    int64_t now = mono_ns(), d = t->deadline_ns - now;
+    int64_t now = pg_mono_ns(), d = t->deadline_ns - now;
     struct timeval tv;
 
     if (d < 0) {
@@ -251,7 +241,7 @@ static void start_scrape(struct target *t);
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct target *t = arg;
-    int64_t now = mono_ns();
+    int64_t now = pg_mono_ns();
 
     (void)fd;
     (void)what;
@@ -301,29 +291,16 @@ static void add_port(char *addr, size_t cap, const char *scheme)
     snprintf(addr + n, cap - n, ":%s", strcmp(scheme, "https") == 0 ? "443" : "80");
 }
 
-/* Splits "host:port" / "[v6]:port" into parts. False when malformed. */
-static bool split_hostport(const char *addr, char **host, unsigned *port)
+/* A target's "host:port" / "[v6]:port" as a malloc'd host (the caller's) and
+ * a port. False when malformed, without a host or with port 0. */
+static bool split_target(const char *addr, char **host, unsigned *port)
 {
-    const char *colon = strrchr(addr, ':');
-    char *end;
-    unsigned long p;
+    char h[300];
 
-    if (colon == NULL || colon == addr) {
+    if (!pg_hostport_split(addr, h, sizeof(h), port) || h[0] == '\0' || *port == 0) {
         return false;
     }
-    p = strtoul(colon + 1, &end, 10);
-    if (*end != '\0' || p == 0 || p > 65535) {
-        return false;
-    }
-    if (addr[0] == '[') {
-        if (colon[-1] != ']') {
-            return false;
-        }
-        *host = strndup(addr + 1, (size_t)(colon - addr - 2));
-    } else {
-        *host = strndup(addr, (size_t)(colon - addr));
-    }
-    *port = (unsigned)p;
+    *host = strdup(h);
     return *host != NULL;
 }
 
@@ -472,7 +449,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     t->prof = p;
     t->health = -1;
     t->tls = strcmp(scheme, "https") == 0;
-    if (!split_hostport(addr, &t->host, &t->port)) {
+    if (!split_target(addr, &t->host, &t->port)) {
         pg_log_warn(LOG_NAME, "job %s: target address \"%s\" is not host:port; dropped",
                     job->job_name, addr);
         pg_labels_free(&l);
@@ -522,7 +499,7 @@ static void target_begin(struct target *t)
     struct pg_scraper *s = t->s;
     const struct pg_scrape_job *job = t->job;
     char jv[128], iv[200], pv[64];
-    int64_t now = mono_ns(), interval = job->interval_ns;
+    int64_t now = pg_mono_ns(), interval = job->interval_ns;
 
     metric_value(jv, sizeof(jv), job->job_name);
     metric_value(iv, sizeof(iv), pg_labels_get(&t->labels, "instance"));
@@ -603,13 +580,10 @@ static void set_drops(struct job_state *js, const char *source, size_t n)
     for (i = 0; i < js->n_drops && strcmp(js->drops[i].source, source) != 0; i++) {
     }
     if (i == js->n_drops && n > 0) {
-        struct source_drops *d = realloc(js->drops, (js->n_drops + 1) * sizeof(*d));
-
-        if (d == NULL) {
+        if (!PG_VEC_GROW(NULL, js->drops, js->cap_drops, js->n_drops, 4, 0)) {
             return;
         }
-        js->drops = d;
-        if ((d[i].source = strdup(source)) == NULL) {
+        if ((js->drops[i].source = strdup(source)) == NULL) {
             return;
         }
         js->n_drops++;
@@ -830,7 +804,6 @@ static void deliver(struct target *t, const uint8_t *body, size_t len)
     struct pg_translate_stats stats;
     struct pg_status st = {0};
     struct pg_batch *b;
-    struct timespec ts;
     enum pg_err err;
     size_t records;
 
@@ -863,8 +836,7 @@ static void deliver(struct target *t, const uint8_t *body, size_t len)
         record_failure(t, "internal", "out of memory for a batch");
         return;
     }
-    clock_gettime(CLOCK_REALTIME, &ts);
-    b->received_unix_nano = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    b->received_unix_nano = (uint64_t)pg_real_ns();
     b->raw_bytes = len;
     b->receiver_id = s->receiver_id;
     b->default_service_name = s->default_service_name;
@@ -950,7 +922,7 @@ static int follow_redirect(struct target *t, const struct pg_http_response *r)
         }
         snprintf(addr, sizeof(addr), "%.*s", (int)(end - (loc + sl)), loc + sl);
         add_port(addr, sizeof(addr), t->tls ? "https" : "http");
-        if (!split_hostport(addr, &host, &port)) {
+        if (!split_target(addr, &host, &port)) {
             free(host);
             return 0;
         }
@@ -992,7 +964,7 @@ static void on_response(void *arg, const struct pg_http_response *r)
     free(t->hop_pq);
     t->hop_host = t->hop_pq = NULL;
     t->hops = 0;
-    t->last_duration = (double)(mono_ns() - t->started_ns) / 1e9;
+    t->last_duration = (double)(pg_mono_ns() - t->started_ns) / 1e9;
     pg_metric_observe(t->m_dur, t->last_duration);
     pg_metric_add(t->m_bytes, r->len);
     if (hop == 2) {
@@ -1031,42 +1003,6 @@ static void on_response(void *arg, const struct pg_http_response *r)
     }
 }
 
-/* Reads a small secret file; trailing newline dropped. */
-static bool read_secret(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (f == NULL) {
-        return false;
-    }
-    n = fread(out, 1, cap - 1, f);
-    fclose(f);
-    out[n] = '\0';
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r')) {
-        out[--n] = '\0';
-    }
-    return true;
-}
-
-static void b64(const char *in, char *out, size_t cap)
-{
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t n = strlen(in), o = 0;
-
-    for (size_t i = 0; i < n && o + 5 < cap; i += 3) {
-        uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
-
-        v |= i + 1 < n ? (uint32_t)(unsigned char)in[i + 1] << 8 : 0;
-        v |= i + 2 < n ? (unsigned char)in[i + 2] : 0;
-        out[o++] = tbl[v >> 18];
-        out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tbl[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
 static void start_scrape(struct target *t)
 {
     start_request(t, false);
@@ -1086,30 +1022,36 @@ static void start_request(struct target *t, bool hop)
     memset(&o, 0, sizeof(o));
     auth[0] = '\0';
     if (c->credentials_file != NULL || c->credentials != NULL) {
-        if (c->credentials_file != NULL && !read_secret(c->credentials_file, secret,
-                                                        sizeof(secret))) {
-            record_failure(t, "auth", "cannot read credentials_file %s", c->credentials_file);
+        if (c->credentials_file != NULL &&
+            !pg_file_read_small(c->credentials_file, secret, sizeof(secret), PG_TRIM_EOL,
+                                NULL)) {
+            record_failure(t, "auth", "cannot read credentials_file %s: %s", c->credentials_file,
+                           strerror(errno));
             return;
         }
         snprintf(auth, sizeof(auth), "%s %s", c->auth_type ? c->auth_type : "Bearer",
                  c->credentials_file ? secret : c->credentials);
     } else if (c->bearer_token_file != NULL || c->bearer_token != NULL) {
-        if (c->bearer_token_file != NULL && !read_secret(c->bearer_token_file, secret,
-                                                         sizeof(secret))) {
-            record_failure(t, "auth", "cannot read bearer_token_file %s", c->bearer_token_file);
+        if (c->bearer_token_file != NULL &&
+            !pg_file_read_small(c->bearer_token_file, secret, sizeof(secret), PG_TRIM_EOL,
+                                NULL)) {
+            record_failure(t, "auth", "cannot read bearer_token_file %s: %s",
+                           c->bearer_token_file, strerror(errno));
             return;
         }
         snprintf(auth, sizeof(auth), "Bearer %s", c->bearer_token_file ? secret : c->bearer_token);
     } else if (c->basic_user != NULL) {
         char enc[sizeof(pair) * 2];
 
-        if (c->basic_password_file != NULL && !read_secret(c->basic_password_file, secret, 512)) {
-            record_failure(t, "auth", "cannot read password_file %s", c->basic_password_file);
+        if (c->basic_password_file != NULL &&
+            !pg_file_read_small(c->basic_password_file, secret, 512, PG_TRIM_EOL, NULL)) {
+            record_failure(t, "auth", "cannot read password_file %s: %s", c->basic_password_file,
+                           strerror(errno));
             return;
         }
         snprintf(pair, sizeof(pair), "%.511s:%.511s", c->basic_user,
                  c->basic_password_file ? secret : c->basic_password ? c->basic_password : "");
-        b64(pair, enc, sizeof(enc));
+        (void)pg_base64_encode((const uint8_t *)pair, strlen(pair), enc, sizeof(enc));
         snprintf(auth, sizeof(auth), "Basic %s", enc);
     }
     if (auth[0] != '\0' && (t->hop_host == NULL || (strcmp(t->hop_host, t->host) == 0 &&
@@ -1125,7 +1067,7 @@ static void start_request(struct target *t, bool hop)
     o.timeout_ns = t->job->timeout_ns;
     if (hop) {
         /* The scrape timeout covers the whole chain. */
-        o.timeout_ns -= mono_ns() - t->started_ns;
+        o.timeout_ns -= pg_mono_ns() - t->started_ns;
         if (o.timeout_ns <= 0) {
             record_failure(t, "timeout", "timed out following redirects");
             return;
@@ -1152,8 +1094,8 @@ static void start_request(struct target *t, bool hop)
         o.verify = !c->insecure_skip_verify;
     }
     if (!hop) {
-        t->started_ns = mono_ns();
-        t->last_unix_ms = unix_ms();
+        t->started_ns = pg_mono_ns();
+        t->last_unix_ms = pg_real_ns() / 1000000;
     }
     t->call = pg_http_get(s->host->base, &o, on_response, t, &st);
     if (t->call == NULL) {

@@ -56,71 +56,72 @@ struct job_raw {
     char *bearer_token, *bearer_token_file;
 };
 
-#define F(st, name, type, member, def, doc)                                                        \
-    {name, type, offsetof(st, member), def, 0, 0, NULL, NULL, 0, doc}
-#define S(st, name, member, sub, present, doc)                                                     \
-    {name, PG_FT_SECTION, offsetof(st, member), NULL, 0, 0, sub, NULL, offsetof(st, present), doc}
-
 static const struct pg_field tls_fields[] = {
-    F(struct tls_raw, "ca_file", PG_FT_STR, ca_file, NULL, "CA bundle (PEM)"),
-    F(struct tls_raw, "cert_file", PG_FT_STR, cert_file, NULL, "client certificate"),
-    F(struct tls_raw, "key_file", PG_FT_STR, key_file, NULL, "client key"),
-    F(struct tls_raw, "server_name", PG_FT_STR, server_name, NULL, "SNI and name to verify"),
-    F(struct tls_raw, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false", NULL),
+    PG_FIELD(struct tls_raw, "ca_file", PG_FT_STR, ca_file, NULL, "CA bundle (PEM)"),
+    PG_FIELD(struct tls_raw, "cert_file", PG_FT_STR, cert_file, NULL, "client certificate"),
+    PG_FIELD(struct tls_raw, "key_file", PG_FT_STR, key_file, NULL, "client key"),
+    PG_FIELD(struct tls_raw, "server_name", PG_FT_STR, server_name, NULL, "SNI and name to verify"),
+    PG_FIELD(struct tls_raw, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false",
+             NULL),
     PG_FIELD_END,
 };
 /* The collector's configtls spelling, for remote: */
 static const struct pg_field remote_tls_fields[] = {
-    F(struct tls_raw, "ca_file", PG_FT_STR, ca_file, NULL, "CA bundle (PEM)"),
-    F(struct tls_raw, "cert_file", PG_FT_STR, cert_file, NULL, "client certificate"),
-    F(struct tls_raw, "key_file", PG_FT_STR, key_file, NULL, "client key"),
-    F(struct tls_raw, "server_name_override", PG_FT_STR, server_name, NULL, NULL),
-    F(struct tls_raw, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false", NULL),
-    F(struct tls_raw, "insecure", PG_FT_BOOL, insecure, "false", "plain http for an endpoint "
-                                                                 "without a scheme"),
+    PG_FIELD(struct tls_raw, "ca_file", PG_FT_STR, ca_file, NULL, "CA bundle (PEM)"),
+    PG_FIELD(struct tls_raw, "cert_file", PG_FT_STR, cert_file, NULL, "client certificate"),
+    PG_FIELD(struct tls_raw, "key_file", PG_FT_STR, key_file, NULL, "client key"),
+    PG_FIELD(struct tls_raw, "server_name_override", PG_FT_STR, server_name, NULL, NULL),
+    PG_FIELD(struct tls_raw, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false",
+             NULL),
+    PG_FIELD(struct tls_raw, "insecure", PG_FT_BOOL, insecure, "false",
+             "plain http for an endpoint " "without a scheme"),
     PG_FIELD_END,
 };
 static const struct pg_field authz_fields[] = {
-    F(struct authz_raw, "type", PG_FT_STR, type, "Bearer", NULL),
-    F(struct authz_raw, "credentials", PG_FT_STR, credentials, NULL, NULL),
-    F(struct authz_raw, "credentials_file", PG_FT_STR, credentials_file, NULL,
-      "re-read at every scrape"),
+    PG_FIELD(struct authz_raw, "type", PG_FT_STR, type, "Bearer", NULL),
+    PG_FIELD(struct authz_raw, "credentials", PG_FT_STR, credentials, NULL, NULL),
+    PG_FIELD(struct authz_raw, "credentials_file", PG_FT_STR, credentials_file, NULL,
+             "re-read at every scrape"),
     PG_FIELD_END,
 };
 static const struct pg_field basic_fields[] = {
-    F(struct basic_raw, "username", PG_FT_STR, username, NULL, NULL),
-    F(struct basic_raw, "password", PG_FT_STR, password, NULL, NULL),
-    F(struct basic_raw, "password_file", PG_FT_STR, password_file, NULL, NULL),
+    PG_FIELD(struct basic_raw, "username", PG_FT_STR, username, NULL, NULL),
+    PG_FIELD(struct basic_raw, "password", PG_FT_STR, password, NULL, NULL),
+    PG_FIELD(struct basic_raw, "password_file", PG_FT_STR, password_file, NULL, NULL),
     PG_FIELD_END,
 };
 
 static const struct pg_field job_fields[] = {
-    F(struct job_raw, "job_name", PG_FT_STR, job_name, NULL, "required, unique"),
-    F(struct job_raw, "params", PG_FT_NODE, params, NULL, "query parameters (name: [values])"),
-    F(struct job_raw, "scrape_interval", PG_FT_DURATION, scrape_interval, "10s", NULL),
-    F(struct job_raw, "scrape_timeout", PG_FT_DURATION, scrape_timeout, "0",
-      "0 = scrape_interval + 3s (Parca)"),
-    F(struct job_raw, "scheme", PG_FT_STR, scheme, "http", "http or https"),
-    F(struct job_raw, "normalized_addresses", PG_FT_BOOL, normalized_addresses, "false",
-      "accepted for Parca compatibility; no effect"),
-    F(struct job_raw, "profiling_config", PG_FT_NODE, profiling_config, NULL,
-      "path_prefix and pprof_config (Parca)"),
-    F(struct job_raw, "relabel_configs", PG_FT_NODE, relabel_configs, NULL, "Prometheus rules"),
-    F(struct job_raw, "static_configs", PG_FT_NODE, static_configs, NULL,
-      "[{targets: [host:port], labels: {}}]"),
-    F(struct job_raw, "file_sd_configs", PG_FT_NODE, file_sd_configs, NULL,
-      "[{files: [glob], refresh_interval: 5m}]"),
-    F(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
-      "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
-    F(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
-      "up to 10 redirects, same scheme"),
-    F(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
-      "accepted; scrapes use HTTP/1.1"),
-    S(struct job_raw, "tls_config", tls, tls_fields, has_tls, "https targets"),
-    S(struct job_raw, "authorization", authz, authz_fields, has_authz, "Authorization header"),
-    S(struct job_raw, "basic_auth", basic, basic_fields, has_basic, NULL),
-    F(struct job_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
-    F(struct job_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
+    PG_FIELD(struct job_raw, "job_name", PG_FT_STR, job_name, NULL, "required, unique"),
+    PG_FIELD(struct job_raw, "params", PG_FT_NODE, params, NULL,
+             "query parameters (name: [values])"),
+    PG_FIELD(struct job_raw, "scrape_interval", PG_FT_DURATION, scrape_interval, "10s", NULL),
+    PG_FIELD(struct job_raw, "scrape_timeout", PG_FT_DURATION, scrape_timeout, "0",
+             "0 = scrape_interval + 3s (Parca)"),
+    PG_FIELD(struct job_raw, "scheme", PG_FT_STR, scheme, "http", "http or https"),
+    PG_FIELD(struct job_raw, "normalized_addresses", PG_FT_BOOL, normalized_addresses, "false",
+             "accepted for Parca compatibility; no effect"),
+    PG_FIELD(struct job_raw, "profiling_config", PG_FT_NODE, profiling_config, NULL,
+             "path_prefix and pprof_config (Parca)"),
+    PG_FIELD(struct job_raw, "relabel_configs", PG_FT_NODE, relabel_configs, NULL,
+             "Prometheus rules"),
+    PG_FIELD(struct job_raw, "static_configs", PG_FT_NODE, static_configs, NULL,
+             "[{targets: [host:port], labels: {}}]"),
+    PG_FIELD(struct job_raw, "file_sd_configs", PG_FT_NODE, file_sd_configs, NULL,
+             "[{files: [glob], refresh_interval: 5m}]"),
+    PG_FIELD(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
+             "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
+    PG_FIELD(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
+             "up to 10 redirects, same scheme"),
+    PG_FIELD(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
+             "accepted; scrapes use HTTP/1.1"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "tls_config", tls, tls_fields, has_tls,
+                             "https targets"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "authorization", authz, authz_fields, has_authz,
+                             "Authorization header"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "basic_auth", basic, basic_fields, has_basic, NULL),
+    PG_FIELD(struct job_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
+    PG_FIELD(struct job_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
     PG_FIELD_END,
 };
 
@@ -131,20 +132,23 @@ struct profile_raw {
     const struct pg_cfg_node *keep;
 };
 static const struct pg_field profile_fields[] = {
-    F(struct profile_raw, "enabled", PG_FT_BOOL, enabled, "true", "a listed entry is enabled"),
-    F(struct profile_raw, "path", PG_FT_STR, path, NULL, "default: Parca's path for the name"),
-    F(struct profile_raw, "delta", PG_FT_BOOL, delta, "false", "add ?seconds= (not inherited)"),
-    {"seconds", PG_FT_INT, offsetof(struct profile_raw, seconds), "0", 0, 86400, NULL, NULL, 0,
-     "0 = scrape_interval"},
-    F(struct profile_raw, "keep_sample_type", PG_FT_NODE, keep, NULL, "[{type, unit}]"),
+    PG_FIELD(struct profile_raw, "enabled", PG_FT_BOOL, enabled, "true",
+             "a listed entry is enabled"),
+    PG_FIELD(struct profile_raw, "path", PG_FT_STR, path, NULL,
+             "default: Parca's path for the name"),
+    PG_FIELD(struct profile_raw, "delta", PG_FT_BOOL, delta, "false",
+             "add ?seconds= (not inherited)"),
+    PG_FIELD_RANGE(struct profile_raw, "seconds", PG_FT_INT, seconds, "0", 0, 86400,
+                   "0 = scrape_interval"),
+    PG_FIELD(struct profile_raw, "keep_sample_type", PG_FT_NODE, keep, NULL, "[{type, unit}]"),
     PG_FIELD_END,
 };
 struct keep_raw {
     char *type, *unit;
 };
 static const struct pg_field keep_fields[] = {
-    F(struct keep_raw, "type", PG_FT_STR, type, NULL, NULL),
-    F(struct keep_raw, "unit", PG_FT_STR, unit, NULL, NULL),
+    PG_FIELD(struct keep_raw, "type", PG_FT_STR, type, NULL, NULL),
+    PG_FIELD(struct keep_raw, "unit", PG_FT_STR, unit, NULL, NULL),
     PG_FIELD_END,
 };
 struct group_raw {
@@ -152,14 +156,15 @@ struct group_raw {
     struct pg_strmap labels;
 };
 static const struct pg_field group_fields[] = {
-    F(struct group_raw, "targets", PG_FT_STRLIST, targets, NULL, "host:port"),
-    F(struct group_raw, "labels", PG_FT_STRMAP, labels, NULL, NULL),
+    PG_FIELD(struct group_raw, "targets", PG_FT_STRLIST, targets, NULL, "host:port"),
+    PG_FIELD(struct group_raw, "labels", PG_FT_STRMAP, labels, NULL, NULL),
     PG_FIELD_END,
 };
 static const struct pg_field file_sd_fields[] = {
-    F(struct pg_scrape_file_sd, "files", PG_FT_STRLIST, files, NULL, "*.json, *.yml, *.yaml"),
-    F(struct pg_scrape_file_sd, "refresh_interval", PG_FT_DURATION, refresh_interval_ns, "5m",
-      NULL),
+    PG_FIELD(struct pg_scrape_file_sd, "files", PG_FT_STRLIST, files, NULL,
+             "*.json, *.yml, *.yaml"),
+    PG_FIELD(struct pg_scrape_file_sd, "refresh_interval", PG_FT_DURATION, refresh_interval_ns,
+             "5m", NULL),
     PG_FIELD_END,
 };
 
@@ -168,9 +173,10 @@ struct scrape_raw {
     struct pg_strmap external_labels;
 };
 static const struct pg_field scrape_fields[] = {
-    F(struct scrape_raw, "scrape_configs", PG_FT_NODE, scrape_configs, NULL, "Parca's schema"),
-    F(struct scrape_raw, "external_labels", PG_FT_STRMAP, external_labels, NULL,
-      "added to every target (target labels win)"),
+    PG_FIELD(struct scrape_raw, "scrape_configs", PG_FT_NODE, scrape_configs, NULL,
+             "Parca's schema"),
+    PG_FIELD(struct scrape_raw, "external_labels", PG_FT_STRMAP, external_labels, NULL,
+             "added to every target (target labels win)"),
     PG_FIELD_END,
 };
 
@@ -183,18 +189,16 @@ struct remote_raw {
     char *compression;
 };
 static const struct pg_field remote_fields[] = {
-    F(struct remote_raw, "endpoint", PG_FT_STR, endpoint, NULL, "URL of one pprof endpoint"),
-    F(struct remote_raw, "collection_interval", PG_FT_DURATION, collection_interval, "10s", NULL),
-    F(struct remote_raw, "initial_delay", PG_FT_DURATION, initial_delay, "1s", NULL),
-    F(struct remote_raw, "timeout", PG_FT_DURATION, timeout, "0",
-      "0 = collection_interval"),
-    F(struct remote_raw, "headers", PG_FT_STRMAP, headers, NULL, NULL),
-    S(struct remote_raw, "tls", tls, remote_tls_fields, has_tls, NULL),
-    F(struct remote_raw, "compression", PG_FT_STR, compression, NULL, "accepted; no effect"),
+    PG_FIELD(struct remote_raw, "endpoint", PG_FT_STR, endpoint, NULL, "URL of one pprof endpoint"),
+    PG_FIELD(struct remote_raw, "collection_interval", PG_FT_DURATION, collection_interval, "10s",
+             NULL),
+    PG_FIELD(struct remote_raw, "initial_delay", PG_FT_DURATION, initial_delay, "1s", NULL),
+    PG_FIELD(struct remote_raw, "timeout", PG_FT_DURATION, timeout, "0", "0 = collection_interval"),
+    PG_FIELD(struct remote_raw, "headers", PG_FT_STRMAP, headers, NULL, NULL),
+    PG_FIELD_SECTION_PRESENT(struct remote_raw, "tls", tls, remote_tls_fields, has_tls, NULL),
+    PG_FIELD(struct remote_raw, "compression", PG_FT_STR, compression, NULL, "accepted; no effect"),
     PG_FIELD_END,
 };
-#undef F
-#undef S
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -485,18 +489,17 @@ struct ns_raw {
     bool own_namespace;
 };
 static const struct pg_field ns_fields[] = {
-    {"names", PG_FT_STRLIST, offsetof(struct ns_raw, names), NULL, 0, 0, NULL, NULL, 0, NULL},
-    {"own_namespace", PG_FT_BOOL, offsetof(struct ns_raw, own_namespace), "false", 0, 0, NULL, NULL,
-     0, NULL},
+    PG_FIELD(struct ns_raw, "names", PG_FT_STRLIST, names, NULL, NULL),
+    PG_FIELD(struct ns_raw, "own_namespace", PG_FT_BOOL, own_namespace, "false", NULL),
     PG_FIELD_END,
 };
 struct sel_raw {
     char *role, *label, *field;
 };
 static const struct pg_field sel_fields[] = {
-    {"role", PG_FT_STR, offsetof(struct sel_raw, role), NULL, 0, 0, NULL, NULL, 0, NULL},
-    {"label", PG_FT_STR, offsetof(struct sel_raw, label), NULL, 0, 0, NULL, NULL, 0, NULL},
-    {"field", PG_FT_STR, offsetof(struct sel_raw, field), NULL, 0, 0, NULL, NULL, 0, NULL},
+    PG_FIELD(struct sel_raw, "role", PG_FT_STR, role, NULL, NULL),
+    PG_FIELD(struct sel_raw, "label", PG_FT_STR, label, NULL, NULL),
+    PG_FIELD(struct sel_raw, "field", PG_FT_STR, field, NULL, NULL),
     PG_FIELD_END,
 };
 struct k8s_raw {
@@ -510,27 +513,21 @@ struct k8s_raw {
     bool has_authz;
     bool follow_redirects, enable_http2;
 };
-#define K(name, type, member, def)                                                                 \
-    {name, type, offsetof(struct k8s_raw, member), def, 0, 0, NULL, NULL, 0, NULL}
 static const struct pg_field k8s_fields[] = {
-    K("role", PG_FT_STR, role, NULL),
-    K("api_server", PG_FT_STR, api_server, NULL),
-    K("kubeconfig_file", PG_FT_STR, kubeconfig_file, NULL),
-    {"namespaces", PG_FT_SECTION, offsetof(struct k8s_raw, ns), NULL, 0, 0, ns_fields, NULL,
-     offsetof(struct k8s_raw, has_ns), NULL},
-    K("selectors", PG_FT_NODE, selectors, NULL),
-    K("attach_metadata", PG_FT_NODE, attach_metadata, NULL),
-    {"tls_config", PG_FT_SECTION, offsetof(struct k8s_raw, tls), NULL, 0, 0, tls_fields, NULL,
-     offsetof(struct k8s_raw, has_tls), NULL},
-    {"authorization", PG_FT_SECTION, offsetof(struct k8s_raw, authz), NULL, 0, 0, authz_fields,
-     NULL, offsetof(struct k8s_raw, has_authz), NULL},
-    K("bearer_token", PG_FT_STR, bearer_token, NULL),
-    K("bearer_token_file", PG_FT_STR, bearer_token_file, NULL),
-    K("follow_redirects", PG_FT_BOOL, follow_redirects, "true"),
-    K("enable_http2", PG_FT_BOOL, enable_http2, "true"),
+    PG_FIELD(struct k8s_raw, "role", PG_FT_STR, role, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "api_server", PG_FT_STR, api_server, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "kubeconfig_file", PG_FT_STR, kubeconfig_file, NULL, NULL),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "namespaces", ns, ns_fields, has_ns, NULL),
+    PG_FIELD(struct k8s_raw, "selectors", PG_FT_NODE, selectors, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "attach_metadata", PG_FT_NODE, attach_metadata, NULL, NULL),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "tls_config", tls, tls_fields, has_tls, NULL),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "authorization", authz, authz_fields, has_authz, NULL),
+    PG_FIELD(struct k8s_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true", NULL),
+    PG_FIELD(struct k8s_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true", NULL),
     PG_FIELD_END,
 };
-#undef K
 
 static char *join_sel(struct pg_arena *a, char *prev, const char *add)
 {

@@ -15,6 +15,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/clock.h"
+#include "core/pb_wire.h"
+#include "core/vec.h"
 #include "selfprof/sampler.h"
 #include "selfprof/selfprof.h"
 
@@ -24,13 +27,6 @@ struct pg_selfprof_snapshot {
     struct pg_sampler_counts c[]; /* indexed by bucket id */
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct pg_selfprof_snapshot *pg_selfprof_snapshot_take(void)
 {
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -39,7 +35,7 @@ struct pg_selfprof_snapshot *pg_selfprof_snapshot_take(void)
         if (s == NULL) {
             return NULL;
         }
-        s->time_ns = now_ns();
+        s->time_ns = (uint64_t)pg_real_ns();
         s->n = pg_sampler_snapshot(s->c, cap);
         if (s->n < cap || attempt == 3) {
             return s;
@@ -65,20 +61,10 @@ struct pb {
 
 static void pb_reserve(struct pb *b, size_t more)
 {
-    if (b->oom || b->len + more <= b->cap) {
-        return;
-    }
-    size_t ncap = b->cap ? b->cap * 2 : 512;
-    while (ncap < b->len + more) {
-        ncap *= 2;
-    }
-    uint8_t *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
-    if (np == NULL) {
+    if (!b->oom && (b->len + more < b->len ||
+                    !PG_VEC_RESERVE(b->arena, b->p, b->cap, b->len + more, 512, 0))) {
         b->oom = true;
-        return;
     }
-    b->p = np;
-    b->cap = ncap;
 }
 
 static void pb_raw(struct pb *b, const void *data, size_t n)
@@ -93,30 +79,22 @@ static void pb_raw(struct pb *b, const void *data, size_t n)
 static void pb_varint(struct pb *b, uint64_t v)
 {
     uint8_t tmp[10];
-    size_t n = 0;
-    do {
-        tmp[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v != 0) {
-            tmp[n] |= 0x80;
-        }
-        n++;
-    } while (v != 0);
-    pb_raw(b, tmp, n);
+
+    pb_raw(b, tmp, (size_t)(pg_pb_put_varint(tmp, v) - tmp));
 }
 
 /* A varint field; zero is the proto3 default and is left out. */
 static void pb_uint(struct pb *b, unsigned field, uint64_t v)
 {
     if (v != 0) {
-        pb_varint(b, (uint64_t)field << 3);
+        pb_varint(b, pg_pb_key(field, PG_PB_VARINT));
         pb_varint(b, v);
     }
 }
 
 static void pb_bytes(struct pb *b, unsigned field, const void *data, size_t n)
 {
-    pb_varint(b, ((uint64_t)field << 3) | 2);
+    pb_varint(b, pg_pb_key(field, PG_PB_LEN));
     pb_varint(b, n);
     pb_raw(b, data, n);
 }
@@ -268,8 +246,9 @@ static char *read_maps(struct pg_arena *a, size_t *len)
             if (cap >= (8u << 20)) {
                 break; /* absurd map count: keep what we have */
             }
-            buf = pg_arena_realloc(a, buf, cap, cap * 2);
-            cap *= 2;
+            if (!PG_VEC_RESERVE(a, buf, cap, cap * 2, 0, 0)) {
+                buf = NULL; /* as a failed first allocation: no maps */
+            }
             continue;
         }
         ssize_t r = read(fd, buf + n, cap - n - 1);

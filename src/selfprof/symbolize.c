@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "selfprof/selfprof.h"
+#include "core/vec.h"
 
 struct exe_sym {
     uint64_t lo;   /* file virtual address */
@@ -198,18 +199,9 @@ static void sb_add(struct strbuf *b, const char *s, size_t n)
     if (b->oom) {
         return;
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap : 256;
-        while (ncap < b->len + n + 1) {
-            ncap *= 2;
-        }
-        char *np = pg_arena_realloc(b->arena, b->p, b->cap, ncap);
-        if (np == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
+    if (!PG_VEC_RESERVE(b->arena, b->p, b->cap, b->len + n + 1, 256, 0)) {
+        b->oom = true;
+        return;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;

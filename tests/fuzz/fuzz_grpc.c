@@ -3,14 +3,43 @@
  * length-prefixed message reader (fed in two chunks at a fuzzer-chosen
  * split), grpc-status / grpc-timeout / grpc-message header values,
  * grpc-status-details-bin (base64 + google.rpc.Status/RetryInfo) and the
- * capped gunzip used for compressed responses. First byte picks the split. */
+ * capped gunzip used for compressed responses. First byte picks the split.
+ * Oracle for core/base64.c: strict decoding accepts a subset of lenient with
+ * the same bytes, and encode + strict decode gives the bytes back. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "exporter/grpc_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Oracle for core/base64.c: @dec is the lenient decoding of @text. A strict
+ * decoding, where it succeeds, gives the same bytes, and encoding @dec then
+ * decoding it strictly gives @dec back. */
+static void check_base64(const char *text, size_t size, const uint8_t *dec, size_t n)
+{
+    size_t elen = pg_base64_encoded_len(n) + 1;
+    char *enc = malloc(elen);
+    uint8_t *again = malloc(n + 3), *strict = malloc(pg_base64_decoded_max(size));
+    long m;
+
+    if (enc != NULL && again != NULL && strict != NULL) {
+        if (pg_base64_encode(dec, n, enc, elen) != (long)elen - 1 ||
+            pg_base64_decode(enc, elen - 1, PG_BASE64_STRICT, again, n + 3) != (long)n ||
+            memcmp(again, dec, n) != 0) {
+            abort();
+        }
+        m = pg_base64_decode(text, size, PG_BASE64_STRICT, strict, pg_base64_decoded_max(size));
+        if (m >= 0 && (m != (long)n || memcmp(strict, dec, n) != 0)) {
+            abort();
+        }
+    }
+    free(enc);
+    free(again);
+    free(strict);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -20,7 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t split;
     char *text;
     uint8_t *bin;
-    size_t bin_len = 0;
     uint8_t *out = NULL;
     size_t out_len = 0;
     int code;
@@ -68,12 +96,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(msg);
         }
     }
-    bin = malloc(size * 3 / 4 + 3);
-    if (bin != NULL && pg_base64_decode(text, size, bin, &bin_len)) {
-        if (bin_len > size * 3 / 4 + 3) {
-            abort();
+    bin = malloc(pg_base64_decoded_max(size));
+    if (bin != NULL) {
+        size_t cap = pg_base64_decoded_max(size);
+        long n = pg_base64_decode(text, size, PG_BASE64_LENIENT, bin, cap);
+
+        if (n >= 0) {
+            (void)pg_grpc_status_details_parse(bin, (size_t)n, &det);
+            check_base64(text, size, bin, (size_t)n);
+        } else if (pg_base64_decode(text, size, PG_BASE64_STRICT, bin, cap) >= 0) {
+            abort(); /* strict accepts a subset of what lenient accepts */
         }
-        (void)pg_grpc_status_details_parse(bin, bin_len, &det);
     }
     free(bin);
     free(text);

@@ -138,22 +138,6 @@ PG_TEST(message_decode)
     }
 }
 
-PG_TEST(base64)
-{
-    uint8_t out[32];
-    size_t n = 0;
-
-    CHECK(pg_base64_decode("aGVsbG8", 7, out, &n));
-    CHECK_INT(n, 5);
-    CHECK(memcmp(out, "hello", 5) == 0);
-    CHECK(pg_base64_decode("aGVsbG8=", 8, out, &n));
-    CHECK_INT(n, 5);
-    CHECK(pg_base64_decode("", 0, out, &n));
-    CHECK_INT(n, 0);
-    CHECK(!pg_base64_decode("a", 1, out, &n));
-    CHECK(!pg_base64_decode("aG!s", 4, out, &n));
-}
-
 /* google.rpc.Status{code 8, message "m", details [Any{RetryInfo{1.5s}}, Any{other}]}. */
 static const uint8_t status_with_retry[] = {
     0x08, 0x08, 0x12, 0x01, 'm',
@@ -267,5 +251,5 @@ PG_TEST(gzip_roundtrip_and_cap)
 
 PG_TEST_MAIN(PG_CASE(timeout_format), PG_CASE(timeout_parse_rejects), PG_CASE(codes_and_retry_rule),
              PG_CASE(http_status_mapping), PG_CASE(status_parse), PG_CASE(message_decode),
-             PG_CASE(base64), PG_CASE(status_details), PG_CASE(reader_all_split_points),
+             PG_CASE(status_details), PG_CASE(reader_all_split_points),
              PG_CASE(reader_errors), PG_CASE(gzip_roundtrip_and_cap))
