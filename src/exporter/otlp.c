@@ -18,6 +18,7 @@
 
 #include <nghttp2/nghttp2ver.h>
 
+#include "core/file_read.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "exporter/grpc_conn.h"
@@ -63,55 +64,51 @@ struct ox_cfg {
     struct ox_keepalive_cfg keepalive;
 };
 
-#define F(name, type, st, member, def, lo, hi, doc)                                                \
-    {name, type, offsetof(st, member), def, lo, hi, NULL, NULL, PG_NO_PRESENT, doc}
-#define S(name, st, member, sub, present, doc)                                                     \
-    {name, PG_FT_SECTION, offsetof(st, member), NULL, 0, 0, sub, NULL, present, doc}
-
 static const char *const compression_choices[] = {"gzip", "none", NULL};
 
 static const struct pg_field tls_fields[] = {
-    F("insecure", PG_FT_BOOL, struct ox_tls_cfg, insecure, "false", 0, 0,
-      "plaintext HTTP/2 (h2c); TLS is the default, as in the collector"),
-    F("ca_file", PG_FT_STR, struct ox_tls_cfg, ca_file, NULL, 0, 0,
-      "PEM CA bundle to verify the server (default: system roots)"),
-    F("cert_file", PG_FT_STR, struct ox_tls_cfg, cert_file, NULL, 0, 0,
-      "client certificate for mTLS (with key_file)"),
-    F("key_file", PG_FT_STR, struct ox_tls_cfg, key_file, NULL, 0, 0, "client private key"),
-    F("insecure_skip_verify", PG_FT_BOOL, struct ox_tls_cfg, insecure_skip_verify, "false", 0, 0,
-      "do not verify the server certificate"),
-    F("server_name_override", PG_FT_STR, struct ox_tls_cfg, server_name_override, NULL, 0, 0,
-      "name for SNI and certificate verification instead of the endpoint host"),
+    PG_FIELD(struct ox_tls_cfg, "insecure", PG_FT_BOOL, insecure, "false",
+             "plaintext HTTP/2 (h2c); TLS is the default, as in the collector"),
+    PG_FIELD(struct ox_tls_cfg, "ca_file", PG_FT_STR, ca_file, NULL,
+             "PEM CA bundle to verify the server (default: system roots)"),
+    PG_FIELD(struct ox_tls_cfg, "cert_file", PG_FT_STR, cert_file, NULL,
+             "client certificate for mTLS (with key_file)"),
+    PG_FIELD(struct ox_tls_cfg, "key_file", PG_FT_STR, key_file, NULL, "client private key"),
+    PG_FIELD(struct ox_tls_cfg, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false",
+             "do not verify the server certificate"),
+    PG_FIELD(struct ox_tls_cfg, "server_name_override", PG_FT_STR, server_name_override, NULL,
+             "name for SNI and certificate verification instead of the endpoint host"),
     PG_FIELD_END,
 };
 
 static const struct pg_field keepalive_fields[] = {
-    F("time", PG_FT_DURATION, struct ox_keepalive_cfg, time, "30s", 0, 0,
-      "PING interval while exports are in flight; 0 = off"),
-    F("timeout", PG_FT_DURATION, struct ox_keepalive_cfg, timeout, "10s", 0, 0,
-      "drop the connection when a PING is not answered within this"),
+    PG_FIELD(struct ox_keepalive_cfg, "time", PG_FT_DURATION, time, "30s",
+             "PING interval while exports are in flight; 0 = off"),
+    PG_FIELD(struct ox_keepalive_cfg, "timeout", PG_FT_DURATION, timeout, "10s",
+             "drop the connection when a PING is not answered within this"),
     PG_FIELD_END,
 };
 
 static const struct pg_field auth_fields[] = {
-    F("bearer_token_file", PG_FT_STR, struct ox_auth_cfg, bearer_token_file, NULL, 0, 0,
-      "file holding a token sent as `authorization: Bearer <token>`; re-read when it changes"),
+    PG_FIELD(struct ox_auth_cfg, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL,
+             "file holding a token sent as `authorization: Bearer <token>`; re-read when it "
+             "changes"),
     PG_FIELD_END,
 };
 
 static const struct pg_field otlp_fields[] = {
-    F("endpoint", PG_FT_STR, struct ox_cfg, endpoint, NULL, 0, 0,
-      "host:port, http://host:port (plaintext) or https://host:port (TLS)"),
-    S("tls", struct ox_cfg, tls, tls_fields, offsetof(struct ox_cfg, has_tls), NULL),
-    F("headers", PG_FT_STRMAP, struct ox_cfg, headers, NULL, 0, 0,
-      "static metadata sent with every export (${env:VAR} expanded)"),
-    S("auth", struct ox_cfg, auth, auth_fields, offsetof(struct ox_cfg, has_auth), NULL),
-    {"compression", PG_FT_ENUM, offsetof(struct ox_cfg, compression), "gzip", 0, 0, NULL,
-     compression_choices, PG_NO_PRESENT, "grpc-encoding of requests"},
+    PG_FIELD(struct ox_cfg, "endpoint", PG_FT_STR, endpoint, NULL,
+             "host:port, http://host:port (plaintext) or https://host:port (TLS)"),
+    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "tls", tls, tls_fields, has_tls, NULL),
+    PG_FIELD(struct ox_cfg, "headers", PG_FT_STRMAP, headers, NULL,
+             "static metadata sent with every export (${env:VAR} expanded)"),
+    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "auth", auth, auth_fields, has_auth, NULL),
+    PG_FIELD_ENUM(struct ox_cfg, "compression", compression, "gzip", compression_choices,
+                  "grpc-encoding of requests"),
     PG_EXPH_FIELDS(struct ox_cfg, helper),
-    F("max_request_bytes", PG_FT_BYTES, struct ox_cfg, max_request_bytes, "4MiB", 1024, 1e10,
-      "larger requests are split by profiles and samples (uncompressed size)"),
-    S("keepalive", struct ox_cfg, keepalive, keepalive_fields, PG_NO_PRESENT, NULL),
+    PG_FIELD_RANGE(struct ox_cfg, "max_request_bytes", PG_FT_BYTES, max_request_bytes, "4MiB", 1024,
+                   1e10, "larger requests are split by profiles and samples (uncompressed size)"),
+    PG_FIELD_SECTION(struct ox_cfg, "keepalive", keepalive, keepalive_fields, NULL),
     PG_FIELD_END,
 };
 
@@ -185,7 +182,6 @@ static void token_refresh(struct ox *ex)
 {
     struct ox_token *t = &ex->token;
     struct stat sb;
-    FILE *f;
     char buf[8192];
     size_t n;
 
@@ -203,17 +199,11 @@ static void token_refresh(struct ox *ex)
         sb.st_mtim.tv_nsec == t->mtime.tv_nsec && sb.st_size == t->size) {
         return;
     }
-    f = fopen(t->path, "r");
-    if (f == NULL) {
-        pg_log_warn(ex->log, "bearer_token_file %s: %s", t->path, strerror(errno));
+    if (!pg_file_read_small(t->path, buf, sizeof(buf), PG_TRIM_SPACE, &n)) {
+        pg_log_warn(ex->log, "bearer_token_file %s: %s%s", t->path, strerror(errno),
+                    t->ok ? " (keeping the last token)" : "");
         return;
     }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) {
-        n--;
-    }
-    buf[n] = '\0';
     free(t->header);
     t->header = malloc(n + 8);
     if (t->header != NULL) {

@@ -7,10 +7,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "otlp/otlp_build.h"
@@ -121,9 +121,7 @@ enum pg_err pg_pprof_self_collect(struct pg_pprof_self *s, struct pg_status *st)
     if (b == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "out of memory for the self profile batch");
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    b->received_unix_nano = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    b->received_unix_nano = (uint64_t)pg_real_ns();
     b->raw_bytes = len;
     b->receiver_id = "pprof/self";
     size_t records = pg_batch_sample_count(b);
