@@ -47,8 +47,17 @@ uint64_t pg_dict_hash_bytes(const void *p, size_t n, uint64_t seed)
         n -= 8;
     }
     if (n > 0) {
-        uint64_t w = 0;
-        memcpy(&w, s, n);
+        /* The 1-7 tail bytes from at most two fixed-size loads: a variable-length memcpy
+         * would be a libc call per hash. */
+        uint64_t w;
+        if (n >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, s, 4);
+            memcpy(&hi, s + n - 4, 4);
+            w = (uint64_t)hi << 32 | lo;
+        } else {
+            w = (uint64_t)s[0] | (uint64_t)s[n / 2] << 8 | (uint64_t)s[n - 1] << 16;
+        }
         h = rotl64(h ^ (w * K1), 29) * K2;
     }
     return fmix64(h);

@@ -335,6 +335,35 @@ static bool scache_grow(struct xlate *x)
     return true;
 }
 
+/* Stacks of up to 16 one-byte ids (most SDK stacks) hash and compare with two
+ * overlapping 8-byte loads, inline; longer ones go through the dictionary's hash. */
+static inline uint32_t stack_bytes_hash(const uint8_t *p, size_t n)
+{
+    uint64_t a, b;
+
+    if (n < 8 || n > 16) {
+        return (uint32_t)pg_dict_hash_bytes(p, n, 41);
+    }
+    memcpy(&a, p, 8);
+    memcpy(&b, p + n - 8, 8);
+    a = (a ^ (uint64_t)n) * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)(a ^ a >> 32);
+}
+
+static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t a0, a1, b0, b1;
+
+    if (n < 8 || n > 16) {
+        return memcmp(a, b, n) == 0;
+    }
+    memcpy(&a0, a, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&a1, a + n - 8, 8);
+    memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* Stack index for the sample's locations, from the cache when the packed bytes were seen. */
 static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it, size_t si,
                                 int32_t *out)
@@ -351,10 +380,10 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
         if (c->n == c->cap && !scache_grow(x)) {
             return nomem(x, "stacks");
         }
-        h = (uint32_t)pg_dict_hash_bytes(raw, raw_len, 41);
+        h = stack_bytes_hash(raw, raw_len);
         for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
             const struct scache_ent *e = &c->ents[c->slots[pos] - 1];
-            if (e->h == h && e->len == raw_len && memcmp(e->p, raw, raw_len) == 0) {
+            if (e->h == h && e->len == raw_len && bytes_eq(e->p, raw, raw_len)) {
                 *out = e->stack;
                 return PG_ERR_OK;
             }
@@ -416,10 +445,20 @@ static pthread_once_t k_hexpair_once = PTHREAD_ONCE_INIT;
 static void hexpair_init(void)
 {
     for (unsigned i = 0; i < (1u << 16); i++) {
-        /* index: the first digit in the low byte, the second in the high byte */
-        int hi = pg_hex_digit((int)(i & 0xff)), lo = pg_hex_digit((int)(i >> 8));
-        k_hexpair[i] = (uint16_t)(hi < 0 || lo < 0 ? 0x100 : hi << 4 | lo);
+        /* indexed by the two characters as one native 16-bit load sees them */
+        uint8_t c[2] = {(uint8_t)(i >> 8), (uint8_t)i};
+        int hi = pg_hex_digit(c[0]), lo = pg_hex_digit(c[1]);
+        uint16_t w;
+        memcpy(&w, c, 2);
+        k_hexpair[w] = (uint16_t)(hi < 0 || lo < 0 ? 0x100 : hi << 4 | lo);
     }
+}
+
+static inline unsigned hexpair(const uint8_t *p)
+{
+    uint16_t w;
+    memcpy(&w, p, 2);
+    return k_hexpair[w];
 }
 
 /* @n raw bytes from exactly 2n hex digits, any case; false if malformed or all zero.
@@ -432,8 +471,16 @@ static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
     if (s->len != 2 * n) {
         return false;
     }
-    for (size_t i = 0; i < n; i++) {
-        unsigned v = k_hexpair[(unsigned)p[2 * i] | (unsigned)p[2 * i + 1] << 8];
+    for (size_t i = 0; i + 4 <= n; i += 4, p += 8) { /* ids are 16 and 8 bytes */
+        unsigned v0 = hexpair(p), v1 = hexpair(p + 2), v2 = hexpair(p + 4), v3 = hexpair(p + 6);
+        acc |= v0 | v1 | v2 | v3;
+        out[i] = (uint8_t)v0;
+        out[i + 1] = (uint8_t)v1;
+        out[i + 2] = (uint8_t)v2;
+        out[i + 3] = (uint8_t)v3;
+    }
+    for (size_t i = n & ~(size_t)3; i < n; i++, p += 2) {
+        unsigned v = hexpair(p);
         acc |= v;
         out[i] = (uint8_t)v;
     }
@@ -442,13 +489,10 @@ static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
 
 static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32_t is_num)
 {
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-    h ^= (uint64_t)val + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-    h *= 0xc2b2ae3d27d4eb4full;
-    h ^= (uint64_t)unit * UINT64_C(0x165667b19e3779f9) + (uint64_t)is_num;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
+    /* string indexes are small: two multiply-xor rounds mix them enough */
+    uint64_t h = ((uint64_t)key << 32 ^ (uint64_t)val) * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)unit << 1 | (uint32_t)is_num) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
 }
 
 static bool acache_grow(struct xlate *x)
@@ -479,27 +523,19 @@ static bool acache_grow(struct xlate *x)
     return true;
 }
 
-/* Attribute for one single-valued label. */
-static int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+/* label_attr's miss: interns the attribute and records it in slot @pos. Out of line so
+ * the hit path stays small enough to inline. */
+__attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
+                                                        const struct pg_pprof_label *l,
+                                                        int32_t key, size_t pos)
 {
     struct acache *c = &x->ac;
     int32_t is_num = l->str == 0;
     int64_t val = is_num ? l->num : l->str;
-    int64_t unit = is_num ? l->num_unit : 0; /* string labels carry no unit */
-    uint64_t h = acache_hash(l->key, val, unit, is_num);
+    int64_t unit = is_num ? l->num_unit : 0;
     struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     int32_t u = 0, a;
-    size_t pos;
 
-    if (c->n == c->cap && !acache_grow(x)) {
-        return PG_DICT_NOMEM;
-    }
-    for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
-        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
-        if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
-            return e->attr;
-        }
-    }
     if (is_num) {
         v.value_case = PG_OTLP_ANYVALUE_INT;
         v.int_value = l->num;
@@ -520,6 +556,28 @@ static int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32
     c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a};
     c->slots[pos] = (uint32_t)++c->n;
     return a;
+}
+
+/* Attribute for one single-valued label. */
+static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+{
+    struct acache *c = &x->ac;
+    int32_t is_num = l->str == 0;
+    int64_t val = is_num ? l->num : l->str;
+    int64_t unit = is_num ? l->num_unit : 0; /* string labels carry no unit */
+    uint64_t h = acache_hash(l->key, val, unit, is_num);
+    size_t pos;
+
+    if (c->n == c->cap && !acache_grow(x)) {
+        return PG_DICT_NOMEM;
+    }
+    for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
+        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
+        if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
+            return e->attr;
+        }
+    }
+    return label_attr_new(x, l, key, pos);
 }
 
 /* One array attribute for a key that appears several times in a sample (pprof allows it;
