@@ -683,7 +683,12 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     ALLOC_ARRAY(p->mappings, c.mappings);
     ALLOC_ARRAY(p->locations, c.locations);
     ALLOC_ARRAY(p->functions, c.functions);
-    ALLOC_ARRAY(p->strings, c.strings);
+    /* every string slot is written by the filling pass: no need to zero them */
+    if (c.strings > 0 &&
+        (p->strings = pg_arena_alloc(a, c.strings * sizeof(*p->strings))) == NULL) {
+        return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "pprof: no memory for %zu table entries", c.strings);
+    }
     ALLOC_ARRAY(p->comments, c.comments);
     p->n_sample_types = c.sample_types;
     p->n_samples = c.samples;

@@ -89,7 +89,7 @@ struct scache {
 };
 
 /* Direct-mapped memo of the last link per (trace_id string, span_id string) pair: samples of
- * one span repeat the pair, and a hit skips two hex decodes and the link hash. Fixed size (in
+ * one span repeat the pair, and a hit skips two hex decodes and the link hash. Bounded size (in
  * scratch), so a profile where every pair is new costs one probe per sample and no memory. */
 #define LCACHE_BITS 9
 struct lcache_ent {
@@ -123,7 +123,8 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
-    struct lcache_ent *lc; /* 1 << LCACHE_BITS entries, scratch */
+    struct lcache_ent *lc; /* 1 << lc_bits entries, scratch */
+    unsigned lc_bits;
     struct scache sc;
     uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
     size_t seen_n;
@@ -700,7 +701,7 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         bool fits = (uint64_t)lab[tr].str <= UINT32_MAX && (uint64_t)lab[sp].str <= UINT32_MAX;
         struct lcache_ent tmp = {0, 0, -1};
         struct lcache_ent *e =
-            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - LCACHE_BITS)] : &tmp;
+            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - x->lc_bits)] : &tmp;
 
         if (!fits || e->tr != ts || e->sp != ss) {
             uint8_t ids[24];
@@ -974,7 +975,12 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
-    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << LCACHE_BITS, sizeof(*x->lc));
+    /* As many entries as strings, up to the maximum: zeroing the full memo was most of its
+     * cost for a small profile, whose few pairs fit a small one. */
+    for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < p->n_strings;
+         x->lc_bits++) {
+    }
+    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << x->lc_bits, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
     x->map_otlp = pg_arena_alloc(x->scratch, (p->n_mappings + 1) * sizeof(int32_t));
     x->loc_otlp = pg_arena_alloc(x->scratch, (p->n_locations + 1) * sizeof(int32_t));
