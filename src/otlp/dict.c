@@ -3,12 +3,14 @@
  * (slots hold hash << 32 | index + 1, so rehashing never touches the
  * entries), entries allocated once in the output arena. The slot and pointer
  * arrays live in malloc'd memory (freed on growth, and all at once when the
- * scratch arena dies): in the arena every doubling would leave its old copy
- * behind, about as much again as the final tables. pg_dict_finish() copies the
+ * scratch arena dies, small ones kept for the thread's next builder): in the
+ * arena every doubling would leave its old copy behind, about as much again as
+ * the final tables. pg_dict_finish() copies the
  * pointer arrays to exact size into the output arena. */
 #include "otlp/dict.h"
 #include "otlp/dict_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,15 +106,104 @@ static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size,
     return p;
 }
 
+/* Spare tables, one set per thread: when a builder dies, its arrays of up to SPARE_MAX
+ * entries (slots: twice that) are kept for the next builder on the same thread instead of
+ * freed, so a small request (an SDK push) mallocs, grows and frees none of its ~20 table
+ * arrays. At most 200 KiB per thread; larger tables are freed as before. Freed when the
+ * thread exits. */
+#define SPARE_MAX 1024
+
+struct spare {
+    struct tab t[T__COUNT]; /* items/lens/cap and slots/mask only; n unused */
+};
+
+static __thread struct spare *tl_spare;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok;
+
+static void tab_free_arrays(struct tab *t)
+{
+    free(t->items);
+    free(t->lens);
+    free(t->slots);
+    memset(t, 0, sizeof(*t));
+}
+
+static void spare_free(void *arg)
+{
+    struct spare *sp = arg;
+
+    for (int i = 0; i < T__COUNT; i++) {
+        tab_free_arrays(&sp->t[i]);
+    }
+    free(sp);
+    tl_spare = NULL;
+}
+
+static void spare_key_init(void)
+{
+    spare_key_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* This thread's spare set, created on first use; NULL when it cannot be (no key, OOM). */
+static struct spare *spare_get(void)
+{
+    if (tl_spare == NULL) {
+        (void)pthread_once(&spare_once, spare_key_init);
+        if (!spare_key_ok || (tl_spare = calloc(1, sizeof(*tl_spare))) == NULL) {
+            return NULL;
+        }
+        if (pthread_setspecific(spare_key, tl_spare) != 0) {
+            free(tl_spare);
+            tl_spare = NULL;
+        }
+    }
+    return tl_spare;
+}
+
+/* Gives the new builder this thread's spare arrays (slots cleared), charged to its heap. */
+static void spare_take(struct pg_dict_builder *b)
+{
+    struct spare *sp = tl_spare;
+
+    if (sp == NULL) {
+        return;
+    }
+    for (int i = 0; i < T__COUNT; i++) {
+        struct tab *from = &sp->t[i];
+        size_t bytes;
+        if (from->items == NULL || from->slots == NULL) {
+            continue;
+        }
+        bytes = from->cap * sizeof(void *) + (from->lens ? from->cap * sizeof(uint32_t) : 0) +
+                (from->mask + 1) * sizeof(uint64_t);
+        if (b->heap_cap != 0 && b->heap + bytes > b->heap_cap) {
+            continue; /* a tightly capped builder grows its own, as before */
+        }
+        b->t[i] = *from;
+        b->t[i].n = 0;
+        memset(b->t[i].slots, 0, (b->t[i].mask + 1) * sizeof(uint64_t));
+        memset(from, 0, sizeof(*from));
+        heap_account(b, 0, bytes);
+    }
+}
+
 static void free_tables(void *arg)
 {
     struct pg_dict_builder *b = arg;
+    struct spare *sp = spare_get();
 
     for (int i = 0; i < T__COUNT; i++) {
-        free(b->t[i].items);
-        free(b->t[i].lens);
-        free(b->t[i].slots);
-        memset(&b->t[i], 0, sizeof(b->t[i]));
+        struct tab *t = &b->t[i];
+        if (sp != NULL && t->items != NULL && t->slots != NULL && t->cap <= SPARE_MAX &&
+            t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST)) {
+            tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            sp->t[i] = *t;
+            memset(t, 0, sizeof(*t));
+        } else {
+            tab_free_arrays(t);
+        }
     }
     b->heap = 0;
 }
@@ -901,6 +992,7 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
     if (pg_arena_cleanup_add(scratch, free_tables, b) != 0) {
         return NULL;
     }
+    spare_take(b);
     /* The zero entries: each intern call below lands on index 0. */
     if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
         pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||
