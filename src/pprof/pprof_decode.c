@@ -889,6 +889,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     struct pg_pb sub;
     size_t nv = 0, nl = 0;
     uint64_t v;
+    const uint8_t *lab0;
 
     if (!short_len(&r.p, r.end, 0x0a, &sub)) {
         return false;
@@ -907,6 +908,17 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     if (nv != nt) {
         return false;
     }
+    /* Samples of one span often follow each other with the same labels: the decoded ones
+     * are still in s->labels. */
+    if (it->prev_labels != NULL && (size_t)(r.end - r.p) == it->prev_labels_len &&
+        memcmp(r.p, it->prev_labels, it->prev_labels_len) == 0) {
+        s->n_labels = it->s.n_labels;
+        s->labels_same = true;
+        return true;
+    }
+    it->prev_labels = NULL;
+    it->prev_labels_len = (size_t)(r.end - r.p);
+    lab0 = r.p;
     while (r.p < r.end) {
         struct pg_pprof_label *l = &s->labels[nl];
         uint64_t k;
@@ -927,6 +939,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
         nl++;
     }
     s->n_labels = nl;
+    it->prev_labels = lab0;
     return true;
 }
 
@@ -965,12 +978,14 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
         }
     }
     s->n_locations = 0;
-    s->n_labels = 0;
     s->values = values;
+    s->labels_same = false;
     if (it->lazy_locations && sample_fast(p, it, r, values)) {
         it->index++;
         return PG_ERR_OK;
     }
+    it->prev_labels = NULL; /* the general loop overwrites s->labels */
+    s->n_labels = 0;
     s->loc_packed = NULL;
     s->loc_packed_len = 0;
     while (r.p < r.end) {

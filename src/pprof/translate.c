@@ -1066,7 +1066,12 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
         if ((err = sample_stack(x, &it, i, &stack)) != PG_ERR_OK) {
             return err;
         }
-        if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
+        if (s->labels_same && srecs != NULL && i > 0) {
+            /* the previous sample's labels: its link and attributes */
+            link = srecs[i - 1].link;
+            attrs = srecs[i - 1].attrs;
+            n_attrs = srecs[i - 1].n_attrs;
+        } else if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
             return err;
         }
         if (srecs != NULL) {

@@ -1112,6 +1112,9 @@ PG_TEST(determinism_packed_unpacked_order)
         ppb_sample(&b, locs, 2, v, 2, lab, 2, pass);
         ppb_sample(&b, locs + 1, 1, v, 2, lab + 1, 1, !pass);
         ppb_sample(&b, locs, 2, v, 2, slab, 3, pass);
+        ppb_sample(&b, locs + 1, 1, v, 2, slab, 3, pass); /* packed: same label bytes */
+        ppb_sample(&b, locs, 2, v, 2, slab, 3, !pass);
+        ppb_sample(&b, locs, 2, v, 2, slab, 3, pass);
         ppb_sample(&b, locs, 2, v, 2, slab, 2, !pass);
         bufs[pass] = ppb_finish(&b, &lens[pass]);
         run(&r, bufs[pass], lens[pass]);
