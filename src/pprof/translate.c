@@ -86,6 +86,9 @@ struct scache {
     uint32_t *slots; /* entry + 1, 0 = empty */
     size_t mask;
     size_t bytes, peak; /* for the peak-memory figure */
+    const uint8_t *last; /* the previous sample's bytes and stack: consecutive samples */
+    size_t last_len;     /* often share their stack */
+    int32_t last_stack;
 };
 
 /* Direct-mapped memo of the last link per (trace_id string, span_id string) pair: samples of
@@ -336,17 +339,28 @@ static bool scache_grow(struct xlate *x)
     return true;
 }
 
-/* Stacks of up to 16 one-byte ids (most SDK stacks) hash and compare with two
- * overlapping 8-byte loads, inline; longer ones go through the dictionary's hash. */
+/* Stacks of up to 16 one-byte ids (most SDK stacks) hash and compare with at most two
+ * overlapping loads, inline; longer ones go through the dictionary's hash. */
 static inline uint32_t stack_bytes_hash(const uint8_t *p, size_t n)
 {
     uint64_t a, b;
 
-    if (n < 8 || n > 16) {
+    if (n > 16) {
         return (uint32_t)pg_dict_hash_bytes(p, n, 41);
     }
-    memcpy(&a, p, 8);
-    memcpy(&b, p + n - 8, 8);
+    if (n >= 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + n - 4, 4);
+        a = lo;
+        b = hi;
+    } else {
+        a = n > 0 ? (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16 : 0;
+        b = 0;
+    }
     a = (a ^ (uint64_t)n) * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
     return (uint32_t)(a ^ a >> 32);
 }
@@ -355,7 +369,14 @@ static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
 {
     uint64_t a0, a1, b0, b1;
 
-    if (n < 8 || n > 16) {
+    if (n < 8) {
+        unsigned d = 0;
+        for (size_t i = 0; i < n; i++) {
+            d |= (unsigned)(a[i] ^ b[i]);
+        }
+        return d == 0;
+    }
+    if (n > 16) {
         return memcmp(a, b, n) == 0;
     }
     memcpy(&a0, a, 8);
@@ -378,6 +399,10 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
     enum pg_err err;
 
     if (cache) {
+        if (c->last != NULL && c->last_len == raw_len && bytes_eq(c->last, raw, raw_len)) {
+            *out = c->last_stack;
+            return PG_ERR_OK;
+        }
         if (c->n == c->cap && !scache_grow(x)) {
             return nomem(x, "stacks");
         }
@@ -385,7 +410,9 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
         for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
             const struct scache_ent *e = &c->ents[c->slots[pos] - 1];
             if (e->h == h && e->len == raw_len && bytes_eq(e->p, raw, raw_len)) {
-                *out = e->stack;
+                c->last = raw;
+                c->last_len = raw_len;
+                *out = c->last_stack = e->stack;
                 return PG_ERR_OK;
             }
         }
@@ -413,6 +440,9 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
     if (cache) {
         c->ents[c->n] = (struct scache_ent){raw, (uint32_t)raw_len, h, *out};
         c->slots[pos] = (uint32_t)++c->n;
+        c->last = raw;
+        c->last_len = raw_len;
+        c->last_stack = *out;
     }
     return PG_ERR_OK;
 }
@@ -638,7 +668,7 @@ static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
 /* The interned list holding just attribute @a. Most samples carry one
  * attribute besides their link (a route, a thread name), so a direct-indexed
  * memo stands in front of hashing the list every time. NULL on OOM. */
-static const int32_t *one_attr_list(struct xlate *x, int32_t a)
+static inline const int32_t *one_attr_list(struct xlate *x, int32_t a)
 {
     if ((size_t)a >= x->one_cap) {
         size_t ncap = x->one_cap ? x->one_cap : 64;
