@@ -942,6 +942,21 @@ static bool link_eq(const struct tab *t, size_t idx, const void *key)
            memcmp(a->span_id.data, k + 16, 8) == 0;
 }
 
+static const struct pg_otlp_link link_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
+
+/* The 24-byte trace + span id key as three words, inline: every sample with a new
+ * trace/span pair hashes one. */
+static inline uint64_t link_hash(const uint8_t k[24])
+{
+    uint64_t w0, w1, w2;
+
+    memcpy(&w0, k, 8);
+    memcpy(&w1, k + 8, 8);
+    memcpy(&w2, k + 16, 8);
+    return fmix64(rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2);
+}
+
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
@@ -957,7 +972,7 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     }
     memcpy(k, trace_id, 16);
     memcpy(k + 16, span_id, 8);
-    h = pg_dict_hash_bytes(k, 24, 37);
+    h = link_hash(k);
     idx = tab_find(t, h, link_eq, k, &slot);
     if (idx >= 0) {
         return idx;
@@ -966,7 +981,7 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__link__init(l);
+    *l = link_init;
     ids = (uint8_t *)(l + 1);
     memcpy(ids, k, 24);
     l->trace_id.data = ids;
