@@ -112,6 +112,7 @@ static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size,
  * arrays. At most 200 KiB per thread; larger tables are freed as before. Freed when the
  * thread exits. */
 #define SPARE_MAX 1024
+#define SPARE_HEAP_MAX ((size_t)1 << 20) /* a builder that held more keeps none */
 
 struct spare {
     struct tab t[T__COUNT]; /* items/lens/cap and slots/mask only; n unused */
@@ -192,7 +193,9 @@ static void spare_take(struct pg_dict_builder *b)
 static void free_tables(void *arg)
 {
     struct pg_dict_builder *b = arg;
-    struct spare *sp = spare_get();
+    /* Not after a large build: its small arrays were allocated among the large ones, and
+     * keeping them would pin the top of the thread's heap (RSS not given back). */
+    struct spare *sp = b->heap_peak <= SPARE_HEAP_MAX ? spare_get() : NULL;
 
     for (int i = 0; i < T__COUNT; i++) {
         struct tab *t = &b->t[i];
