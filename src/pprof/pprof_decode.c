@@ -204,7 +204,7 @@ static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p,
                     p->limits->max_stack_depth);
     }
     if (n_lines > 0) {
-        l->lines = pg_arena_calloc(a, n_lines, sizeof(*l->lines));
+        l->lines = pg_arena_alloc(a, n_lines * sizeof(*l->lines)); /* decode_line fills each */
         if (l->lines == NULL) {
             return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                                  "pprof: no memory for location lines");
@@ -371,19 +371,17 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
         /* The bulk of a profile: samples, locations, functions and strings with one-byte
          * tags and lengths. Same counts as below, without the general checks' cost. */
         if (r.end - r.p >= 2 && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2) {
-            uint8_t t0 = r.p[0], n = r.p[1];
-            if (t0 == 0x12 || t0 == 0x32 || t0 == 0x22 || t0 == 0x2a) {
+            uint8_t n = r.p[1];
+            switch (r.p[0]) {
+            case 0x12: c->samples++; r.p += 2 + n; continue;
+            case 0x22: c->locations++; r.p += 2 + n; continue;
+            case 0x2a: c->functions++; r.p += 2 + n; continue;
+            case 0x32:
+                c->strings++;
+                c->string_bytes += n;
                 r.p += 2 + n;
-                switch (t0) {
-                case 0x12: c->samples++; break;
-                case 0x22: c->locations++; break;
-                case 0x2a: c->functions++; break;
-                default:
-                    c->strings++;
-                    c->string_bytes += n;
-                    break;
-                }
                 continue;
+            default: break;
             }
         }
 
