@@ -941,14 +941,14 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     return true;
 }
 
+static enum pg_err sample_general(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                  struct pg_pb r, int64_t *values, struct pg_status *st);
+
 enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
                                  int64_t *values, bool *done, struct pg_status *st)
 {
     struct pg_pprof_sample *s = &it->s;
-    const size_t nt = p->n_sample_types;
     struct pg_pb r;
-    size_t nv = 0, si = it->index;
-    enum pg_err err;
 
     *done = false;
     /* Find the next sample field (framing was validated by the count pass). */
@@ -982,6 +982,21 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
         it->index++;
         return PG_ERR_OK;
     }
+    return sample_general(p, it, r, values, st);
+}
+
+/* Any sample shape, with every check and error message; out of line so the fast path's
+ * caller stays small. */
+__attribute__((noinline)) static enum pg_err sample_general(const struct pg_pprof *p,
+                                                            struct pg_pprof_sample_iter *it,
+                                                            struct pg_pb r, int64_t *values,
+                                                            struct pg_status *st)
+{
+    struct pg_pprof_sample *s = &it->s;
+    const size_t nt = p->n_sample_types;
+    size_t nv = 0, si = it->index;
+    enum pg_err err;
+
     it->prev_labels = NULL; /* the general loop overwrites s->labels */
     s->n_labels = 0;
     s->loc_packed = NULL;
