@@ -211,36 +211,42 @@ static void free_tables(void *arg)
     b->heap = 0;
 }
 
-static bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+/* Doubles the item (and length) arrays; out of line: the interning calls inline the rest. */
+__attribute__((noinline)) static bool tab_push_grow(struct pg_dict_builder *b, struct tab *t)
 {
     bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
+    size_t ncap = t->cap ? t->cap * 2 : 32;
+    void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
 
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 32;
-        void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
-        if (ni == NULL) {
-            return false;
+    if (ni == NULL) {
+        return false;
+    }
+    t->items = ni;
+    if (with_lens) {
+        uint32_t *nl = heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
+        if (nl == NULL) {
+            return false; /* items already grown: cap stays, the next push retries */
         }
-        t->items = ni;
-        if (with_lens) {
-            uint32_t *nl =
-                heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
-            if (nl == NULL) {
-                return false; /* items already grown: cap stays, the next push retries */
-            }
-            t->lens = nl;
-        }
-        t->cap = ncap;
+        t->lens = nl;
+    }
+    t->cap = ncap;
+    return true;
+}
+
+static inline bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+{
+    if (t->n == t->cap && !tab_push_grow(b, t)) {
+        return false;
     }
     t->items[t->n] = item;
-    if (with_lens) {
+    if (t->lens != NULL) { /* T_STR and T_LIST: allocated with their first items */
         t->lens[t->n] = len;
     }
     t->n++;
     return true;
 }
 
-static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
+__attribute__((noinline)) static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
 {
     size_t nslots = t->slots ? (t->mask + 1) * 2 : 64; /* small first: doubles */
     size_t old_bytes = t->slots ? (t->mask + 1) * sizeof(uint64_t) : 0;
@@ -292,7 +298,7 @@ static int32_t tab_find(struct tab *t, uint64_t h, eq_fn eq, const void *key, ui
 }
 
 /* Makes sure one more entry fits under a 50% load factor. */
-static bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
+static inline bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
 {
     if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1) {
         return tab_grow(b, t);
@@ -300,8 +306,8 @@ static bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
     return true;
 }
 
-static int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h, uint64_t *slot,
-                          void *item, uint32_t len)
+static inline int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h,
+                                 uint64_t *slot, void *item, uint32_t len)
 {
     uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
     int32_t idx = (int32_t)t->n;
