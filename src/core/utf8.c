@@ -49,6 +49,14 @@ bool pg_utf8_valid(const char *s, size_t n)
     const uint8_t *p = (const uint8_t *)s;
     size_t i = 0;
 
+    /* ASCII without NUL, eight bytes per step: most strings are all of it */
+    for (; n - i >= 8; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) != 0) {
+            break; /* a byte >= 0x80 or a zero byte: the loop below decides */
+        }
+    }
     while (i < n) {
         size_t k;
         if (p[i] >= 0x01 && p[i] < 0x80) {

@@ -3,12 +3,14 @@
  * (slots hold hash << 32 | index + 1, so rehashing never touches the
  * entries), entries allocated once in the output arena. The slot and pointer
  * arrays live in malloc'd memory (freed on growth, and all at once when the
- * scratch arena dies): in the arena every doubling would leave its old copy
- * behind, about as much again as the final tables. pg_dict_finish() copies the
+ * scratch arena dies, small ones kept for the thread's next builder): in the
+ * arena every doubling would leave its old copy behind, about as much again as
+ * the final tables. pg_dict_finish() copies the
  * pointer arrays to exact size into the output arena. */
 #include "otlp/dict.h"
 #include "otlp/dict_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,8 +49,17 @@ uint64_t pg_dict_hash_bytes(const void *p, size_t n, uint64_t seed)
         n -= 8;
     }
     if (n > 0) {
-        uint64_t w = 0;
-        memcpy(&w, s, n);
+        /* The 1-7 tail bytes from at most two fixed-size loads: a variable-length memcpy
+         * would be a libc call per hash. */
+        uint64_t w;
+        if (n >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, s, 4);
+            memcpy(&hi, s + n - 4, 4);
+            w = (uint64_t)hi << 32 | lo;
+        } else {
+            w = (uint64_t)s[0] | (uint64_t)s[n / 2] << 8 | (uint64_t)s[n - 1] << 16;
+        }
         h = rotl64(h ^ (w * K1), 29) * K2;
     }
     return fmix64(h);
@@ -95,49 +106,147 @@ static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size,
     return p;
 }
 
+/* Spare tables, one set per thread: when a builder dies, its arrays of up to SPARE_MAX
+ * entries (slots: twice that) are kept for the next builder on the same thread instead of
+ * freed, so a small request (an SDK push) mallocs, grows and frees none of its ~20 table
+ * arrays. At most 200 KiB per thread; larger tables are freed as before. Freed when the
+ * thread exits. */
+#define SPARE_MAX 1024
+#define SPARE_HEAP_MAX ((size_t)1 << 20) /* a builder that held more keeps none */
+
+struct spare {
+    struct tab t[T__COUNT]; /* items/lens/cap and slots/mask only; n unused */
+};
+
+static __thread struct spare *tl_spare;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_key_ok;
+
+static void tab_free_arrays(struct tab *t)
+{
+    free(t->items);
+    free(t->lens);
+    free(t->slots);
+    memset(t, 0, sizeof(*t));
+}
+
+static void spare_free(void *arg)
+{
+    struct spare *sp = arg;
+
+    for (int i = 0; i < T__COUNT; i++) {
+        tab_free_arrays(&sp->t[i]);
+    }
+    free(sp);
+    tl_spare = NULL;
+}
+
+static void spare_key_init(void)
+{
+    spare_key_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* This thread's spare set, created on first use; NULL when it cannot be (no key, OOM). */
+static struct spare *spare_get(void)
+{
+    if (tl_spare == NULL) {
+        (void)pthread_once(&spare_once, spare_key_init);
+        if (!spare_key_ok || (tl_spare = calloc(1, sizeof(*tl_spare))) == NULL) {
+            return NULL;
+        }
+        if (pthread_setspecific(spare_key, tl_spare) != 0) {
+            free(tl_spare);
+            tl_spare = NULL;
+        }
+    }
+    return tl_spare;
+}
+
+/* Gives the new builder this thread's spare arrays (slots cleared), charged to its heap. */
+static void spare_take(struct pg_dict_builder *b)
+{
+    struct spare *sp = tl_spare;
+
+    if (sp == NULL) {
+        return;
+    }
+    for (int i = 0; i < T__COUNT; i++) {
+        struct tab *from = &sp->t[i];
+        size_t bytes;
+        if (from->items == NULL || from->slots == NULL) {
+            continue;
+        }
+        bytes = from->cap * sizeof(void *) + (from->lens ? from->cap * sizeof(uint32_t) : 0) +
+                (from->mask + 1) * sizeof(uint64_t);
+        if (b->heap_cap != 0 && b->heap + bytes > b->heap_cap) {
+            continue; /* a tightly capped builder grows its own, as before */
+        }
+        b->t[i] = *from;
+        b->t[i].n = 0;
+        memset(b->t[i].slots, 0, (b->t[i].mask + 1) * sizeof(uint64_t));
+        memset(from, 0, sizeof(*from));
+        heap_account(b, 0, bytes);
+    }
+}
+
 static void free_tables(void *arg)
 {
     struct pg_dict_builder *b = arg;
+    /* Not after a large build: its small arrays were allocated among the large ones, and
+     * keeping them would pin the top of the thread's heap (RSS not given back). */
+    struct spare *sp = b->heap_peak <= SPARE_HEAP_MAX ? spare_get() : NULL;
 
     for (int i = 0; i < T__COUNT; i++) {
-        free(b->t[i].items);
-        free(b->t[i].lens);
-        free(b->t[i].slots);
-        memset(&b->t[i], 0, sizeof(b->t[i]));
+        struct tab *t = &b->t[i];
+        if (sp != NULL && t->items != NULL && t->slots != NULL && t->cap <= SPARE_MAX &&
+            t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST)) {
+            tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            sp->t[i] = *t;
+            memset(t, 0, sizeof(*t));
+        } else {
+            tab_free_arrays(t);
+        }
     }
     b->heap = 0;
 }
 
-static bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+/* Doubles the item (and length) arrays; out of line: the interning calls inline the rest. */
+__attribute__((noinline)) static bool tab_push_grow(struct pg_dict_builder *b, struct tab *t)
 {
     bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
+    size_t ncap = t->cap ? t->cap * 2 : 32;
+    void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
 
-    if (t->n == t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 32;
-        void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
-        if (ni == NULL) {
-            return false;
+    if (ni == NULL) {
+        return false;
+    }
+    t->items = ni;
+    if (with_lens) {
+        uint32_t *nl = heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
+        if (nl == NULL) {
+            return false; /* items already grown: cap stays, the next push retries */
         }
-        t->items = ni;
-        if (with_lens) {
-            uint32_t *nl =
-                heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
-            if (nl == NULL) {
-                return false; /* items already grown: cap stays, the next push retries */
-            }
-            t->lens = nl;
-        }
-        t->cap = ncap;
+        t->lens = nl;
+    }
+    t->cap = ncap;
+    return true;
+}
+
+static inline bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+{
+    if (t->n == t->cap && !tab_push_grow(b, t)) {
+        return false;
     }
     t->items[t->n] = item;
-    if (with_lens) {
+    if (t->lens != NULL) { /* T_STR and T_LIST: allocated with their first items */
         t->lens[t->n] = len;
     }
     t->n++;
     return true;
 }
 
-static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
+__attribute__((noinline)) static bool tab_grow(struct pg_dict_builder *b, struct tab *t)
 {
     size_t nslots = t->slots ? (t->mask + 1) * 2 : 64; /* small first: doubles */
     size_t old_bytes = t->slots ? (t->mask + 1) * sizeof(uint64_t) : 0;
@@ -189,7 +298,7 @@ static int32_t tab_find(struct tab *t, uint64_t h, eq_fn eq, const void *key, ui
 }
 
 /* Makes sure one more entry fits under a 50% load factor. */
-static bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
+static inline bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
 {
     if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1) {
         return tab_grow(b, t);
@@ -197,8 +306,8 @@ static bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
     return true;
 }
 
-static int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h, uint64_t *slot,
-                          void *item, uint32_t len)
+static inline int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h,
+                                 uint64_t *slot, void *item, uint32_t len)
 {
     uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
     int32_t idx = (int32_t)t->n;
@@ -842,6 +951,21 @@ static bool link_eq(const struct tab *t, size_t idx, const void *key)
            memcmp(a->span_id.data, k + 16, 8) == 0;
 }
 
+static const struct pg_otlp_link link_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
+
+/* The 24-byte trace + span id key as three words, inline: every sample with a new
+ * trace/span pair hashes one. */
+static inline uint64_t link_hash(const uint8_t k[24])
+{
+    uint64_t w0, w1, w2;
+
+    memcpy(&w0, k, 8);
+    memcpy(&w1, k + 8, 8);
+    memcpy(&w2, k + 16, 8);
+    return fmix64(rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2);
+}
+
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
@@ -857,7 +981,7 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     }
     memcpy(k, trace_id, 16);
     memcpy(k + 16, span_id, 8);
-    h = pg_dict_hash_bytes(k, 24, 37);
+    h = link_hash(k);
     idx = tab_find(t, h, link_eq, k, &slot);
     if (idx >= 0) {
         return idx;
@@ -866,7 +990,7 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__link__init(l);
+    *l = link_init;
     ids = (uint8_t *)(l + 1);
     memcpy(ids, k, 24);
     l->trace_id.data = ids;
@@ -892,6 +1016,7 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
     if (pg_arena_cleanup_add(scratch, free_tables, b) != 0) {
         return NULL;
     }
+    spare_take(b);
     /* The zero entries: each intern call below lands on index 0. */
     if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
         pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||

@@ -204,7 +204,7 @@ static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p,
                     p->limits->max_stack_depth);
     }
     if (n_lines > 0) {
-        l->lines = pg_arena_calloc(a, n_lines, sizeof(*l->lines));
+        l->lines = pg_arena_alloc(a, n_lines * sizeof(*l->lines)); /* decode_line fills each */
         if (l->lines == NULL) {
             return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                                  "pprof: no memory for location lines");
@@ -368,6 +368,23 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
         const uint8_t *at = r.p;
         struct pg_pb sub = {r.p, r.p};
 
+        /* The bulk of a profile: samples, locations, functions and strings with one-byte
+         * tags and lengths. Same counts as below, without the general checks' cost. */
+        if (r.end - r.p >= 2 && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2) {
+            uint8_t n = r.p[1];
+            switch (r.p[0]) {
+            case 0x12: c->samples++; r.p += 2 + n; continue;
+            case 0x22: c->locations++; r.p += 2 + n; continue;
+            case 0x2a: c->functions++; r.p += 2 + n; continue;
+            case 0x32:
+                c->strings++;
+                c->string_bytes += n;
+                r.p += 2 + n;
+                continue;
+            default: break;
+            }
+        }
+
         if (!pg_pb_tag(&r, &f, &wt)) {
             return bad(st, "field tag", p, at);
         }
@@ -475,6 +492,20 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg
         struct pg_pb sub = {NULL, NULL};
         const uint8_t *at = r.p;
 
+        /* Strings and samples with one-byte lengths (framing was checked by pass 1). */
+        if (r.end - r.p >= 2 && r.p[1] < 0x80) {
+            if (r.p[0] == 0x32) {
+                p->strings[is].p = (const char *)r.p + 2;
+                p->strings[is].len = r.p[1];
+                is++;
+                r.p += 2 + r.p[1];
+                continue;
+            }
+            if (r.p[0] == 0x12) {
+                r.p += 2 + r.p[1];
+                continue;
+            }
+        }
         if (!pg_pb_tag(&r, &f, &wt)) {
             return bad(st, "field tag", p, at);
         }
@@ -650,7 +681,12 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     ALLOC_ARRAY(p->mappings, c.mappings);
     ALLOC_ARRAY(p->locations, c.locations);
     ALLOC_ARRAY(p->functions, c.functions);
-    ALLOC_ARRAY(p->strings, c.strings);
+    /* every string slot is written by the filling pass: no need to zero them */
+    if (c.strings > 0 &&
+        (p->strings = pg_arena_alloc(a, c.strings * sizeof(*p->strings))) == NULL) {
+        return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "pprof: no memory for %zu table entries", c.strings);
+    }
     ALLOC_ARRAY(p->comments, c.comments);
     p->n_sample_types = c.sample_types;
     p->n_samples = c.samples;
@@ -804,20 +840,124 @@ static enum pg_err too_deep(const struct pg_pprof *p, size_t si, struct pg_statu
                          si, p->limits->max_stack_depth);
 }
 
+/* One- or two-byte varint at *@q (before @end); false for anything longer or truncated. */
+static inline bool small_varint(const uint8_t **q, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *c = *q;
+
+    if (c < end && c[0] < 0x80) {
+        *v = c[0];
+        *q = c + 1;
+        return true;
+    }
+    if (end - c >= 2 && c[1] < 0x80) {
+        *v = (uint64_t)(c[0] & 0x7f) | (uint64_t)c[1] << 7;
+        *q = c + 2;
+        return true;
+    }
+    return false;
+}
+
+/* Length-delimited field with a one-byte tag @tag and a one-byte length at *@q. */
+static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
+                             struct pg_pb *sub)
+{
+    const uint8_t *c = *q;
+
+    if (end - c < 2 || c[0] != tag || c[1] >= 0x80 || c[1] > end - c - 2) {
+        return false;
+    }
+    sub->p = c + 2;
+    sub->end = sub->p + c[1];
+    *q = sub->end;
+    return true;
+}
+
+/* The shape every SDK and Go's runtime/pprof write, in lazy-locations mode: one packed
+ * location_id field, one packed value field holding exactly n_sample_types values, then
+ * labels of the form {key, str} with one- or two-byte varints, all with one-byte lengths.
+ * Fills it->s exactly as the general loop would; returns false without a trace for
+ * anything else (including every malformed input), which the general loop then decodes
+ * from the start and reports. */
+static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                        struct pg_pb r, int64_t *values)
+{
+    struct pg_pprof_sample *s = &it->s;
+    const size_t nt = p->n_sample_types;
+    struct pg_pb sub;
+    size_t nv = 0, nl = 0;
+    uint64_t v;
+    const uint8_t *lab0;
+
+    if (!short_len(&r.p, r.end, 0x0a, &sub)) {
+        return false;
+    }
+    s->loc_packed = sub.p;
+    s->loc_packed_len = (size_t)(sub.end - sub.p);
+    if (!short_len(&r.p, r.end, 0x12, &sub)) {
+        return false;
+    }
+    while (sub.p < sub.end) {
+        if (nv >= nt || !pg_pb_varint(&sub, &v)) {
+            return false;
+        }
+        values[nv++] = (int64_t)v;
+    }
+    if (nv != nt) {
+        return false;
+    }
+    /* Samples of one span often follow each other with the same labels: the decoded ones
+     * are still in s->labels. */
+    if (it->prev_labels != NULL && (size_t)(r.end - r.p) == it->prev_labels_len &&
+        memcmp(r.p, it->prev_labels, it->prev_labels_len) == 0) {
+        s->n_labels = it->s.n_labels;
+        s->labels_same = true;
+        return true;
+    }
+    it->prev_labels = NULL;
+    it->prev_labels_len = (size_t)(r.end - r.p);
+    lab0 = r.p;
+    while (r.p < r.end) {
+        struct pg_pprof_label *l = &s->labels[nl];
+        uint64_t k;
+        const uint8_t *q;
+        if (nl >= it->cap_labels || !short_len(&r.p, r.end, 0x1a, &sub)) {
+            return false;
+        }
+        q = sub.p;
+        if (q >= sub.end || *q++ != 0x08 || !small_varint(&q, sub.end, &k) || q >= sub.end ||
+            *q++ != 0x10 || !small_varint(&q, sub.end, &v) || q != sub.end ||
+            k >= p->n_strings || v >= p->n_strings) {
+            return false;
+        }
+        l->key = (int64_t)k;
+        l->str = (int64_t)v;
+        l->num = 0;
+        l->num_unit = 0;
+        nl++;
+    }
+    s->n_labels = nl;
+    it->prev_labels = lab0;
+    return true;
+}
+
+static enum pg_err sample_general(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
+                                  struct pg_pb r, int64_t *values, struct pg_status *st);
+
 enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,
                                  int64_t *values, bool *done, struct pg_status *st)
 {
     struct pg_pprof_sample *s = &it->s;
-    const size_t nt = p->n_sample_types;
     struct pg_pb r;
-    size_t nv = 0, si = it->index;
-    enum pg_err err;
 
     *done = false;
     /* Find the next sample field (framing was validated by the count pass). */
     for (;;) {
         uint32_t f, wt;
         const uint8_t *at = it->r.p;
+        if (short_len(&it->r.p, it->r.end, 0x12, &r)) {
+            break; /* field 2 (sample) with a one-byte length: the usual case */
+        }
         if (it->r.p >= it->r.end) {
             *done = true;
             return PG_ERR_OK;
@@ -836,10 +976,31 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
         }
     }
     s->n_locations = 0;
+    s->values = values;
+    s->labels_same = false;
+    if (it->lazy_locations && sample_fast(p, it, r, values)) {
+        it->index++;
+        return PG_ERR_OK;
+    }
+    return sample_general(p, it, r, values, st);
+}
+
+/* Any sample shape, with every check and error message; out of line so the fast path's
+ * caller stays small. */
+__attribute__((noinline)) static enum pg_err sample_general(const struct pg_pprof *p,
+                                                            struct pg_pprof_sample_iter *it,
+                                                            struct pg_pb r, int64_t *values,
+                                                            struct pg_status *st)
+{
+    struct pg_pprof_sample *s = &it->s;
+    const size_t nt = p->n_sample_types;
+    size_t nv = 0, si = it->index;
+    enum pg_err err;
+
+    it->prev_labels = NULL; /* the general loop overwrites s->labels */
+    s->n_labels = 0;
     s->loc_packed = NULL;
     s->loc_packed_len = 0;
-    s->n_labels = 0;
-    s->values = values;
     while (r.p < r.end) {
         uint32_t f, wt;
         uint64_t v;

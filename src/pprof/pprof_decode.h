@@ -106,6 +106,9 @@ struct pg_pprof_sample {
     int64_t *values; /* exactly n_sample_types on success */
     struct pg_pprof_label *labels;
     size_t n_labels;
+    /* With it->lazy_locations: the labels' bytes equal the previous sample's, so are the
+     * labels (left in place, not decoded again): a caller may reuse its work on them. */
+    bool labels_same;
 };
 
 struct pg_pprof_sample_iter {
@@ -114,6 +117,8 @@ struct pg_pprof_sample_iter {
     struct pg_pprof_sample s;
     size_t cap_locations, cap_labels;
     bool lazy_locations; /* set after init: see pg_pprof_sample.loc_packed */
+    const uint8_t *prev_labels; /* the last sample's label bytes, when it->s.labels holds them */
+    size_t prev_labels_len;
 };
 
 /* Decodes and validates @buf (uncompressed pprof) into @p; index arrays live in @scratch.

@@ -11,10 +11,12 @@
 #include "pprof/translate.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "core/hex.h"
 #include "otlp/dict.h"
 #include "codec/inflate.h"
 #include "otlp/otlp_build.h"
@@ -84,10 +86,13 @@ struct scache {
     uint32_t *slots; /* entry + 1, 0 = empty */
     size_t mask;
     size_t bytes, peak; /* for the peak-memory figure */
+    const uint8_t *last; /* the previous sample's bytes and stack: consecutive samples */
+    size_t last_len;     /* often share their stack */
+    int32_t last_stack;
 };
 
 /* Direct-mapped memo of the last link per (trace_id string, span_id string) pair: samples of
- * one span repeat the pair, and a hit skips two hex decodes and the link hash. Fixed size (in
+ * one span repeat the pair, and a hit skips two hex decodes and the link hash. Bounded size (in
  * scratch), so a profile where every pair is new costs one probe per sample and no memory. */
 #define LCACHE_BITS 9
 struct lcache_ent {
@@ -121,7 +126,8 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
-    struct lcache_ent *lc; /* 1 << LCACHE_BITS entries, scratch */
+    struct lcache_ent *lc; /* 1 << lc_bits entries, scratch */
+    unsigned lc_bits;
     struct scache sc;
     uint32_t *seen_stamp, *seen_group; /* by OTLP key strindex */
     size_t seen_n;
@@ -333,6 +339,53 @@ static bool scache_grow(struct xlate *x)
     return true;
 }
 
+/* Stacks of up to 16 one-byte ids (most SDK stacks) hash and compare with at most two
+ * overlapping loads, inline; longer ones go through the dictionary's hash. */
+static inline uint32_t stack_bytes_hash(const uint8_t *p, size_t n)
+{
+    uint64_t a, b;
+
+    if (n > 16) {
+        return (uint32_t)pg_dict_hash_bytes(p, n, 41);
+    }
+    if (n >= 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + n - 4, 4);
+        a = lo;
+        b = hi;
+    } else {
+        a = n > 0 ? (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16 : 0;
+        b = 0;
+    }
+    a = (a ^ (uint64_t)n) * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
+    return (uint32_t)(a ^ a >> 32);
+}
+
+static inline bool bytes_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t a0, a1, b0, b1;
+
+    if (n < 8) {
+        unsigned d = 0;
+        for (size_t i = 0; i < n; i++) {
+            d |= (unsigned)(a[i] ^ b[i]);
+        }
+        return d == 0;
+    }
+    if (n > 16) {
+        return memcmp(a, b, n) == 0;
+    }
+    memcpy(&a0, a, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&a1, a + n - 8, 8);
+    memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* Stack index for the sample's locations, from the cache when the packed bytes were seen. */
 static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it, size_t si,
                                 int32_t *out)
@@ -346,14 +399,20 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
     enum pg_err err;
 
     if (cache) {
+        if (c->last != NULL && c->last_len == raw_len && bytes_eq(c->last, raw, raw_len)) {
+            *out = c->last_stack;
+            return PG_ERR_OK;
+        }
         if (c->n == c->cap && !scache_grow(x)) {
             return nomem(x, "stacks");
         }
-        h = (uint32_t)pg_dict_hash_bytes(raw, raw_len, 41);
+        h = stack_bytes_hash(raw, raw_len);
         for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
             const struct scache_ent *e = &c->ents[c->slots[pos] - 1];
-            if (e->h == h && e->len == raw_len && memcmp(e->p, raw, raw_len) == 0) {
-                *out = e->stack;
+            if (e->h == h && e->len == raw_len && bytes_eq(e->p, raw, raw_len)) {
+                c->last = raw;
+                c->last_len = raw_len;
+                *out = c->last_stack = e->stack;
                 return PG_ERR_OK;
             }
         }
@@ -381,6 +440,9 @@ static enum pg_err sample_stack(struct xlate *x, struct pg_pprof_sample_iter *it
     if (cache) {
         c->ents[c->n] = (struct scache_ent){raw, (uint32_t)raw_len, h, *out};
         c->slots[pos] = (uint32_t)++c->n;
+        c->last = raw;
+        c->last_len = raw_len;
+        c->last_stack = *out;
     }
     return PG_ERR_OK;
 }
@@ -404,21 +466,34 @@ static enum key_kind key_kind(struct xlate *x, int64_t key)
     return (enum key_kind)k;
 }
 
-/* Hex digit values, 0x10 for anything else: one lookup per digit, and one
- * OR-accumulator both catches a bad digit and tells an all-zero id (no
- * branches: random ids mispredict half of the time). */
-#define HEXV(c)                                                                                    \
-    ((c) >= '0' && (c) <= '9'   ? (c) - '0'                                                        \
-     : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10                                                   \
-     : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10                                                   \
-                                : 0x10)
-#define HEXV4(i) HEXV(i), HEXV((i) + 1), HEXV((i) + 2), HEXV((i) + 3)
-#define HEXV16(i) HEXV4(i), HEXV4((i) + 4), HEXV4((i) + 8), HEXV4((i) + 12)
-#define HEXV64(i) HEXV16(i), HEXV16((i) + 16), HEXV16((i) + 32), HEXV16((i) + 48)
-static const uint8_t k_hexv[256] = {HEXV64(0), HEXV64(64), HEXV64(128), HEXV64(192)};
+/* Byte value of every two-character hex pair (any case), 0x100 for anything else: one
+ * 16-bit load and one lookup per output byte, and one OR-accumulator both catches a bad
+ * digit and tells an all-zero id (no branches: random ids mispredict half of the time).
+ * 128 KiB, built once; an id touches at most 484 of its entries (22 x 22 digits). */
+static uint16_t k_hexpair[1 << 16];
+static pthread_once_t k_hexpair_once = PTHREAD_ONCE_INIT;
+
+static void hexpair_init(void)
+{
+    for (unsigned i = 0; i < (1u << 16); i++) {
+        /* indexed by the two characters as one native 16-bit load sees them */
+        uint8_t c[2] = {(uint8_t)(i >> 8), (uint8_t)i};
+        int hi = pg_hex_digit(c[0]), lo = pg_hex_digit(c[1]);
+        uint16_t w;
+        memcpy(&w, c, 2);
+        k_hexpair[w] = (uint16_t)(hi < 0 || lo < 0 ? 0x100 : hi << 4 | lo);
+    }
+}
+
+static inline unsigned hexpair(const uint8_t *p)
+{
+    uint16_t w;
+    memcpy(&w, p, 2);
+    return k_hexpair[w];
+}
 
 /* @n raw bytes from exactly 2n hex digits, any case; false if malformed or all zero.
- * (A SWAR version, 8 digits per step, measured no faster here.) */
+ * (A SWAR version, 8 digits per step, and a per-digit table both cost more.) */
 static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
 {
     const uint8_t *p = (const uint8_t *)s->p;
@@ -427,23 +502,28 @@ static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
     if (s->len != 2 * n) {
         return false;
     }
-    for (size_t i = 0; i < n; i++) {
-        unsigned hi = k_hexv[p[2 * i]], lo = k_hexv[p[2 * i + 1]];
-        acc |= hi | lo;
-        out[i] = (uint8_t)(hi << 4 | lo);
+    for (size_t i = 0; i + 4 <= n; i += 4, p += 8) { /* ids are 16 and 8 bytes */
+        unsigned v0 = hexpair(p), v1 = hexpair(p + 2), v2 = hexpair(p + 4), v3 = hexpair(p + 6);
+        acc |= v0 | v1 | v2 | v3;
+        out[i] = (uint8_t)v0;
+        out[i + 1] = (uint8_t)v1;
+        out[i + 2] = (uint8_t)v2;
+        out[i + 3] = (uint8_t)v3;
     }
-    return (acc & 0x10) == 0 && acc != 0;
+    for (size_t i = n & ~(size_t)3; i < n; i++, p += 2) {
+        unsigned v = hexpair(p);
+        acc |= v;
+        out[i] = (uint8_t)v;
+    }
+    return (acc & 0x100) == 0 && acc != 0;
 }
 
 static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32_t is_num)
 {
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-    h ^= (uint64_t)val + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
-    h *= 0xc2b2ae3d27d4eb4full;
-    h ^= (uint64_t)unit * UINT64_C(0x165667b19e3779f9) + (uint64_t)is_num;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
+    /* string indexes are small: two multiply-xor rounds mix them enough */
+    uint64_t h = ((uint64_t)key << 32 ^ (uint64_t)val) * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)unit << 1 | (uint32_t)is_num) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
 }
 
 static bool acache_grow(struct xlate *x)
@@ -474,27 +554,19 @@ static bool acache_grow(struct xlate *x)
     return true;
 }
 
-/* Attribute for one single-valued label. */
-static int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+/* label_attr's miss: interns the attribute and records it in slot @pos. Out of line so
+ * the hit path stays small enough to inline. */
+__attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
+                                                        const struct pg_pprof_label *l,
+                                                        int32_t key, size_t pos)
 {
     struct acache *c = &x->ac;
     int32_t is_num = l->str == 0;
     int64_t val = is_num ? l->num : l->str;
-    int64_t unit = is_num ? l->num_unit : 0; /* string labels carry no unit */
-    uint64_t h = acache_hash(l->key, val, unit, is_num);
+    int64_t unit = is_num ? l->num_unit : 0;
     struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     int32_t u = 0, a;
-    size_t pos;
 
-    if (c->n == c->cap && !acache_grow(x)) {
-        return PG_DICT_NOMEM;
-    }
-    for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
-        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
-        if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
-            return e->attr;
-        }
-    }
     if (is_num) {
         v.value_case = PG_OTLP_ANYVALUE_INT;
         v.int_value = l->num;
@@ -515,6 +587,28 @@ static int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32
     c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a};
     c->slots[pos] = (uint32_t)++c->n;
     return a;
+}
+
+/* Attribute for one single-valued label. */
+static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+{
+    struct acache *c = &x->ac;
+    int32_t is_num = l->str == 0;
+    int64_t val = is_num ? l->num : l->str;
+    int64_t unit = is_num ? l->num_unit : 0; /* string labels carry no unit */
+    uint64_t h = acache_hash(l->key, val, unit, is_num);
+    size_t pos;
+
+    if (c->n == c->cap && !acache_grow(x)) {
+        return PG_DICT_NOMEM;
+    }
+    for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
+        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
+        if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
+            return e->attr;
+        }
+    }
+    return label_attr_new(x, l, key, pos);
 }
 
 /* One array attribute for a key that appears several times in a sample (pprof allows it;
@@ -574,7 +668,7 @@ static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
 /* The interned list holding just attribute @a. Most samples carry one
  * attribute besides their link (a route, a thread name), so a direct-indexed
  * memo stands in front of hashing the list every time. NULL on OOM. */
-static const int32_t *one_attr_list(struct xlate *x, int32_t a)
+static inline const int32_t *one_attr_list(struct xlate *x, int32_t a)
 {
     if ((size_t)a >= x->one_cap) {
         size_t ncap = x->one_cap ? x->one_cap : 64;
@@ -603,7 +697,7 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
                                  int32_t *link, const int32_t **attrs, size_t *n_attrs)
 {
     const struct pg_pprof_label *lab = s->labels;
-    size_t ntr = 0, nsp = 0, tr = 0, sp = 0, ng = 0;
+    size_t ntr = 0, nsp = 0, tr = 0, sp = 0, ng = 0, nkept = 0, other = 0;
     bool have_link = false;
 
     (void)si;
@@ -618,6 +712,7 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         if (lab[j].str == 0 && lab[j].num == 0 && lab[j].num_unit == 0) {
             continue; /* google/pprof drops such labels when decoding */
         }
+        nkept++;
         k = key_kind(x, lab[j].key);
         if (k == KK_TRACE) {
             ntr++;
@@ -625,6 +720,8 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         } else if (k == KK_SPAN) {
             nsp++;
             sp = j;
+        } else {
+            other = j;
         }
     }
     if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
@@ -634,7 +731,7 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         bool fits = (uint64_t)lab[tr].str <= UINT32_MAX && (uint64_t)lab[sp].str <= UINT32_MAX;
         struct lcache_ent tmp = {0, 0, -1};
         struct lcache_ent *e =
-            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - LCACHE_BITS)] : &tmp;
+            fits ? &x->lc[(ts * 0x9e3779b1u ^ ss * 0x85ebca77u) >> (32 - x->lc_bits)] : &tmp;
 
         if (!fits || e->tr != ts || e->sp != ss) {
             uint8_t ids[24];
@@ -651,6 +748,27 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
             *link = e->link;
             have_link = true;
         }
+    }
+    if (nkept == (have_link ? 2u : 0u)) {
+        return PG_ERR_OK; /* no attributes */
+    }
+    if (nkept == (have_link ? 3u : 1u)) {
+        /* One attribute label (a route, a thread name; with a link, the usual SDK sample):
+         * nothing to group. Without a link the one kept label may be a trace or span
+         * label that did not make a link: find it. */
+        int32_t key, a;
+        if (!have_link) {
+            for (other = 0; lab[other].str == 0 && lab[other].num == 0 &&
+                            lab[other].num_unit == 0;
+                 other++) {
+            }
+        }
+        if ((key = pstr(x, lab[other].key)) < 0 || (a = label_attr(x, &lab[other], key)) < 0 ||
+            (*attrs = one_attr_list(x, a)) == NULL) {
+            return nomem(x, "attributes");
+        }
+        *n_attrs = 1;
+        return PG_ERR_OK;
     }
     if (++x->stamp == 0) {
         memset(x->seen_stamp, 0, x->seen_n * sizeof(uint32_t));
@@ -887,7 +1005,12 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
-    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << LCACHE_BITS, sizeof(*x->lc));
+    /* As many entries as strings, up to the maximum: zeroing the full memo was most of its
+     * cost for a small profile, whose few pairs fit a small one. */
+    for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < p->n_strings;
+         x->lc_bits++) {
+    }
+    x->lc = pg_arena_calloc(x->scratch, (size_t)1 << x->lc_bits, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
     x->map_otlp = pg_arena_alloc(x->scratch, (p->n_mappings + 1) * sizeof(int32_t));
     x->loc_otlp = pg_arena_alloc(x->scratch, (p->n_locations + 1) * sizeof(int32_t));
@@ -901,6 +1024,7 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     memset(x->loc_otlp, 0xff, p->n_locations * sizeof(int32_t));
     memset(x->fn_otlp, 0xff, p->n_functions * sizeof(int32_t));
     x->attr_folded = -1;
+    (void)pthread_once(&k_hexpair_once, hexpair_init);
     x->trace_len = strlen(x->opts->trace_id_label);
     x->span_len = strlen(x->opts->span_id_label);
 
@@ -972,7 +1096,12 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
         if ((err = sample_stack(x, &it, i, &stack)) != PG_ERR_OK) {
             return err;
         }
-        if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
+        if (s->labels_same && srecs != NULL && i > 0) {
+            /* the previous sample's labels: its link and attributes */
+            link = srecs[i - 1].link;
+            attrs = srecs[i - 1].attrs;
+            n_attrs = srecs[i - 1].n_attrs;
+        } else if ((err = sample_labels(x, s, i, &link, &attrs, &n_attrs)) != PG_ERR_OK) {
             return err;
         }
         if (srecs != NULL) {

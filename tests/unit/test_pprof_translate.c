@@ -1086,6 +1086,9 @@ PG_TEST(determinism_packed_unpacked_order)
     size_t enc_len[2];
     uint8_t *enc[2];
     static const struct ppb_label lab[] = {{"a", "x", 0, NULL}, {"n", NULL, 3, "ms"}};
+    /* string labels only: packed, the decoder's fast path takes the whole sample */
+    static const struct ppb_label slab[] = {{"a", "x", 0, NULL}, {"b", "y", 0, NULL},
+                                            {"a", "z", 0, NULL}};
 
     for (int pass = 0; pass < 2; pass++) {
         struct ppb b;
@@ -1097,6 +1100,11 @@ PG_TEST(determinism_packed_unpacked_order)
         base_tables(&b);
         ppb_sample(&b, locs, 2, v, 2, lab, 2, pass);
         ppb_sample(&b, locs + 1, 1, v, 2, lab + 1, 1, !pass);
+        ppb_sample(&b, locs, 2, v, 2, slab, 3, pass);
+        ppb_sample(&b, locs + 1, 1, v, 2, slab, 3, pass); /* packed: same label bytes */
+        ppb_sample(&b, locs, 2, v, 2, slab, 3, !pass);
+        ppb_sample(&b, locs, 2, v, 2, slab, 3, pass);
+        ppb_sample(&b, locs, 2, v, 2, slab, 2, !pass);
         bufs[pass] = ppb_finish(&b, &lens[pass]);
         run(&r, bufs[pass], lens[pass]);
         CHECK_INT(r.err, PG_ERR_OK);

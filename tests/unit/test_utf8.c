@@ -35,6 +35,12 @@ static const struct {
     {"cut 3-byte at end", "x\xe2\x82", 3, "x\xef\xbf\xbd\xef\xbf\xbd", 2},
     {"NUL inside", "a\0b", 3, "a\xef\xbf\xbd" "b", 1},
     {"valid after bad", "\xff\xc3\xa9", 3, "\xef\xbf\xbd\xc3\xa9", 1},
+    /* eight bytes at a time over ASCII: a NUL or a high byte anywhere in a word */
+    {"long ascii", "abcdefghijklmnopq", 17, "abcdefghijklmnopq", 0},
+    {"NUL in 1st word", "abcdefg\0ijklmnop", 16, "abcdefg\xef\xbf\xbdijklmnop", 1},
+    {"NUL starts 2nd word", "abcdefgh\0jklmnop", 16, "abcdefgh\xef\xbf\xbdjklmnop", 1},
+    {"bad in 2nd word", "abcdefghij\xffklmnop", 17, "abcdefghij\xef\xbf\xbdklmnop", 1},
+    {"2-byte across words", "abcdefg\xc3\xa9ijklmno", 16, "abcdefg\xc3\xa9ijklmno", 0},
 };
 
 PG_TEST(test_table)
