@@ -481,7 +481,7 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
 struct rx_job {
     struct rx_job *next;
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
-    size_t admitted;               /* body bytes pg_memlimit_admit()ed, released at the end */
+    size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
     /* inputs */
     struct pg_arena *scratch;      /* owned: raw body + decoded layers */
@@ -739,7 +739,11 @@ static void job_finish(struct rx *rx, struct rx_job *job, bool async)
         job_free(job);
         return;
     }
-    /* Charged until the last exporter drops the batch. */
+    /* The batch is all that is left of the admission's estimate (body and
+     * scratch are gone): it replaces it, charged until the last exporter drops
+     * it. Counting both refused lone bodies the estimate had admitted. */
+    pg_memlimit_release(job->admitted);
+    job->admitted = 0;
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
     if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
