@@ -21,6 +21,7 @@ Env: CLIENTS (60), DURATION (10 s), LIMIT_MIB (160), SPIKE_MIB (32),
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -83,14 +84,6 @@ pinned = PIN and len(cores) >= 2
 gw_cores, client_cores = ({cores[0]}, {cores[1]}) if pinned else (set(cores), set(cores))
 
 
-def pin_all_threads(pid, cpus):
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except OSError:
-            pass  # a thread that just ended
-
-
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -126,10 +119,14 @@ gw, ctl = Gateway(cfg), Gateway(cfg)
 for g in (gw, ctl):
     with open(g.path("token"), "w") as f:
         f.write(TOKEN + "\n")
-with gw, ctl:
-    pin_all_threads(gw.proc.pid, gw_cores)
-    pin_all_threads(ctl.proc.pid, client_cores)
-    os.sched_setaffinity(0, client_cores)  # the probes and the attacker inherit it
+# Each gateway starts with its affinity set, so the default worker count
+# (the CPUs it can use) follows the pinning; the probes and the attacker
+# inherit this script's affinity.
+os.sched_setaffinity(0, gw_cores)
+gw.start()
+os.sched_setaffinity(0, client_cores)
+try:
+    ctl.start()
     rss_peak = 0
     probe = start_probe(gw.port, "127.0.0.2")
     cprobe = start_probe(ctl.port, "127.0.0.3")
@@ -161,6 +158,8 @@ with gw, ctl:
 
     where = (f"PINNED: gateway on core {cores[0]}, attacker + probes + control gateway on core "
              f"{cores[1]}" if pinned else "UNPINNED: every process on any core")
+    m = re.search(r"(\d+) workers", gw.log())
+    where += f"; gateway with {m.group(1) if m else '?'} workers"
     print(f"flood: {CLIENTS} clients x {os.path.getsize(large) >> 10} KiB gzip for {DURATION:.0f} s, "
           f"memory_limiter limit_mib {LIMIT} spike {SPIKE}, auth {'on' if AUTH else 'off'}; {where}; "
           f"load average {load0:.1f}")
@@ -175,3 +174,6 @@ with gw, ctl:
     print(f"  control (idle gateway, same time): {len(clat)} ok, {len(cfail)} failed, "
           f"p50 {pct(clat, 0.5):.1f} ms, p99 {pct(clat, 0.99):.1f} ms, max {pct(clat, 1.0):.1f} ms; "
           f"p99 flooded / control = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")
+finally:
+    gw.kill()
+    ctl.kill()

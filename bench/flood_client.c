@@ -328,7 +328,7 @@ static void push_once(int port, const char *src, const char *req, size_t req_len
     while (off < req_len) {
         ssize_t n = send(fd, req + off, req_len - off, MSG_NOSIGNAL);
         if (n <= 0) {
-            strcpy(st, "send");
+            snprintf(st, 8, "send%d", n < 0 ? errno : 0);
             close(fd);
             return;
         }
@@ -344,7 +344,11 @@ static void push_once(int port, const char *src, const char *req, size_t req_len
     }
     status_label(resp, got, st);
     if (got < 12 && rerr != 0) {
-        snprintf(st, 8, "%s", rerr == ECONNRESET ? "reset" : rerr == EAGAIN ? "timeout" : "error");
+        if (rerr == ECONNRESET || rerr == EAGAIN) {
+            snprintf(st, 8, "%s", rerr == ECONNRESET ? "reset" : "timeout");
+        } else {
+            snprintf(st, 8, "e%d", rerr);
+        }
     }
     close(fd);
 }

@@ -488,6 +488,7 @@ struct rx_job {
     struct pg_arena *arena;        /* owned: becomes the batch's arena */
     const uint8_t *raw;            /* in scratch */
     size_t len;
+    struct evbuffer *body;         /* owned: a queued body, copied into scratch by the worker */
     struct pg_http_codings codings;
     struct pg_metadata md;         /* in arena: peer address, headers */
     enum pg_err md_err;            /* a metadata failure, reported after translation */
@@ -519,6 +520,9 @@ struct rx_pool {
 static void job_free(struct rx_job *job)
 {
     pg_memlimit_release(job->admitted);
+    if (job->body != NULL) {
+        evbuffer_free(job->body);
+    }
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -535,6 +539,18 @@ static void job_run(struct rx *rx, struct rx_job *job)
     size_t body_len = 0, inflated = 0;
     enum pg_err err;
 
+    if (job->body != NULL) {
+        uint8_t *raw = pg_arena_alloc(job->scratch, job->len);
+
+        if (raw == NULL || evbuffer_remove(job->body, raw, job->len) != (int)job->len) {
+            job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request",
+                                     job->len);
+            return;
+        }
+        evbuffer_free(job->body);
+        job->body = NULL;
+        job->raw = raw;
+    }
     body = job->raw;
     body_len = job->len;
     if (job->codings.n > 0) {
@@ -928,6 +944,7 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
     struct rx_job *job;
     enum pg_err err;
     uint8_t *raw;
+    bool to_pool;
 
     job = calloc(1, sizeof(*job));
     if (job == NULL) {
@@ -958,12 +975,21 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
     /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
     job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
     job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
-    raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
-    if (job->arena == NULL || raw == NULL) {
+    /* A body for the workers moves to the job as it is (the chains, no copy):
+     * copying and faulting in megabytes would stall the loop. */
+    to_pool = rx->pool != NULL && len > INLINE_MAX_BODY;
+    if (to_pool) {
+        raw = NULL;
+        job->body = evbuffer_new();
+    } else {
+        raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
+    }
+    if (job->arena == NULL || job->scratch == NULL || (to_pool ? job->body == NULL : raw == NULL)) {
         job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
         goto finish;
     }
-    if (evbuffer_remove(buf, raw, len) != (int)len) {
+    if (to_pool ? evbuffer_add_buffer(job->body, buf) != 0
+                : evbuffer_remove(buf, raw, len) != (int)len) {
         job->err = pg_status_set(&job->st, PG_ERR_INTERNAL, "could not read the request body");
         goto finish;
     }
@@ -979,7 +1005,7 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
                                                         &job->md_st);
         }
     }
-    if (rx->pool != NULL && len > INLINE_MAX_BODY) {
+    if (to_pool) {
         struct rx_pool *pool = rx->pool;
 
         pool->in_flight++;
