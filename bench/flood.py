@@ -17,7 +17,9 @@ on the first core, the attacker, both probes, the control gateway and this
 script on the second; PIN=0 leaves everything to the scheduler.
 Env: CLIENTS (60), DURATION (10 s), LIMIT_MIB (160), SPIKE_MIB (32),
      SAMPLES (140000), WORKERS (receiver default), AUTH (1 = bearer auth on),
-     PIN (0), PPROFGATE_BIN, PG_BUILD_DIR."""
+     PIN (0), SCHED (1 = `perf sched record` 4 s of the flood and print who kept the
+     gateway's event loop waiting for a CPU: its own threads or other processes),
+     PPROFGATE_BIN, PG_BUILD_DIR."""
 
 import json
 import os
@@ -40,6 +42,7 @@ SAMPLES = int(os.environ.get("SAMPLES", "140000"))
 WORKERS = os.environ.get("WORKERS", "")
 AUTH = os.environ.get("AUTH", "0") == "1"
 PIN = os.environ.get("PIN", "0") == "1"
+SCHED = os.environ.get("SCHED", "0") == "1"
 TOKEN = "bench-token"
 CLIENT_BIN = os.path.join(BUILD, "bench", "flood_client")
 if not os.path.exists(CLIENT_BIN):
@@ -111,6 +114,57 @@ def probe_result(pr):
     return lat, fail
 
 
+def sched_record():
+    path = os.path.join(gw.tmp, "sched.data")
+    return path, subprocess.Popen(["perf", "sched", "record", "-o", path, "--", "sleep", "4"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def sched_report(path, pid):
+    """The loop thread's (tid = pid) waits for a CPU while runnable, and what
+    ran on its CPU meanwhile: the gateway's own threads or other processes."""
+    out = subprocess.run(["perf", "sched", "timehist", "-i", path], capture_output=True,
+                         text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[1].startswith("[") and f[0][0].isdigit():
+            try:
+                rows.append((float(f[0].rstrip(":")), f[1], f[2], float(f[4]), float(f[5])))
+            except ValueError:
+                pass
+    loop = f"pprofgate[{pid}]"
+    delays, runs, blame = [], [], {}
+    for i, (t, cpu, name, delay, run) in enumerate(rows):
+        if name != loop:
+            continue
+        delays.append(delay)
+        runs.append(run)
+        if delay <= 2.0:
+            continue
+        start = t - (run + delay) / 1000
+        for t2, cpu2, name2, _, run2 in reversed(rows[:i]):
+            if t2 <= start:
+                break
+            if cpu2 == cpu:
+                if name2.endswith(f"/{pid}]"):
+                    who = "the gateway's own threads"
+                elif name2.split("[")[0] in ("flood_client", "python3", "pprofgate", "perf"):
+                    who = "this bench (attacker, probes, control, perf)"
+                else:
+                    who = "other processes"
+                blame[who] = blame.get(who, 0.0) + run2
+    if not delays:
+        return "  sched: no samples of the loop thread"
+    delays.sort()
+    return (f"  sched (4 s): loop woke {len(delays)} times, waited for a CPU p50 "
+            f"{pct(delays, 0.5):.2f} ms, p99 {pct(delays, 0.99):.2f} ms, max {delays[-1]:.1f} ms; "
+            f"in its {sum(1 for d in delays if d > 2)} waits > 2 ms the CPU ran: "
+            + ", ".join(f"{k} {v:.0f} ms" for k, v in sorted(blame.items()))
+            + f"\n  loop on CPU {sum(runs):.0f} ms of 4 s, longest run {max(runs):.1f} ms, "
+            f"{sum(1 for r in runs if r > 2)} runs > 2 ms")
+
+
 def pct(lat, q):
     return lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
 
@@ -135,8 +189,11 @@ try:
     flood = subprocess.Popen([CLIENT_BIN, "flood", str(gw.port), large, str(CLIENTS), str(DURATION)]
                              + ([TOKEN] if AUTH else []), stdout=subprocess.PIPE, text=True)
     end = time.monotonic() + DURATION
+    sched = None
     while time.monotonic() < end:
         rss_peak = max(rss_peak, gw.rss_kb() or 0)
+        if SCHED and sched is None and time.monotonic() > end - DURATION + 2:
+            sched = sched_record()
         time.sleep(0.02)
     # The probes cover the flood's window only, not the requests it lets finish.
     lat, pfail = probe_result(probe)
@@ -145,6 +202,8 @@ try:
         rss_peak = max(rss_peak, gw.rss_kb() or 0)
         time.sleep(0.02)
     out, _ = flood.communicate()
+    if sched is not None:
+        sched[1].wait(30)
     cpu1 = cpu_s(gw.proc.pid)
     hwm = gw.hwm_kb() or 0
     os.sched_setaffinity(0, set(cores))
@@ -174,6 +233,8 @@ try:
     print(f"  control (idle gateway, same time): {len(clat)} ok, {len(cfail)} failed, "
           f"p50 {pct(clat, 0.5):.1f} ms, p99 {pct(clat, 0.99):.1f} ms, max {pct(clat, 1.0):.1f} ms; "
           f"p99 flooded / control = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")
+    if sched is not None:
+        print(sched_report(sched[0], gw.proc.pid))
 finally:
     gw.kill()
     ctl.kill()
