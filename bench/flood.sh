@@ -6,8 +6,9 @@
 # PIN and/or AUTH to run one of them. Other env: see bench/flood.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PG_BUILD_DIR=${PG_BUILD_DIR:-build}
-export PPROFGATE_BIN=${PPROFGATE_BIN:-$PG_BUILD_DIR/pprofgate}
+# Absolute: the harness starts the gateway from its own temporary directory.
+export PG_BUILD_DIR=$(realpath "${PG_BUILD_DIR:-build}")
+export PPROFGATE_BIN=$(realpath "${PPROFGATE_BIN:-$PG_BUILD_DIR/pprofgate}")
 [ -x "$PG_BUILD_DIR/bench/flood_client" ] || cmake --build "$PG_BUILD_DIR" --target flood_client
 for pin in ${PIN:-0 1}; do
     for auth in ${AUTH:-0 1}; do
