@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Hostile clients against the real binary, loopback only, every loop bounded.
-Each attack asserts its outcome, and a well-behaved probe client (small
-authenticated pushes from its own process and address, 127.0.0.2) runs
+Each attack asserts its outcome, and a well-behaved probe client (the real
+SDK push, authenticated, from its own process and address, 127.0.0.2) runs
 throughout and must never be refused (its p99 is printed against the 50 ms
 goal, not asserted):
 
