@@ -20,7 +20,7 @@
 #include <event2/http.h>
 
 #include "core/arena.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 
 static int inflate_bodies;
 

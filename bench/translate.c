@@ -14,7 +14,7 @@
 
 #include "core/arena.h"
 #include "otlp/otlp_encode.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 #include "pprof/translate.h"
 
 static double now_ms(void)

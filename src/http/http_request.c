@@ -14,56 +14,8 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "codec/codec.h"
 #include "core/utf8.h"
-#include "pprof/inflate.h"
-
-static const struct {
-    const char *name;
-    unsigned bit;
-} coding_names[] = {
-    {"", PG_HTTP_ALLOW_IDENTITY},     {"identity", PG_HTTP_ALLOW_IDENTITY},
-    {"gzip", PG_HTTP_ALLOW_GZIP},     {"x-gzip", PG_HTTP_ALLOW_GZIP},
-    {"deflate", PG_HTTP_ALLOW_DEFLATE}, {"zlib", PG_HTTP_ALLOW_ZLIB},
-};
-
-unsigned pg_http_coding_bit_from_name(const char *name)
-{
-    for (size_t i = 0; i < sizeof(coding_names) / sizeof(coding_names[0]); i++) {
-        if (strcasecmp(name, coding_names[i].name) == 0) {
-            return coding_names[i].bit;
-        }
-    }
-    return 0;
-}
-
-void pg_http_allowed_list(unsigned allowed, char *buf, size_t size)
-{
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } order[] = {{PG_HTTP_ALLOW_IDENTITY, "identity"},
-                 {PG_HTTP_ALLOW_GZIP, "gzip"},
-                 {PG_HTTP_ALLOW_DEFLATE, "deflate"},
-                 {PG_HTTP_ALLOW_ZLIB, "zlib"}};
-    size_t o = 0;
-
-    if (size == 0) {
-        return;
-    }
-    buf[0] = '\0';
-    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-        int w;
-
-        if ((allowed & order[i].bit) == 0) {
-            continue;
-        }
-        w = snprintf(buf + o, size - o, "%s%s", o ? ", " : "", order[i].name);
-        if (w < 0 || (size_t)w >= size - o) {
-            return;
-        }
-        o += (size_t)w;
-    }
-}
 
 /* Copies at most @cap-1 printable bytes of @s[0..n) into @dst for messages. */
 static void printable(char *dst, size_t cap, const char *s, size_t n)
@@ -85,9 +37,8 @@ enum pg_err pg_http_parse_content_encoding(const char *value, unsigned allowed,
 
     for (;;) {
         const char *start, *end;
-        char name[32];
+        const struct pg_codec *codec;
         size_t n;
-        unsigned bit;
 
         while (*p == ' ' || *p == '\t') {
             p++;
@@ -101,28 +52,22 @@ enum pg_err pg_http_parse_content_encoding(const char *value, unsigned allowed,
             end--;
         }
         n = (size_t)(end - start);
-        if (n >= sizeof(name)) {
-            bit = 0;
-        } else {
-            memcpy(name, start, n);
-            name[n] = '\0';
-            bit = pg_http_coding_bit_from_name(name);
-        }
-        if (bit == 0 || (allowed & bit) == 0) {
+        codec = pg_codec_find(start, n);
+        if (codec == NULL || (allowed & pg_codec_bit(codec)) == 0) {
             char shown[48];
 
             printable(shown, sizeof(shown), start, n);
-            pg_http_allowed_list(allowed, list, sizeof(list));
+            pg_codec_list(allowed, false, list, sizeof(list));
             return pg_status_set(st, PG_ERR_UNSUPPORTED,
                                  "unsupported Content-Encoding \"%s\" (supported: %s)", shown,
                                  list);
         }
-        if (bit != PG_HTTP_ALLOW_IDENTITY) {
+        if (codec->decode != NULL) { /* identity adds no layer */
             if (out->n >= PG_HTTP_MAX_CODINGS) {
                 return pg_status_set(st, PG_ERR_LIMIT,
                                      "more than %d Content-Encoding layers", PG_HTTP_MAX_CODINGS);
             }
-            out->v[out->n++] = bit == PG_HTTP_ALLOW_GZIP ? PG_HTTP_CODING_GZIP : PG_HTTP_CODING_ZLIB;
+            out->v[out->n++] = codec;
         }
         if (*p == '\0') {
             return PG_ERR_OK;
@@ -144,9 +89,8 @@ enum pg_err pg_http_decode_body(struct pg_arena *arena, const uint8_t *in, size_
     for (size_t i = codings->n; i > 0; i--) {
         uint8_t *next = NULL;
         size_t next_len = 0;
-        enum pg_inflate_format fmt =
-            codings->v[i - 1] == PG_HTTP_CODING_GZIP ? PG_INFLATE_GZIP : PG_INFLATE_ZLIB;
-        enum pg_err err = pg_inflate(arena, cur, cur_len, fmt, max_layer, &next, &next_len, st);
+        enum pg_err err =
+            codings->v[i - 1]->decode(arena, cur, cur_len, max_layer, &next, &next_len, st);
 
         if (err != PG_ERR_OK) {
             return err;

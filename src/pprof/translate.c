@@ -16,7 +16,7 @@
 #include <sys/random.h>
 
 #include "otlp/dict.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 #include "otlp/otlp_build.h"
 #include "pprof/pprof_decode.h"
 

@@ -22,8 +22,9 @@ static const struct pg_field server_fields[] = {
     F("max_request_body_size", PG_FT_BYTES, struct rx_server_cfg, max_request_body_size, "20MiB",
       1024, 1024.0 * MIB, "cap on the body as received and on each decompressed layer (413)"),
     F("compression_algorithms", PG_FT_STRLIST, struct rx_server_cfg, compression_algorithms,
-      ",gzip,deflate,zlib", 0, 0,
-      "accepted Content-Encoding values (\"\" = none; identity, gzip, deflate, zlib)"),
+      NULL, 0, 0,
+      "accepted Content-Encoding values (\"\" = none); unset or [] = every coding pprofgate "
+      "decodes"),
     F("read_header_timeout", PG_FT_DURATION, struct rx_server_cfg, read_header_timeout, "1m", 0, 0,
       "deadline from a request's first byte to the end of its headers (not reset by trickled "
       "bytes); a new connection gets it from accept"),

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

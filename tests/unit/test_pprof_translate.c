@@ -12,8 +12,9 @@
 
 #include "core/arena.h"
 #include "pg_test.h"
+#include "pg_test_zlib.h"
 #include "otlp/dict.h"
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 #include "pprof/translate.h"
 #include "pprof_writer.h"
 
@@ -29,19 +30,7 @@ static uint8_t *read_fixture(const char *rel, size_t *len)
 
 static uint8_t *gzip_bytes(const uint8_t *in, size_t len, size_t *out_len)
 {
-    z_stream z;
-    size_t cap = compressBound(len) + 64;
-    uint8_t *out = malloc(cap);
-    memset(&z, 0, sizeof(z));
-    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)len;
-    z.next_out = out;
-    z.avail_out = (uInt)cap;
-    deflate(&z, Z_FINISH);
-    *out_len = z.total_out;
-    deflateEnd(&z);
-    return out;
+    return pg_test_squeeze(in, len, PG_TEST_GZIP_BITS, out_len);
 }
 
 struct run {

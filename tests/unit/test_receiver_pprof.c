@@ -12,12 +12,12 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <zlib.h>
 
 #include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "pg_test.h"
+#include "pg_test_zlib.h"
 
 extern const struct pg_component_ops pg_receiver_pprof;
 
@@ -107,26 +107,14 @@ static uint8_t *worked_example_gz(size_t *len)
     char path[1024];
     size_t n;
     unsigned char *raw;
-    uLongf cap;
     uint8_t *out;
-    z_stream zs;
 
     snprintf(path, sizeof(path), "%s/debug/worked_example.pprof", dir ? dir : "tests/fixtures");
     raw = pg_test_read_file(path, &n);
     if (raw == NULL) {
         return NULL;
     }
-    cap = compressBound((uLong)n) + 64;
-    out = malloc(cap);
-    memset(&zs, 0, sizeof(zs));
-    deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
-    zs.next_in = raw;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    deflate(&zs, Z_FINISH);
-    *len = zs.total_out;
-    deflateEnd(&zs);
+    out = pg_test_squeeze(raw, n, PG_TEST_GZIP_BITS, len);
     free(raw);
     return out;
 }

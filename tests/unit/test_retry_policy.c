@@ -3,7 +3,7 @@
  * max_interval, jitter within +-randomization_factor, RetryInfo delays taking
  * precedence when longer, max_elapsed_time ending the retries, disabled
  * meaning no retry at all. */
-#include "exporter/retry.h"
+#include "exporterhelper/retry.h"
 #include "pg_test.h"
 
 static const int64_t S = 1000000000LL;

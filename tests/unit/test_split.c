@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "otlp/otlp_encode.h"
-#include "exporter/split.h"
+#include "exporterhelper/split.h"
 #include "pg_test.h"
 #include "test_otlp_util.h"
 

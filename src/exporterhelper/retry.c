@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Exponential backoff with jitter, as the collector's retry_on_failure. */
-#include "exporter/retry.h"
+#include "exporterhelper/retry.h"
 
 static uint64_t xorshift(uint64_t *s)
 {

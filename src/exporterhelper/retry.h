@@ -3,8 +3,8 @@
  * backoff): exponential intervals with jitter, capped per wait and in total
  * elapsed time, and a server-sent RetryInfo delay taking precedence when it
  * is longer. Pure arithmetic so it is unit-testable without a clock. */
-#ifndef PG_EXPORTER_RETRY_H
-#define PG_EXPORTER_RETRY_H
+#ifndef PG_EXPORTERHELPER_RETRY_H
+#define PG_EXPORTERHELPER_RETRY_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,8 +5,8 @@
  * rebuilt by value (pruned: only what its samples reference; no orphans,
  * index 0 the zero value). A sample that cannot fit even alone is dropped and
  * counted. Resource and scope attributes are copied with plain keys. */
-#ifndef PG_EXPORTER_SPLIT_H
-#define PG_EXPORTER_SPLIT_H
+#ifndef PG_EXPORTERHELPER_SPLIT_H
+#define PG_EXPORTERHELPER_SPLIT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Bounded zlib inflation into a request arena: gzip (RFC 1952, multi-member)
  * and zlib (RFC 1950, HTTP "deflate"). The output cap is enforced while
- * inflating, so a decompression bomb costs about max_out bytes of work. */
-#ifndef PG_PPROF_INFLATE_H
-#define PG_PPROF_INFLATE_H
+ * inflating, so a decompression bomb costs about max_out bytes of work.
+ * Reentrant: it runs on the receiver's worker threads (the libdeflate state
+ * is per thread, all other state per call). The codec table (codec.h)
+ * reaches it through pg_inflate_gzip / pg_inflate_zlib. */
+#ifndef PG_CODEC_INFLATE_H
+#define PG_CODEC_INFLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,7 +5,7 @@
  * its own pg_dict builder (src/otlp/dict.h), so each part's dictionary holds
  * exactly what its samples reference. Ranges that encode larger than the cap
  * are halved until they fit; a single unit that never fits is dropped. */
-#include "exporter/split.h"
+#include "exporterhelper/split.h"
 
 #include <string.h>
 

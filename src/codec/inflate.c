@@ -8,7 +8,7 @@
  * 2-3x faster than zlib (CRC and ISIZE verified); anything else (several
  * members, a lying ISIZE, bad data) goes the zlib way, which also gives the
  * precise error messages. */
-#include "pprof/inflate.h"
+#include "codec/inflate.h"
 
 #include <limits.h>
 #include <string.h>
@@ -17,6 +17,8 @@
 #include <libdeflate.h>
 #include <pthread.h>
 #endif
+
+#include "codec/codec.h"
 
 /* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
 #define PG_DEFLATE_MAX_RATIO 1032u
@@ -261,4 +263,17 @@ enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
 done:
     inflateEnd(&z);
     return err;
+}
+
+/* The codec table's entry points (codec/codec.h). */
+enum pg_err pg_inflate_gzip(struct pg_arena *arena, const uint8_t *in, size_t len, size_t max_out,
+                            uint8_t **out, size_t *out_len, struct pg_status *st)
+{
+    return pg_inflate(arena, in, len, PG_INFLATE_GZIP, max_out, out, out_len, st);
+}
+
+enum pg_err pg_inflate_zlib(struct pg_arena *arena, const uint8_t *in, size_t len, size_t max_out,
+                            uint8_t **out, size_t *out_len, struct pg_status *st)
+{
+    return pg_inflate(arena, in, len, PG_INFLATE_ZLIB, max_out, out, out_len, st);
 }

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The consumers (num_consumers): each takes one item at a time (the previous
+ * run's backlog first, then the queue head), sends its parts one after the
+ * other through the exporter's send(), retries retryable outcomes with
+ * backoff (the destination's delay honoured) and, when a request merged from
+ * several pushes is rejected for good, bisects it so one bad push cannot
+ * drop the others. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/memlimit.h"
+#include "exporterhelper/internal.h"
+
+static void consumer_run(struct pg_exph_consumer *c);
+
+void *pg_exph_consumer_exporter(const struct pg_exph_consumer *c)
+{
+    return c->h->exporter;
+}
+
+void pg_exph_consumer_release(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+
+    for (size_t i = 0; i < c->n_parts; i++) {
+        free(c->parts[i].body);
+    }
+    free(c->parts);
+    c->parts = NULL;
+    c->n_parts = 0;
+    c->cur = 0;
+    pg_exph_item_free(h, c->item);
+    c->item = NULL;
+    h->busy--;
+    if (c->win_bytes > 0) {
+        h->win_used -= c->win_bytes;
+        pg_memlimit_release((size_t)c->win_bytes);
+        c->win_bytes = 0;
+        if (h->pump_ev != NULL) {
+            event_active(h->pump_ev, 0, 0); /* consumers held back by the window */
+        }
+    }
+}
+
+static void send_part(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+    struct pg_exph_part *p = &c->parts[c->cur];
+    struct pg_status st;
+
+    pg_status_clear(&st);
+    c->in_call = true;
+    if (h->ops->send(h->exporter, c, p->body, p->len, &st) != PG_ERR_OK) {
+        c->in_call = false;
+        pg_log_error(h->log, "cannot start an export: %s", pg_status_text(&st));
+        pg_exph_count_drop(h, "internal", p->samples);
+        c->cur++;
+        consumer_run(c);
+    }
+}
+
+void pg_exph_on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    send_part(arg);
+}
+
+/* A permanent rejection of an item merged from several pushes: instead of
+ * dropping all of them for one bad request, its sources go back to the head
+ * of the queue in two halves (each half again, down to the single culprit). */
+static bool bisect(struct pg_exph_consumer *c, const char *why)
+{
+    struct pg_exph *h = c->h;
+    struct pg_exph_item *it = c->item;
+    size_t n = it->n_batches > 0 ? it->n_batches : it->n_spool_ids;
+    struct pg_exph_item *half_items[2];
+    size_t half = n / 2;
+
+    if (n < 2 || it->raw != NULL) {
+        return false;
+    }
+    half_items[0] = calloc(1, sizeof(*half_items[0]));
+    half_items[1] = calloc(1, sizeof(*half_items[1]));
+    if (half_items[0] == NULL || half_items[1] == NULL) {
+        free(half_items[0]);
+        free(half_items[1]);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct pg_exph_item *d = half_items[i < half ? 0 : 1];
+        bool ok = it->n_batches > 0 ? pg_exph_item_add(d, it->batches[i],
+                                                       pg_batch_sample_count(it->batches[i]))
+                                    : pg_exph_item_add_spool_id(d, it->spool_ids[i]);
+        if (!ok) {
+            pg_exph_item_free(h, half_items[0]); /* nothing moved yet: the originals stay */
+            pg_exph_item_free(h, half_items[1]);
+            return false;
+        }
+    }
+    if (it->n_batches == 0) {
+        half_items[0]->count_samples = half_items[1]->count_samples = true;
+        it->n_spool_ids = 0; /* moved: not acked with @it */
+    }
+    half_items[0]->units = it->units / 2;
+    half_items[1]->units = it->units - half_items[0]->units;
+    it->units = 0;
+    pg_log_warn(h->log,
+                "export of %zu samples from %zu requests rejected, not retryable (%s); retrying "
+                "them in two halves so one bad request cannot drop the others",
+                it->samples, n, why);
+    half_items[1]->next = h->q_head;
+    half_items[0]->next = half_items[1];
+    h->q_head = half_items[0];
+    if (h->q_tail == NULL) {
+        h->q_tail = half_items[1];
+    }
+    h->q_len += 2;
+    return true;
+}
+
+void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *r)
+{
+    struct pg_exph *h = c->h;
+    struct pg_exph_part *p;
+    int64_t wait;
+
+    c->in_call = false;
+    if (c->abandoned) {
+        /* The body was borrowed by the send until now: release it only here. */
+        c->abandoned = false;
+        pg_exph_consumer_release(c);
+        pg_exph_update_gauges(h);
+        return;
+    }
+    p = &c->parts[c->cur];
+    if (r->outcome == PG_EXPH_SENT) {
+        pg_metric_add(h->m_sent, p->samples);
+        pg_metric_add(h->m_sent_requests, 1);
+        c->cur++;
+        consumer_run(c);
+        return;
+    }
+    if (r->outcome == PG_EXPH_PERMANENT) {
+        if (c->cur == 0 && c->n_parts == 1 && bisect(c, r->status)) {
+            pg_exph_consumer_release(c);
+            consumer_run(c);
+            pg_exph_pump(h);
+            return;
+        }
+        pg_log_error(h->log, "export of %zu samples rejected, not retryable: %s: %s", p->samples,
+                     r->status, r->message);
+        pg_exph_count_drop(h, r->reason != NULL ? r->reason : "permanent", p->samples);
+        c->cur++;
+        consumer_run(c);
+        return;
+    }
+    if (!pg_retry_next(&c->retry, &h->cfg->retry, pg_mono_ns(), r->retry_after_ns, &wait)) {
+        pg_log_error(h->log, "export of %zu samples failed%s: %s: %s", p->samples,
+                     h->cfg->retry.enabled ? ", retries exhausted" : " (retry_on_failure disabled)",
+                     r->status, r->message);
+        pg_exph_count_drop(h, h->cfg->retry.enabled ? "retry_exhausted" : "retry_disabled",
+                           p->samples);
+        c->cur++;
+        consumer_run(c);
+        return;
+    }
+    pg_log_info(h->log, "export of %zu samples failed (%s: %s); retrying in %lld ms", p->samples,
+                r->status, r->message, (long long)(wait / 1000000));
+    pg_metric_add(h->m_retries, 1);
+    {
+        struct timeval tv = pg_exph_tv(wait);
+
+        evtimer_add(c->timer, &tv);
+    }
+}
+
+/* Takes the next item for @c: the previous run's backlog first (one record
+ * per take, so this run's pushes queue behind it), then the queue head.
+ * False when there is none, or the persistent queue's window is full or
+ * replay is paused (a release or the replay timer pumps again). */
+static bool take(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+
+    if (h->spool != NULL && !h->replay_done) {
+        uint64_t nid;
+        size_t nlen;
+
+        if (!h->shutting_down && h->win_used > 0 &&
+            pg_spool_peek_replay(h->spool, h->replay_after, &nid, &nlen) &&
+            h->win_used + nlen > h->win_limit) {
+            return false;
+        }
+        c->item = h->shutting_down ? NULL : pg_exph_replay_take(h);
+        if (c->item == NULL && !h->replay_done && !h->shutting_down) {
+            return false;
+        }
+    }
+    if (c->item == NULL) {
+        if (h->q_head == NULL) {
+            return false;
+        }
+        if (h->spool != NULL && h->q_head->n_spool_ids > 0) {
+            uint64_t need = 0;
+
+            for (size_t i = 0; i < h->q_head->n_spool_ids; i++) {
+                need += pg_spool_record_len(h->spool, h->q_head->spool_ids[i]);
+            }
+            if (h->win_used > 0 && h->win_used + need > h->win_limit) {
+                return false;
+            }
+            c->win_bytes = need;
+        }
+        c->item = h->q_head;
+        h->q_head = c->item->next;
+        if (h->q_head == NULL) {
+            h->q_tail = NULL;
+        }
+        h->q_len--;
+    }
+    if (c->item->raw != NULL) {
+        c->win_bytes = c->item->raw_len; /* replayed: read already */
+    }
+    if (c->win_bytes > 0) {
+        h->win_used += c->win_bytes;
+        pg_memlimit_charge((size_t)c->win_bytes);
+    }
+    return true;
+}
+
+/* Sends the current part, or finishes the item and picks up the next. */
+static void consumer_run(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+
+    for (;;) {
+        if (c->item != NULL && c->cur < c->n_parts) {
+            pg_retry_begin(&c->retry, &h->cfg->retry, pg_mono_ns(),
+                           h->seed++ * 0x9e3779b97f4a7c15ULL);
+            send_part(c);
+            return;
+        }
+        if (c->item != NULL) {
+            pg_exph_consumer_release(c);
+        }
+        if (h->aborted) {
+            pg_exph_update_gauges(h);
+            return;
+        }
+        if (h->spool != NULL && h->win_limit == 0) {
+            pg_exph_window_init(h);
+        }
+        if (!take(c)) {
+            pg_exph_update_gauges(h);
+            return;
+        }
+        h->busy++;
+        if (!pg_exph_prepare(c)) {
+            pg_exph_consumer_release(c);
+        }
+    }
+}
+
+static bool has_work(const struct pg_exph *h)
+{
+    return h->q_head != NULL ||
+           (h->spool != NULL && !h->replay_done && !h->shutting_down && !h->aborted);
+}
+
+void pg_exph_pump(struct pg_exph *h)
+{
+    for (size_t i = 0; i < h->n_consumers && has_work(h); i++) {
+        if (h->consumers[i].item == NULL) {
+            consumer_run(&h->consumers[i]);
+        }
+    }
+}

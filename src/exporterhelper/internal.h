@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The exporter helper's state, shared by its files: the queue (queue.c),
+ * the consumers and their retries (consumer.c), turning a queued item into
+ * wire parts (request.c) and the persistent queue (persistent_queue.c).
+ * Not for exporters: they use exporterhelper.h. */
+#ifndef PG_EXPORTERHELPER_INTERNAL_H
+#define PG_EXPORTERHELPER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include <event2/event.h>
+
+#include "core/metrics.h"
+#include "core/spool.h"
+#include "exporterhelper/exporterhelper.h"
+
+/* One queued export: references to one or more batches (several when
+ * sending_queue.batch merged them). */
+struct pg_exph_item {
+    struct pg_exph_item *next;
+    struct pg_batch **batches; /* owned references */
+    size_t n_batches;
+    size_t cap_batches;
+    size_t samples;
+    /* With storage the batches are not kept: the item names spool records
+     * (owned array of ids), read back when a consumer sends it. Acked when
+     * the item is freed, unless keep_spooled (shutdown/abort: replayed at
+     * the next start). */
+    uint64_t *spool_ids;
+    size_t n_spool_ids;
+    bool keep_spooled;
+    uint8_t *raw;       /* owned: a replayed record already read (one id) */
+    size_t raw_len;
+    bool count_samples; /* samples unknown (replayed, bisected): count when decoded */
+    uint64_t units;     /* what it counts against queue_size (sizer units) */
+};
+
+struct pg_exph_part {
+    uint8_t *body; /* malloc'd: what the exporter sends (make_body's output) */
+    size_t len;
+    size_t samples;
+};
+
+struct pg_exph_consumer {
+    struct pg_exph *h;
+    struct pg_exph_item *item; /* owned; NULL when free */
+    struct pg_exph_part *parts;
+    size_t n_parts;
+    size_t cur;
+    struct pg_retry_state retry;
+    struct event *timer; /* retry wait */
+    bool in_call;
+    bool abandoned;     /* dropped by the abort while its send was on the wire */
+    uint64_t win_bytes; /* spooled bytes its item holds, charged to h->win_used */
+};
+
+struct pg_exph {
+    const char *id;
+    const char *log;
+    const struct pg_exph_config *cfg; /* borrowed */
+    uint64_t max_request_bytes;
+    const struct pg_exph_ops *ops;
+    void *exporter;
+    struct event_base *base;
+
+    struct pg_exph_item *q_head, *q_tail; /* owned */
+    size_t q_len;
+    size_t q_cap;
+    int sizer;
+    uint64_t q_limit;           /* queue_size, in sizer units */
+    uint64_t q_used;            /* units of queued, pending and in-flight items */
+    struct pg_exph_item *pending; /* owned: batch being accumulated (sending_queue.batch) */
+    struct event *flush_timer;
+    struct event *pump_ev;
+    struct event *replay_timer; /* replay paused by the memory limit */
+
+    struct pg_exph_consumer *consumers;
+    size_t n_consumers;
+    size_t busy;
+
+    bool started;
+    bool shutting_down;
+    bool aborted;
+    struct event *shutdown_timer;
+    uint64_t seed;
+
+    struct pg_metric *m_sent, *m_failed, *m_enqueue_failed, *m_retries;
+    struct pg_metric *m_sent_requests, *m_capacity, *m_qsize, *m_inflight;
+    char labels[160];
+
+    /* Persistent queue (sending_queue.storage). */
+    struct pg_spool *spool; /* owned; NULL without storage */
+    uint64_t replay_after;  /* replay cursor: last record id taken */
+    bool replay_done;
+    size_t replayed;
+    /* The in-memory window of a persistent queue: stored bytes read back and
+     * held by consumers (replayed or queued), charged to memory_limiter's
+     * in-flight bytes too. A consumer takes a record only while it fits,
+     * except when the window is empty (a larger record is sent alone). */
+    uint64_t win_limit, win_used;
+};
+
+/* queue.c */
+void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples);
+void pg_exph_update_gauges(struct pg_exph *h);
+void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it);
+bool pg_exph_item_add(struct pg_exph_item *it, struct pg_batch *b, size_t samples);
+struct timeval pg_exph_tv(int64_t ns);
+
+/* consumer.c */
+void pg_exph_pump(struct pg_exph *h);
+void pg_exph_consumer_release(struct pg_exph_consumer *c);
+void pg_exph_on_retry_timer(evutil_socket_t fd, short what, void *arg);
+
+/* request.c: encodes the consumer's item into parts; false when nothing is
+ * left to send (everything dropped and counted). */
+bool pg_exph_prepare(struct pg_exph_consumer *c);
+
+/* persistent_queue.c */
+bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id);
+enum pg_err pg_exph_spool_batch(struct pg_exph *h, struct pg_batch *batch, uint64_t *id,
+                                size_t *enc_len, struct pg_status *st);
+void pg_exph_window_init(struct pg_exph *h);
+struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h);
+
+#endif

@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The sending queue: admission of a push against queue_size in the sizer's
+ * unit, merging pushes into one item (sending_queue.batch), the FIFO the
+ * consumers drain, the exporter metrics, and the lifecycle (start, drain on
+ * shutdown until shutdown_timeout, abort). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/storage.h"
+#include "exporterhelper/internal.h"
+
+struct timeval pg_exph_tv(int64_t ns)
+{
+    struct timeval tv;
+
+    if (ns < 0) {
+        ns = 0;
+    }
+    tv.tv_sec = ns / PG_NS_PER_SEC;
+    tv.tv_usec = (ns % PG_NS_PER_SEC) / 1000;
+    return tv;
+}
+
+void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples)
+{
+    char labels[256];
+
+    snprintf(labels, sizeof(labels), "%s,reason=\"%s\"", h->labels, reason);
+    pg_metric_add(pg_metric_counter("pprofgate_exporter_dropped_profile_samples",
+                                    "Samples the exporter gave up on, by reason", labels),
+                  samples);
+    pg_metric_add(h->m_failed, samples);
+}
+
+void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it)
+{
+    if (it == NULL) {
+        return;
+    }
+    h->q_used -= it->units;
+    /* Delivered or dropped for good => off the spool. */
+    for (size_t i = 0; h->spool != NULL && !it->keep_spooled && i < it->n_spool_ids; i++) {
+        struct pg_status st;
+
+        if (pg_spool_ack(h->spool, it->spool_ids[i], &st) != PG_ERR_OK) {
+            pg_log_warn(h->log, "%s", pg_status_text(&st));
+        }
+    }
+    free(it->spool_ids);
+    free(it->raw);
+    for (size_t i = 0; i < it->n_batches; i++) {
+        pg_batch_unref(it->batches[i]);
+    }
+    free(it->batches);
+    free(it);
+}
+
+bool pg_exph_item_add(struct pg_exph_item *it, struct pg_batch *b, size_t samples)
+{
+    if (it->n_batches == it->cap_batches) {
+        size_t ncap = it->cap_batches ? it->cap_batches * 2 : 4;
+        struct pg_batch **nb = realloc(it->batches, ncap * sizeof(*nb));
+
+        if (nb == NULL) {
+            return false;
+        }
+        it->batches = nb;
+        it->cap_batches = ncap;
+    }
+    it->batches[it->n_batches++] = pg_batch_ref(b);
+    it->samples += samples;
+    return true;
+}
+
+/* Gauges are pushed on every change (a render-time callback could outlive us). */
+void pg_exph_update_gauges(struct pg_exph *h)
+{
+    if (h->m_qsize != NULL) {
+        pg_metric_set(h->m_qsize, h->sizer == PG_EXPH_SIZER_REQUESTS
+                                      ? (int64_t)(h->q_len + (h->pending != NULL))
+                                      : (int64_t)h->q_used);
+        pg_metric_set(h->m_inflight, (int64_t)h->busy);
+    }
+}
+
+/* Queues @it; consumers pick it up from the loop, so the receiver's answer
+ * is never delayed by encoding or splitting. */
+static void enqueue(struct pg_exph *h, struct pg_exph_item *it)
+{
+    it->next = NULL;
+    if (h->q_tail != NULL) {
+        h->q_tail->next = it;
+    } else {
+        h->q_head = it;
+    }
+    h->q_tail = it;
+    h->q_len++;
+    if (h->pump_ev != NULL) {
+        event_active(h->pump_ev, 0, 0);
+    }
+    pg_exph_update_gauges(h);
+}
+
+static void flush_pending(struct pg_exph *h)
+{
+    struct pg_exph_item *it = h->pending;
+
+    if (it == NULL) {
+        return;
+    }
+    h->pending = NULL;
+    evtimer_del(h->flush_timer);
+    enqueue(h, it);
+}
+
+static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    flush_pending(arg);
+}
+
+/* Both the pump event and the replay pause timer: consumers look for work. */
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pg_exph_pump(arg);
+}
+
+/* What one push counts against queue_size. Without storage, bytes are the
+ * memory the decoded batch holds (what the budget is for); with storage the
+ * encoded size on disk (@enc_len, 0 before encoding: then the memory size
+ * stands in as an upper bound). */
+static uint64_t push_units(const struct pg_exph *h, const struct pg_batch *b, size_t samples,
+                           size_t enc_len)
+{
+    switch (h->sizer) {
+    case PG_EXPH_SIZER_ITEMS:
+        return samples;
+    case PG_EXPH_SIZER_BYTES:
+        return enc_len > 0 ? enc_len : pg_arena_footprint(b->arena);
+    default:
+        return 1;
+    }
+}
+
+/* No room for @units more. With the requests sizer and no storage: the
+ * waiting room (queue_size requests; none when the queue is disabled) and
+ * every idle consumer are taken, as before. Otherwise what is held (queued,
+ * merging and in flight; with storage, what waits on disk, the previous
+ * run's backlog included) plus @units would pass queue_size. */
+static bool queue_full(const struct pg_exph *h, uint64_t units)
+{
+    if (!h->cfg->queue.enabled || (h->sizer == PG_EXPH_SIZER_REQUESTS && h->spool == NULL)) {
+        return h->q_len >= (h->cfg->queue.enabled ? h->q_cap : 0) + (h->n_consumers - h->busy);
+    }
+    if (h->spool != NULL && h->sizer != PG_EXPH_SIZER_ITEMS) {
+        struct pg_spool_stats ss;
+
+        pg_spool_get_stats(h->spool, &ss);
+        return (h->sizer == PG_EXPH_SIZER_REQUESTS ? ss.pending : ss.pending_bytes) + units >
+               h->q_limit;
+    }
+    return h->q_used + units > h->q_limit;
+}
+
+/* With batching, @samples more still fit the open merge (no queue slot needed). */
+static bool fits_pending(const struct pg_exph *h, size_t samples)
+{
+    return h->pending != NULL &&
+           (h->cfg->queue.batch.max_size == 0 ||
+            h->pending->samples + samples <= (size_t)h->cfg->queue.batch.max_size);
+}
+
+static bool batching(const struct pg_exph *h)
+{
+    return h->cfg->queue.has_batch && h->cfg->queue.enabled;
+}
+
+/* Room for the push: with the requests sizer a push merging into the open
+ * batch takes no slot; every other sizer counts each push. */
+static bool push_blocked(const struct pg_exph *h, size_t samples, uint64_t units)
+{
+    if (batching(h) && fits_pending(h, samples) && h->sizer == PG_EXPH_SIZER_REQUESTS) {
+        return false;
+    }
+    return queue_full(h, h->sizer == PG_EXPH_SIZER_REQUESTS ? 1 : units);
+}
+
+enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg_status *st)
+{
+    size_t samples = pg_batch_sample_count(batch);
+    bool merge = batching(h);
+    uint64_t units = push_units(h, batch, samples, 0);
+    struct pg_exph_item *it;
+    uint64_t sid = 0;
+
+    if (h->shutting_down) {
+        pg_metric_add(h->m_enqueue_failed, samples);
+        return pg_status_set(st, PG_ERR_UNAVAILABLE, "exporter %s is shutting down", h->id);
+    }
+    if (h->sizer != PG_EXPH_SIZER_REQUESTS && h->cfg->queue.enabled && units > h->q_limit) {
+        /* Could never fit, even in an empty queue: a retry cannot help. */
+        pg_metric_add(h->m_enqueue_failed, samples);
+        return pg_status_set(st, PG_ERR_LIMIT,
+                             "exporter %s: a request of %" PRIu64 " %s is larger than the whole "
+                             "sending queue (queue_size %" PRIu64 ")",
+                             h->id, units, h->sizer == PG_EXPH_SIZER_ITEMS ? "samples" : "bytes",
+                             h->q_limit);
+    }
+    if (push_blocked(h, samples, units)) {
+        goto full;
+    }
+    if (merge && h->pending != NULL && !fits_pending(h, samples)) {
+        flush_pending(h);
+        if (h->sizer == PG_EXPH_SIZER_REQUESTS && queue_full(h, 1)) {
+            goto full;
+        }
+    }
+    if (h->spool != NULL) {
+        /* On disk before the 204; the batch itself is not kept. */
+        size_t enc_len = 0;
+        enum pg_err serr = pg_exph_spool_batch(h, batch, &sid, &enc_len, st);
+
+        if (serr != PG_ERR_OK) {
+            pg_metric_add(h->m_enqueue_failed, samples);
+            return serr;
+        }
+        units = push_units(h, batch, samples, enc_len);
+    }
+    if (merge && h->pending == NULL) {
+        struct timeval tv = pg_exph_tv(h->cfg->queue.batch.flush_timeout);
+
+        h->pending = calloc(1, sizeof(*h->pending));
+        if (h->pending == NULL) {
+            goto nomem;
+        }
+        evtimer_add(h->flush_timer, &tv);
+    }
+    it = merge ? h->pending : calloc(1, sizeof(*it));
+    if (it == NULL) {
+        goto nomem;
+    }
+    if (h->spool != NULL ? !pg_exph_item_add_spool_id(it, sid)
+                         : !pg_exph_item_add(it, batch, samples)) {
+        if (!merge) {
+            pg_exph_item_free(h, it);
+        }
+        goto nomem;
+    }
+    if (h->spool != NULL) {
+        it->samples += samples;
+    }
+    it->units += units;
+    h->q_used += units;
+    if (!merge) {
+        enqueue(h, it);
+    } else if (h->pending->samples >= (size_t)h->cfg->queue.batch.min_size) {
+        flush_pending(h);
+    } else {
+        pg_exph_update_gauges(h);
+    }
+    return PG_ERR_OK;
+
+nomem:
+    if (h->spool != NULL) {
+        (void)pg_spool_ack(h->spool, sid, NULL); /* not acknowledged to the client either */
+    }
+    return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
+
+full:
+    pg_metric_add(h->m_enqueue_failed, samples);
+    if (h->sizer == PG_EXPH_SIZER_REQUESTS && h->spool == NULL) {
+        return pg_status_set(st, PG_ERR_BUSY,
+                             "exporter %s: sending queue is full (%zu requests waiting, %zu in "
+                             "flight)",
+                             h->id, h->q_len, h->busy);
+    }
+    return pg_status_set(st, PG_ERR_BUSY,
+                         "exporter %s: sending queue is full (%s sizer, queue_size %" PRIu64
+                         "%s)",
+                         h->id, pg_exph_sizer_name(h->sizer), h->q_limit,
+                         h->spool != NULL ? ", counted on disk" : "");
+}
+
+/* Mirrors the "full" exit of pg_exph_consume() (a batch that still fits the
+ * pending merge is never held). */
+bool pg_exph_would_block(const struct pg_exph *h, const struct pg_batch *batch)
+{
+    size_t samples;
+
+    if (h == NULL || !h->cfg->queue.block_on_overflow || h->shutting_down) {
+        return false;
+    }
+    samples = pg_batch_sample_count(batch);
+    return push_blocked(h, samples, push_units(h, batch, samples, 0));
+}
+
+struct pg_exph *pg_exph_new(const struct pg_exph_params *p)
+{
+    struct pg_exph *h = calloc(1, sizeof(*h));
+
+    if (h == NULL) {
+        return NULL;
+    }
+    h->id = p->id;
+    h->log = p->log;
+    h->cfg = p->cfg;
+    h->max_request_bytes = p->max_request_bytes;
+    h->ops = p->ops;
+    h->exporter = p->exporter;
+    h->q_cap = (size_t)p->cfg->queue.queue_size;
+    h->q_limit = (uint64_t)p->cfg->queue.queue_size;
+    h->sizer = p->cfg->queue.sizer;
+    h->n_consumers = (size_t)p->cfg->queue.num_consumers;
+    h->seed = (uint64_t)pg_mono_ns();
+    snprintf(h->labels, sizeof(h->labels), "exporter=\"%s\"", p->id);
+    return h;
+}
+
+enum pg_err pg_exph_start(struct pg_exph *h, struct event_base *base, struct pg_status *st)
+{
+    h->base = base;
+    h->consumers = calloc(h->n_consumers, sizeof(*h->consumers));
+    h->flush_timer = evtimer_new(base, on_flush_timer, h);
+    h->pump_ev = event_new(base, -1, 0, on_pump, h);
+    h->replay_timer = evtimer_new(base, on_pump, h);
+    if (h->consumers == NULL || h->flush_timer == NULL || h->pump_ev == NULL ||
+        h->replay_timer == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "exporter %s: out of memory", h->id);
+    }
+    for (size_t i = 0; i < h->n_consumers; i++) {
+        h->consumers[i].h = h;
+        h->consumers[i].timer = evtimer_new(base, pg_exph_on_retry_timer, &h->consumers[i]);
+        if (h->consumers[i].timer == NULL) {
+            return pg_status_set(st, PG_ERR_NOMEM, "exporter %s: out of memory", h->id);
+        }
+    }
+    h->m_sent = pg_metric_counter("otelcol_exporter_sent_profile_samples",
+                                  "Profile samples successfully sent to destination", h->labels);
+    h->m_failed = pg_metric_counter("otelcol_exporter_send_failed_profile_samples",
+                                    "Profile samples the exporter failed to send", h->labels);
+    h->m_enqueue_failed =
+        pg_metric_counter("otelcol_exporter_enqueue_failed_profile_samples",
+                          "Profile samples refused because the sending queue was full", h->labels);
+    h->m_retries = pg_metric_counter("pprofgate_exporter_retries",
+                                     "Export attempts retried after a retryable failure",
+                                     h->labels);
+    h->m_sent_requests = pg_metric_counter("pprofgate_exporter_sent_requests",
+                                           "Export requests accepted by the destination",
+                                           h->labels);
+    h->m_capacity = pg_metric_gauge("otelcol_exporter_queue_capacity",
+                                    "Fixed capacity of the sending queue, in sizer units",
+                                    h->labels);
+    pg_metric_set(h->m_capacity, (int64_t)h->q_limit);
+    h->m_qsize = pg_metric_gauge("otelcol_exporter_queue_size",
+                                 "Current size of the sending queue, in sizer units", h->labels);
+    h->m_inflight = pg_metric_gauge("otelcol_exporter_in_flight_requests", "Exports in flight",
+                                    h->labels);
+    if (h->cfg->queue.storage != NULL) {
+        struct pg_spool_stats ss;
+        enum pg_err serr = pg_storage_open(h->cfg->queue.storage, h->log, &h->spool, st);
+
+        if (serr != PG_ERR_OK) {
+            return serr;
+        }
+        pg_spool_get_stats(h->spool, &ss);
+        pg_log_info(h->log,
+                    "persistent queue on %s: %" PRIu64 " request(s) (%" PRIu64
+                    " bytes) to replay, read back into a bounded window",
+                    h->cfg->queue.storage, ss.replay_pending, ss.pending_bytes);
+    }
+    pg_exph_update_gauges(h);
+    h->started = true;
+    /* Replay starts from the loop, once every component (the receiver
+     * included) is up: start-up never waits for the backlog. */
+    event_active(h->pump_ev, 0, 0);
+    return PG_ERR_OK;
+}
+
+void pg_exph_describe(const struct pg_exph *h, char *buf, size_t len)
+{
+    snprintf(buf, len, "%zu consumers, queue %" PRIu64 " %s", h->n_consumers, h->q_limit,
+             pg_exph_sizer_name(h->sizer));
+}
+
+/* Drops everything still queued or in flight (shutdown deadline). */
+static size_t abort_all(struct pg_exph *h, const char *reason)
+{
+    size_t lost = 0;
+
+    h->aborted = true;
+    if (h->pending != NULL) {
+        h->pending->keep_spooled = true; /* replayed at the next start */
+        lost += h->pending->samples;
+        pg_exph_item_free(h, h->pending);
+        h->pending = NULL;
+    }
+    while (h->q_head != NULL) {
+        struct pg_exph_item *it = h->q_head;
+
+        h->q_head = it->next;
+        lost += it->samples;
+        it->keep_spooled = true;
+        pg_exph_item_free(h, it);
+    }
+    h->q_tail = NULL;
+    h->q_len = 0;
+    for (size_t i = 0; h->consumers != NULL && i < h->n_consumers; i++) {
+        struct pg_exph_consumer *c = &h->consumers[i];
+
+        if (c->item != NULL && !c->abandoned) {
+            c->item->keep_spooled = true;
+            for (size_t p = c->cur; p < c->n_parts; p++) {
+                lost += c->parts[p].samples;
+            }
+            if (c->timer != NULL) {
+                evtimer_del(c->timer);
+            }
+            if (c->in_call) {
+                c->abandoned = true;
+            } else {
+                pg_exph_consumer_release(c);
+            }
+        }
+    }
+    pg_exph_update_gauges(h);
+    if (lost > 0) {
+        pg_exph_count_drop(h, reason, lost);
+    }
+    return lost;
+}
+
+static void on_shutdown_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_exph *h = arg;
+    size_t lost;
+
+    (void)fd;
+    (void)what;
+    lost = abort_all(h, "shutdown");
+    if (lost > 0) {
+        pg_log_error(h->log, "shutdown deadline passed: dropped %zu samples not yet delivered",
+                     lost);
+    }
+}
+
+void pg_exph_shutdown(struct pg_exph *h)
+{
+    struct timeval tv = pg_exph_tv(h->cfg->shutdown_timeout);
+
+    if (h->shutting_down) {
+        return;
+    }
+    h->shutting_down = true;
+    if (!h->started) {
+        return;
+    }
+    flush_pending(h);
+    h->shutdown_timer = evtimer_new(h->base, on_shutdown_deadline, h);
+    if (h->shutdown_timer != NULL) {
+        evtimer_add(h->shutdown_timer, &tv);
+    }
+}
+
+bool pg_exph_idle(const struct pg_exph *h)
+{
+    return h->aborted || !h->started || (h->q_len == 0 && h->pending == NULL && h->busy == 0);
+}
+
+void pg_exph_stop(struct pg_exph *h)
+{
+    size_t lost = abort_all(h, "shutdown");
+
+    if (lost > 0) {
+        pg_log_error(h->log, "exporter stopped with %zu samples undelivered", lost);
+    }
+}
+
+void pg_exph_free(struct pg_exph *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    if (!h->aborted) {
+        pg_exph_stop(h);
+    }
+    for (size_t i = 0; h->consumers != NULL && i < h->n_consumers; i++) {
+        if (h->consumers[i].item != NULL) {
+            pg_exph_consumer_release(&h->consumers[i]);
+        }
+        if (h->consumers[i].timer != NULL) {
+            event_free(h->consumers[i].timer);
+        }
+    }
+    free(h->consumers);
+    if (h->flush_timer != NULL) {
+        event_free(h->flush_timer);
+    }
+    if (h->pump_ev != NULL) {
+        event_free(h->pump_ev);
+    }
+    if (h->replay_timer != NULL) {
+        event_free(h->replay_timer);
+    }
+    if (h->shutdown_timer != NULL) {
+        event_free(h->shutdown_timer);
+    }
+    pg_spool_close(h->spool); /* after every item released */
+    free(h);
+}

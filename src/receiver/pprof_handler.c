@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The pprof receiver's HTTP side, on the loop thread: the head is judged
+ * before any body byte is read (route, authentication, method,
+ * Content-Encoding, size, memory admission), the body becomes a job
+ * (pprof_workers.c), and every answer is counted and, when it refuses,
+ * logged with its reason. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "core/clock.h"
+#include "core/memlimit.h"
+#include "http/http_parse.h"
+#include "receiver/pprof_internal.h"
+
+/* Chunked bodies reserve memory in steps of this many body bytes. */
+#define CHUNKED_RESERVE_STEP (256 * 1024)
+/* The batch arena may grow to this many times max_request_body_size. */
+#define BATCH_ARENA_FACTOR 8
+
+/* ---- answers: counted by code, refusals logged ------------------------- */
+
+/* Adds one to the counter of @code in @tab (series created on first use). */
+static void count_in(struct code_metric *tab, size_t *n, size_t cap, const char *name,
+                     const char *help, const char *id, int code)
+{
+    char labels[240];
+
+    for (size_t i = 0; i < *n; i++) {
+        if (tab[i].code == code) {
+            pg_metric_add(tab[i].m, 1);
+            return;
+        }
+    }
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",code=\"%d\"", id, code);
+    if (*n < cap) {
+        tab[*n].code = code;
+        tab[*n].m = pg_metric_counter(name, help, labels);
+        pg_metric_add(tab[(*n)++].m, 1);
+        return;
+    }
+    pg_metric_add(pg_metric_counter(name, help, labels), 1);
+}
+
+/* One log line per reason per interval: the key is the code and the reason
+ * with its digits left out (sizes and counts vary, the reason does not). */
+#define REASON_LOG_INTERVAL_S 10.0
+static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned long *suppressed)
+{
+    uint64_t key = 1469598103934665603ULL ^ (uint64_t)code;
+    double now = pg_mono_s();
+    size_t slot;
+
+    for (const char *p = reason ? reason : ""; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9') {
+            key = (key ^ (unsigned char)*p) * 1099511628211ULL;
+        }
+    }
+    slot = (size_t)(key % (sizeof(rx->reasons) / sizeof(rx->reasons[0])));
+    if (rx->reasons[slot].key == key && rx->reasons[slot].last > 0 &&
+        now - rx->reasons[slot].last < REASON_LOG_INTERVAL_S) {
+        rx->reasons[slot].suppressed++;
+        return false;
+    }
+    *suppressed = rx->reasons[slot].key == key ? rx->reasons[slot].suppressed : 0;
+    rx->reasons[slot].key = key;
+    rx->reasons[slot].last = now;
+    rx->reasons[slot].suppressed = 0;
+    return true;
+}
+
+/* Every answer, the HTTP layer's own included: counted by code, and a
+ * refusal (4xx/5xx) logged with its reason and peer (info; warn for 5xx). */
+static void on_answer(const struct pg_httpd_req *r, int code, const char *reason,
+                      const char *peer, void *arg)
+{
+    struct rx *rx = arg;
+    unsigned long suppressed = 0;
+
+    (void)r;
+    count_in(rx->codes, &rx->n_codes, sizeof(rx->codes) / sizeof(rx->codes[0]),
+             "pprofgate_receiver_http_requests_total", "HTTP requests by status code.", rx->id,
+             code);
+    if (code < 400) {
+        return;
+    }
+    count_in(rx->refused_codes, &rx->n_refused_codes,
+             sizeof(rx->refused_codes) / sizeof(rx->refused_codes[0]),
+             "otelcol_receiver_refused_requests_total",
+             "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, code);
+    if (!reason_log_ok(rx, code, reason, &suppressed)) {
+        return;
+    }
+    if (code >= 500) {
+        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
+                    reason ? reason : "", peer ? peer : "?", suppressed);
+    } else {
+        pg_log_info(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
+                    reason ? reason : "", peer ? peer : "?", suppressed);
+    }
+}
+
+static void on_conn_event(int ev, const char *peer, void *arg)
+{
+    struct rx *rx = arg;
+    unsigned long suppressed = 0;
+
+    if (ev < 0 || ev >= PG_HTTPD_N_EVENTS) {
+        return;
+    }
+    pg_metric_add(rx->m_conn_events[ev], 1);
+    if (ev <= PG_HTTPD_ACCEPT_PAUSED &&
+        reason_log_ok(rx, 1000 + ev, pg_httpd_event_names[ev], &suppressed)) {
+        pg_log_info(rx->log_name, "%s %s (%s; %lu similar lines suppressed)",
+                    ev == PG_HTTPD_ACCEPT_PAUSED ? "accept paused:" : "connection refused from",
+                    peer ? peer : "?", pg_httpd_event_names[ev], suppressed);
+    }
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+void pg_rx_reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *text)
+{
+    const struct rx_server_cfg *s = &rx->cfg.server;
+
+    for (size_t i = 0; i < s->response_headers.n; i++) {
+        evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
+    }
+    pg_httpd_reply(req, code, text ? text : "");
+}
+
+void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
+                const struct pg_status *st)
+{
+    int code = pg_err_http_status(err);
+    const char *msg = pg_status_text(st);
+
+    if (code < 400) {
+        code = 500; /* an error must never look like success */
+    }
+    if (code == 503 || code == 429) {
+        evhttp_add_header(req->out, "Retry-After", "1");
+    }
+    pg_rx_reply(rx, req, code, msg);
+}
+
+/* Content-Encoding over every header line that carries it. */
+static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct pg_http_codings *c,
+                                   struct pg_status *st)
+{
+    const struct evkeyval *kv;
+
+    memset(c, 0, sizeof(*c));
+    TAILQ_FOREACH(kv, in, next)
+    {
+        if (strcasecmp(kv->key, "Content-Encoding") == 0) {
+            enum pg_err err = pg_http_parse_content_encoding(kv->value, rx->allowed, c, st);
+
+            if (err != PG_ERR_OK) {
+                return err;
+            }
+        }
+    }
+    return PG_ERR_OK;
+}
+
+/* Loop thread: checks, moves the body out of the request, copies what the
+ * batch needs from it, then starts the job (inline or on a worker). Owns
+ * @admitted bytes of the memory budget (released when the job ends). */
+static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitted)
+{
+    struct evkeyvalq *in = req->in;
+    struct evbuffer *buf = req->body;
+    const size_t max = (size_t)rx->cfg.server.max_request_body_size;
+    size_t len = evbuffer_get_length(buf);
+    struct rx_job *job;
+    enum pg_err err;
+    uint8_t *raw;
+    bool to_pool;
+
+    job = calloc(1, sizeof(*job));
+    if (job == NULL) {
+        struct pg_status st;
+
+        pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
+        pg_rx_fail(rx, req, PG_ERR_NOMEM, &st);
+        pg_memlimit_release(admitted);
+        return;
+    }
+    job->req = req;
+    job->admitted = admitted;
+    job->t0 = pg_mono_s();
+    job->err = PG_ERR_INTERNAL;
+    pg_status_clear(&job->st);
+    pg_status_clear(&job->md_st);
+    err = request_codings(rx, in, &job->codings, &job->st);
+    if (err != PG_ERR_OK) {
+        job->err = err;
+        goto finish;
+    }
+    if (len > max) { /* the server enforces this too; keep the check local */
+        job->err = pg_status_set(&job->st, PG_ERR_LIMIT, "request body of %zu bytes exceeds "
+                                 "max_request_body_size (%zu bytes)", len, max);
+        goto finish;
+    }
+    pg_metric_add(rx->m_bytes, len);
+    /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
+    job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
+    job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
+    /* A body for the workers moves to the job as it is (the chains, no copy):
+     * copying and faulting in megabytes would stall the loop. */
+    to_pool = pg_rx_job_queued(rx, len);
+    if (to_pool) {
+        raw = NULL;
+        job->body = evbuffer_new();
+    } else {
+        raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
+    }
+    if (job->arena == NULL || job->scratch == NULL || (to_pool ? job->body == NULL : raw == NULL)) {
+        job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
+        goto finish;
+    }
+    if (to_pool ? evbuffer_add_buffer(job->body, buf) != 0
+                : evbuffer_remove(buf, raw, len) != (int)len) {
+        job->err = pg_status_set(&job->st, PG_ERR_INTERNAL, "could not read the request body");
+        goto finish;
+    }
+    job->raw = raw;
+    job->len = len;
+    {
+        /* The request belongs to the server and the loop: copy what the
+         * batch keeps now (a metadata failure is reported after
+         * translation, as it always was). */
+        job->md.peer_addr = pg_http_format_peer(job->arena, req->peer_addr, req->peer_port);
+        if (rx->cfg.server.include_metadata) {
+            job->md_err = pg_http_metadata_from_headers(job->arena, in, NULL, &job->md,
+                                                        &job->md_st);
+        }
+    }
+    pg_rx_job_start(rx, job);
+    return;
+finish:
+    pg_rx_job_finish(rx, job, false);
+}
+
+/* What a body of @len bytes may cost while it is decoded and translated:
+ * the body (and its copy), then ADMIT_INFLATED_FACTOR times its inflated
+ * size (inflated bytes, the translator's tables, the OTLP message and its
+ * batch: a 2 MB gzip of 7.5 MB raw raises VmHWM by ~45 MB), the inflated
+ * size estimated as 4x the body (pprof gzips 3-5x) capped at the per-layer
+ * limit. Capped at the soft limit so a lone request always fits an idle
+ * gateway. */
+#define ADMIT_INFLATED_FACTOR 6
+static size_t admission_estimate(const struct rx *rx, uint64_t len)
+{
+    uint64_t layer = rx->topts.limits.max_inflated_bytes;
+    uint64_t inflated = len * 4 < layer ? len * 4 : layer;
+    uint64_t est = len + ADMIT_INFLATED_FACTOR * inflated;
+    uint64_t soft = pg_memlimit_soft_limit();
+
+    if (soft > 0 && est > soft) {
+        est = soft;
+    }
+    return (size_t)est;
+}
+
+static bool admit(struct rx *rx, struct pg_httpd_req *req, size_t bytes)
+{
+    struct pg_status mst;
+
+    if (!pg_memlimit_admit(bytes, &mst)) {
+        evhttp_add_header(req->out, "Connection", "close");
+        pg_rx_fail(rx, req, mst.code, &mst);
+        return false;
+    }
+    req->reserved += bytes;
+    return true;
+}
+
+/* The head is in and no body byte has been read: route, authenticate,
+ * check the method and Content-Encoding, and reserve the body's memory.
+ * Every refusal here closes the connection without reading the body. */
+static bool on_head(struct pg_httpd_req *req, void *arg)
+{
+    struct rx *rx = arg;
+    struct pg_http_codings codings;
+    struct pg_status st;
+    char msg[160];
+    enum pg_err err;
+
+    if (strcmp(req->path, PPROF_PATH) != 0) {
+        pg_rx_reply(rx, req, 404, "404 page not found");
+        return false;
+    }
+    if (rx->auth != NULL) {
+        const struct pg_peer_key *key = req->peer_key;
+        double now = pg_mono_s();
+        const struct evkeyval *kv;
+        int n_auth = 0;
+
+        TAILQ_FOREACH(kv, req->in, next)
+        {
+            n_auth += strcasecmp(kv->key, "Authorization") == 0;
+        }
+        if (n_auth > 1) {
+            /* Which one counts would differ between a proxy and us. */
+            pg_rx_reply(rx, req, 400, "more than one Authorization header");
+            return false;
+        }
+
+        if (pg_peer_ratelimit_blocked(rx->auth_rl, key, now)) {
+            evhttp_add_header(req->out, "Retry-After", "1");
+            pg_rx_reply(rx, req, 429, "too many failed authentication attempts; retry later");
+            return false;
+        }
+        if (!pg_auth_check(rx->auth, evhttp_find_header(req->in, "Authorization"), &st)) {
+            pg_peer_ratelimit_hit(rx->auth_rl, key, now);
+            evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(rx->auth));
+            pg_rx_reply(rx, req, 401, pg_status_text(&st));
+            return false;
+        }
+    }
+    if (strcmp(req->method, "POST") != 0) {
+        evhttp_add_header(req->out, "Allow", "POST");
+        snprintf(msg, sizeof(msg), "method %.20s not allowed, supported: [POST]", req->method);
+        pg_rx_reply(rx, req, 405, msg);
+        return false;
+    }
+    err = request_codings(rx, req->in, &codings, &st);
+    if (err != PG_ERR_OK) {
+        pg_rx_fail(rx, req, err, &st);
+        return false;
+    }
+    if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
+        req->content_length > rx->cfg.server.max_request_body_size) {
+        snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
+                 "(%llu bytes)", (unsigned long long)req->content_length,
+                 (unsigned long long)rx->cfg.server.max_request_body_size);
+        pg_rx_reply(rx, req, 413, msg);
+        return false;
+    }
+    /* Memory before the body: from Content-Length now, or step by step as
+     * chunks arrive (on_body). */
+    return admit(rx, req,
+                 admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
+                                        : req->content_length == PG_HTTP_NO_LENGTH ? 0
+                                                                                   : req->content_length));
+}
+
+static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
+{
+    struct rx *rx = arg;
+
+    while (req->chunked && admission_estimate(rx, received) > req->reserved) {
+        size_t more = admission_estimate(rx, received + CHUNKED_RESERVE_STEP) - req->reserved;
+
+        if (more == 0 || !admit(rx, req, more)) {
+            return more == 0;
+        }
+    }
+    return true;
+}
+
+static void on_request(struct pg_httpd_req *req, void *arg)
+{
+    struct rx *rx = arg;
+    size_t admitted = req->reserved;
+
+    req->reserved = 0; /* the job owns the admission from here */
+    handle_pprof(rx, req, admitted); /* releases it when the request ends */
+}
+
+/* A request that ends before its job took its admission (refused, or the
+ * client went away mid-body) gives it back. */
+static void on_done(struct pg_httpd_req *req, void *arg)
+{
+    (void)arg;
+    if (req->reserved > 0) {
+        pg_memlimit_release(req->reserved);
+        req->reserved = 0;
+    }
+}
+
+const struct pg_httpd_ops pg_rx_httpd_ops = {
+    .on_head = on_head,
+    .on_body = on_body,
+    .on_request = on_request,
+    .on_answer = on_answer,
+    .on_conn_event = on_conn_event,
+    .on_done = on_done,
+};

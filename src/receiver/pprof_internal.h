@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * What the files of the pprof receiver share and nobody else sees: its
+ * state, the job one POST body becomes, and the calls between the three
+ * jobs: the component (pprof.c: create/start/shutdown), the HTTP handler
+ * (pprof_handler.c: head checks, admission, answers) and the translation
+ * jobs (pprof_workers.c: worker pool, held queue, delivery). */
+#ifndef PG_RECEIVER_PPROF_INTERNAL_H
+#define PG_RECEIVER_PPROF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include <event2/event.h>
+
+#include "core/arena.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "http/auth.h"
+#include "http/conn_limits.h"
+#include "http/http_request.h"
+#include "http/http_server.h"
+#include "pipeline/batch.h"
+#include "pipeline/component.h"
+#include "pprof/translate.h"
+#include "receiver/pprof_config.h"
+#include "receiver/pprof_self.h"
+#include "scrape/scrape.h"
+
+#define PPROF_PATH "/v1/pprof"
+
+struct code_metric {
+    int code;
+    struct pg_metric *m;
+};
+
+struct rx_pool; /* pprof_workers.c */
+
+struct rx {
+    struct rx_cfg cfg;
+    struct pg_host *host;          /* borrowed */
+    const char *id;                /* borrowed (ctx), lives until destroy */
+    const char *log_name;          /* borrowed (ctx) */
+    struct pg_consumer *next;      /* borrowed */
+    struct pg_translate_opts topts;
+    unsigned allowed;              /* codings Content-Encoding may name (codec set) */
+    char listen_host[256]; /* unix: the socket path */
+    unsigned listen_port;
+    bool unix_path;        /* listen_host is a socket file we created */
+
+    struct pg_pprof_self *self;    /* owned; NULL without `self:` */
+    SSL_CTX *ssl_ctx;              /* owned; NULL without server.tls */
+    struct pg_auth *auth;          /* owned; NULL without server.auth */
+    struct pg_peer_ratelimit *auth_rl; /* owned; failed attempts per peer */
+    struct pg_httpd *httpd;        /* owned */
+    bool draining;
+
+    struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
+    struct pg_metric *m_abandoned;
+    struct code_metric codes[16], refused_codes[16];
+    size_t n_codes, n_refused_codes;
+    struct pg_metric *m_conn_events[PG_HTTPD_N_EVENTS];
+    struct pg_log_ratelimit rl;
+    /* One refusal log line per reason per interval (loop thread). */
+    struct {
+        uint64_t key;
+        double last;
+        unsigned long suppressed;
+    } reasons[32];
+    struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
+    /* Requests held while an exporter with block_on_overflow is full, oldest
+     * first; owned, loop thread only. The timer polls them while any wait. */
+    struct rx_job *held, **held_tail;
+    struct event *held_ev;
+    struct pg_metric *m_held;
+    struct pg_scrape_config scrape_cfg; /* owned (pull mode) */
+    struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
+};
+
+/* One POST body on its way through translation. The loop thread fills the
+ * inputs and owns the job until it is queued; a worker then owns it (and its
+ * arenas) until it is on the done list; the loop thread finishes it. @req is
+ * only ever touched on the loop thread. */
+struct rx_job {
+    struct rx_job *next;
+    struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
+    size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
+    double t0;
+    /* inputs */
+    struct pg_arena *scratch;      /* owned: raw body + decoded layers */
+    struct pg_arena *arena;        /* owned: becomes the batch's arena */
+    const uint8_t *raw;            /* in scratch */
+    size_t len;
+    struct evbuffer *body;         /* owned: a queued body, copied into scratch by the worker */
+    struct pg_http_codings codings;
+    struct pg_metadata md;         /* in arena: peer address, headers */
+    enum pg_err md_err;            /* a metadata failure, reported after translation */
+    struct pg_status md_st;
+    /* outputs */
+    enum pg_err err;
+    struct pg_status st;
+    double held_since;             /* loop thread: when it started waiting for queue room */
+    struct pg_batch *batch;        /* owned until handed to the pipeline */
+    struct pg_translate_stats stats;
+};
+
+/* ---- pprof_handler.c: the HTTP side (loop thread) ----------------------- */
+
+/* The callbacks the receiver's HTTP server runs (head, body, request, answer). */
+extern const struct pg_httpd_ops pg_rx_httpd_ops;
+/* Sends the answer: 204 empty, else a one-line text/plain reason, with the
+ * configured response_headers. */
+void pg_rx_reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *text);
+/* Answers @err with its status code (never below 400) and @st's reason. */
+void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
+                const struct pg_status *st);
+
+/* ---- pprof_workers.c: translation jobs ----------------------------------- */
+
+/* Translates @job inline (small bodies, or no workers) or queues it for a
+ * worker; either way the job is finished on the loop thread. Takes @job. */
+void pg_rx_job_start(struct rx *rx, struct rx_job *job);
+/* True when a body of @len bytes will be translated by a worker. */
+bool pg_rx_job_queued(const struct rx *rx, size_t len);
+/* Loop thread: runs the pipeline (or holds the job while an exporter is
+ * full) and answers; @async when it came back from a worker. Takes @job. */
+void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async);
+/* Starts @workers threads (negative: one per usable CPU, capped at
+ * MAX_WORKERS). On failure what started is joined by pg_rx_pool_destroy. */
+enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *st);
+/* Joins the workers; jobs not finished by then are answered 503. Loop
+ * thread, before pg_httpd_free (jobs hold requests). */
+void pg_rx_pool_destroy(struct rx *rx);
+/* Worker threads started (0 without a pool). */
+size_t pg_rx_pool_threads(const struct rx *rx);
+/* True while a job is queued, running or waiting on the done list. */
+bool pg_rx_pool_busy(const struct rx *rx);
+/* The timer that polls held requests; false on OOM. */
+bool pg_rx_held_init(struct rx *rx);
+/* Answers every held request 503 (exporters take no more data). */
+void pg_rx_held_drain(struct rx *rx);
+
+#endif

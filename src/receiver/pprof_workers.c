@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The pprof receiver's translation jobs: a body is decoded and translated
+ * inline on the loop (small pushes) or on a pool of worker threads, then
+ * delivered to the pipeline and answered on the loop thread; while an
+ * exporter with block_on_overflow is full, finished jobs wait in the held
+ * queue, unanswered, oldest first. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "core/cgroup.h"
+#include "core/clock.h"
+#include "core/memlimit.h"
+#include "core/thread_sched.h"
+#include "receiver/pprof_internal.h"
+
+/* Bodies up to this size are translated on the loop even with workers: an
+ * SDK push costs ~150 us, less than the hand-off, and it never queues behind
+ * a large profile (small pushes keep their latency under a flood). */
+#define INLINE_MAX_BODY (64 * 1024)
+
+/* Worker threads: a locked todo list in, a locked done list out, and an
+ * eventfd that wakes the loop when the done list becomes non-empty. */
+struct rx_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct rx_job *todo, **todo_tail; /* under mu */
+    struct rx_job *done, **done_tail; /* under mu */
+    bool stop;                        /* under mu */
+    pthread_t *threads;
+    size_t n_threads;
+    int efd;
+    struct event *ev;                 /* persistent EV_READ on efd */
+    size_t in_flight;                 /* loop thread only: queued, running or done */
+};
+
+
+/* Ends a job: gives back its memory admission and frees it. */
+static void job_free(struct rx_job *job)
+{
+    pg_memlimit_release(job->admitted);
+    if (job->body != NULL) {
+        evbuffer_free(job->body);
+    }
+    pg_arena_destroy(job->scratch);
+    pg_arena_destroy(job->arena);
+    pg_batch_unref(job->batch);
+    free(job);
+}
+
+/* Worker side (or inline): everything that needs neither the request nor
+ * the pipeline. Touches only @job, read-only config and atomic metrics. */
+static void job_run(struct rx *rx, struct rx_job *job)
+{
+    const size_t max = (size_t)rx->cfg.server.max_request_body_size;
+    struct pg_otlp_request *otlp = NULL;
+    const uint8_t *body;
+    size_t body_len = 0, inflated = 0;
+    enum pg_err err;
+
+    if (job->body != NULL) {
+        uint8_t *raw = pg_arena_alloc(job->scratch, job->len);
+
+        if (raw == NULL || evbuffer_remove(job->body, raw, job->len) != (int)job->len) {
+            job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request",
+                                     job->len);
+            return;
+        }
+        evbuffer_free(job->body);
+        job->body = NULL;
+        job->raw = raw;
+    }
+    body = job->raw;
+    body_len = job->len;
+    if (job->codings.n > 0) {
+        /* Decoded layers go to an arena of their own so the raw body can go
+         * as soon as it is inflated: the two never wait out translation together. */
+        struct pg_arena *dec = pg_arena_create(pg_arena_cap(job->scratch));
+
+        err = dec == NULL ? pg_status_set(&job->st, PG_ERR_NOMEM, "no memory to decode the body")
+                          : pg_http_decode_body(dec, job->raw, job->len, &job->codings, max,
+                                                &body, &body_len, &inflated, &job->st);
+        pg_arena_destroy(job->scratch);
+        job->scratch = dec;
+    } else {
+        err = PG_ERR_OK;
+    }
+    if (err == PG_ERR_OK) {
+        /* Takes job->scratch: the pprof bytes die before the Sample structs are built. */
+        err = pg_pprof_translate_owned(job->arena, &job->scratch, body, body_len, &rx->topts,
+                                       &otlp, &job->stats, &job->st);
+        pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
+        pg_metric_observe(rx->m_latency, pg_mono_s() - job->t0);
+    }
+    pg_arena_destroy(job->scratch);
+    job->scratch = NULL;
+    if (err != PG_ERR_OK) {
+        job->err = err;
+        return;
+    }
+    pg_metric_add(rx->m_links, job->stats.links);
+    if (job->md_err != PG_ERR_OK) {
+        job->err = job->md_err;
+        job->st = job->md_st;
+        return;
+    }
+    job->batch = pg_batch_new(job->arena, otlp); /* takes the arena, also on failure */
+    job->arena = NULL;
+    if (job->batch == NULL) {
+        job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a batch");
+        return;
+    }
+    job->batch->raw_bytes = job->len;
+    job->batch->received_unix_nano = (uint64_t)pg_real_ns();
+    job->batch->receiver_id = rx->id;
+    job->batch->default_service_name = rx->cfg.server.default_service_name;
+    job->batch->metadata = job->md;
+    job->err = PG_ERR_OK;
+}
+
+/* True when the client closed its connection while the job was in flight:
+ * the server does not read while a request waits for its answer, so look at
+ * the socket itself. EOF counts as gone (as Go's server cancels the request on it). */
+static bool client_gone(struct pg_httpd_req *req)
+{
+    return pg_httpd_client_gone(req);
+}
+
+/* Loop thread: the client closed its connection before its answer. Nobody
+ * will read it: drop the batch (the client retries or not; either way it did
+ * not see a 204). The reply (not counted as an answer) only lets the server
+ * end the request and the connection. Frees @job. */
+static void abandon(struct rx *rx, struct rx_job *job)
+{
+    pg_metric_add(rx->m_abandoned, 1);
+    if (job->err == PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, job->stats.sample_records);
+    }
+    pg_log_debug(rx->log_name, "client went away before its answer; request dropped");
+    /* Not a refusal anyone reads: not counted as an answer. */
+    pg_httpd_reply_body(job->req, 503, NULL, NULL, 0);
+    job_free(job);
+}
+
+/* Loop thread: hands job->batch to the pipeline and answers. Frees @job. */
+static void deliver(struct rx *rx, struct rx_job *job)
+{
+    struct pg_httpd_req *req = job->req;
+    struct pg_batch *batch = job->batch;
+    enum pg_err err;
+
+    job->batch = NULL;
+    err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
+    if (err != PG_ERR_OK) {
+        pg_metric_add(rx->m_refused, job->stats.sample_records);
+        pg_rx_fail(rx, req, err, &job->st);
+    } else {
+        pg_metric_add(rx->m_accepted, job->stats.sample_records);
+        pg_rx_reply(rx, req, 204, NULL);
+    }
+    job_free(job);
+}
+
+#define HELD_POLL_MS 10
+
+static void held_arm(struct rx *rx)
+{
+    struct timeval tv = {0, HELD_POLL_MS * 1000};
+
+    if (rx->held_ev != NULL && !evtimer_pending(rx->held_ev, NULL)) {
+        evtimer_add(rx->held_ev, &tv);
+    }
+}
+
+/* An exporter with block_on_overflow is full: the request waits, unanswered,
+ * as a Go handler would block in the collector. The client's connection
+ * stays open; its memory stays charged. */
+static void hold(struct rx *rx, struct rx_job *job)
+{
+    unsigned long suppressed = 0;
+
+    if (rx->held == NULL && pg_log_ratelimit_ok(&rx->rl, &suppressed)) {
+        pg_log_info(rx->log_name, "holding requests: %s (%lu similar lines suppressed)",
+                    pg_status_text(&job->st), suppressed);
+    }
+    job->held_since = pg_mono_s();
+    job->next = NULL;
+    *rx->held_tail = job;
+    rx->held_tail = &job->next;
+    pg_metric_add(rx->m_held, 1);
+    held_arm(rx);
+}
+
+static struct rx_job *held_pop(struct rx *rx)
+{
+    struct rx_job *job = rx->held;
+
+    rx->held = job->next;
+    if (rx->held == NULL) {
+        rx->held_tail = &rx->held;
+    }
+    job->next = NULL;
+    return job;
+}
+
+/* Answers a held request without delivering it. Frees @job. */
+static void held_refuse(struct rx *rx, struct rx_job *job, enum pg_err err, const char *why)
+{
+    struct pg_status st;
+
+    pg_metric_add(rx->m_refused, job->stats.sample_records);
+    pg_status_set(&st, err, "%s", why);
+    pg_rx_fail(rx, job->req, err, &st);
+    job_free(job);
+}
+
+/* Oldest first: delivers while there is room, drops requests whose client
+ * left, and answers 503 to those held longer than write_timeout (Go's
+ * deadline for answering a request; 0 = wait as long as the client does). */
+static void on_held_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx *rx = arg;
+    const double limit = (double)rx->cfg.server.write_timeout / 1e9;
+
+    (void)fd;
+    (void)what;
+    while (rx->held != NULL) {
+        struct rx_job *job = rx->held;
+        char why[160];
+
+        if (client_gone(job->req)) {
+            abandon(rx, held_pop(rx));
+            continue;
+        }
+        if (!pg_consumer_would_block(rx->next, job->batch, &job->st)) {
+            deliver(rx, held_pop(rx));
+            continue;
+        }
+        if (limit > 0 && pg_mono_s() - job->held_since >= limit) {
+            held_pop(rx);
+            snprintf(why, sizeof(why), "%s; held %.0f s (write_timeout), retry later",
+                     pg_status_text(&job->st), limit);
+            held_refuse(rx, job, PG_ERR_BUSY, why);
+            continue;
+        }
+        break; /* still full: the ones behind it wait too */
+    }
+    if (rx->held != NULL) {
+        held_arm(rx);
+    }
+}
+
+/* Shutdown: exporters stop taking data now, so nobody held gets room. */
+void pg_rx_held_drain(struct rx *rx)
+{
+    while (rx->held != NULL) {
+        held_refuse(rx, held_pop(rx), PG_ERR_UNAVAILABLE, "shutting down; retry later");
+    }
+}
+
+bool pg_rx_held_init(struct rx *rx)
+{
+    rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
+    return rx->held_ev != NULL;
+}
+
+/* Loop thread: runs the pipeline and answers. Frees @job. */
+void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async)
+{
+    struct pg_httpd_req *req = job->req;
+    struct pg_batch *batch = job->batch;
+    enum pg_err err = job->err;
+
+    if (async && client_gone(req)) {
+        abandon(rx, job);
+        return;
+    }
+    if (err != PG_ERR_OK) {
+        pg_rx_fail(rx, req, err, &job->st);
+        job_free(job);
+        return;
+    }
+    /* The batch is all that is left of the admission's estimate (body and
+     * scratch are gone): it replaces it, charged until the last exporter drops
+     * it. Counting both refused lone bodies the estimate had admitted. */
+    pg_memlimit_release(job->admitted);
+    job->admitted = 0;
+    (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
+    /* Behind requests already held, a new one queues up too: oldest first. */
+    if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
+        hold(rx, job); /* keeps job->batch; answered by on_held_timer() */
+        return;
+    }
+    deliver(rx, job);
+}
+
+/* Workers run at a lower priority than the loop (Linux nice is per
+ * thread): a flood of large bodies then cannot starve accepting, answering
+ * and the small pushes the loop translates itself. */
+#define WORKER_NICE 5
+/* Scheduler slice (Linux 6.12+): a short one bounds how long the loop
+ * (pprof.c sets its own) waits for a core the workers hold (the default is
+ * ~3 ms, paid at every wakeup of a request). */
+#define WORKER_SLICE_NS (500u * 1000u)
+
+static void *worker_main(void *arg)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+
+    pg_sched_bulk_thread(WORKER_NICE, WORKER_SLICE_NS);
+
+    for (;;) {
+        struct rx_job *job;
+        bool wake;
+
+        pthread_mutex_lock(&pool->mu);
+        while (pool->todo == NULL && !pool->stop) {
+            pthread_cond_wait(&pool->cv, &pool->mu);
+        }
+        if (pool->stop) {
+            pthread_mutex_unlock(&pool->mu);
+            return NULL;
+        }
+        job = pool->todo;
+        pool->todo = job->next;
+        if (pool->todo == NULL) {
+            pool->todo_tail = &pool->todo;
+        }
+        pthread_mutex_unlock(&pool->mu);
+
+        job->next = NULL;
+        job_run(rx, job);
+
+        pthread_mutex_lock(&pool->mu);
+        wake = pool->done == NULL;
+        *pool->done_tail = job;
+        pool->done_tail = &job->next;
+        pthread_mutex_unlock(&pool->mu);
+        if (wake) {
+            uint64_t one = 1;
+
+            /* Cannot fail short of a counter overflow; the loop drains it. */
+            (void)!write(pool->efd, &one, sizeof(one));
+        }
+    }
+}
+
+/* Loop thread: the eventfd fired; finish every completed job. */
+static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+    struct rx_job *list;
+    uint64_t n;
+
+    (void)what;
+    (void)!read(fd, &n, sizeof(n));
+    pthread_mutex_lock(&pool->mu);
+    list = pool->done;
+    pool->done = NULL;
+    pool->done_tail = &pool->done;
+    pthread_mutex_unlock(&pool->mu);
+    while (list != NULL) {
+        struct rx_job *job = list;
+
+        list = job->next;
+        pool->in_flight--;
+        pg_rx_job_finish(rx, job, true);
+    }
+}
+
+/* What the process can use (affinity and cgroup quota), capped. */
+static int worker_default(void)
+{
+    int n = pg_usable_cpus();
+
+    return n > MAX_WORKERS ? MAX_WORKERS : n;
+}
+
+enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *st)
+{
+    size_t n = workers < 0 ? (size_t)worker_default() : (size_t)workers;
+    struct rx_pool *pool = calloc(1, sizeof(*pool));
+
+    if (pool == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->cv, NULL);
+    pool->todo_tail = &pool->todo;
+    pool->done_tail = &pool->done;
+    pool->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pool->threads = calloc(n, sizeof(*pool->threads));
+    rx->pool = pool;
+    if (pool->efd < 0 || pool->threads == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
+                             rx->log_name, strerror(errno));
+    }
+    pool->ev = event_new(rx->host->base, pool->efd, EV_READ | EV_PERSIST, on_jobs_done, rx);
+    if (pool->ev == NULL || event_add(pool->ev, NULL) != 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot watch the worker eventfd",
+                             rx->log_name);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int e = pthread_create(&pool->threads[i], NULL, worker_main, rx);
+
+        if (e != 0) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot start worker thread %zu: %s",
+                                 rx->log_name, i + 1, strerror(e));
+        }
+        pool->n_threads++;
+    }
+    return PG_ERR_OK;
+}
+
+/* Joins the workers; jobs not finished by then are answered 503 (the
+ * shutdown deadline passed) and freed. Loop thread, before pg_httpd_free. */
+void pg_rx_pool_destroy(struct rx *rx)
+{
+    struct rx_pool *pool = rx->pool;
+    struct rx_job *lists[2];
+
+    if (pool == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&pool->mu);
+    pool->stop = true;
+    pthread_cond_broadcast(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+    for (size_t i = 0; i < pool->n_threads; i++) {
+        pthread_join(pool->threads[i], NULL);
+    }
+    lists[0] = pool->done;
+    lists[1] = pool->todo;
+    for (size_t l = 0; l < 2; l++) {
+        while (lists[l] != NULL) {
+            struct rx_job *job = lists[l];
+            struct pg_status st;
+
+            lists[l] = job->next;
+            pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
+            pg_rx_fail(rx, job->req, PG_ERR_UNAVAILABLE, &st);
+            job_free(job);
+        }
+    }
+    if (pool->ev != NULL) {
+        event_free(pool->ev);
+    }
+    if (pool->efd >= 0) {
+        close(pool->efd);
+    }
+    pthread_cond_destroy(&pool->cv);
+    pthread_mutex_destroy(&pool->mu);
+    free(pool->threads);
+    free(pool);
+    rx->pool = NULL;
+}
+
+size_t pg_rx_pool_threads(const struct rx *rx)
+{
+    return rx->pool != NULL ? rx->pool->n_threads : 0;
+}
+
+bool pg_rx_pool_busy(const struct rx *rx)
+{
+    return rx->pool != NULL && rx->pool->in_flight > 0;
+}
+
+bool pg_rx_job_queued(const struct rx *rx, size_t len)
+{
+    return rx->pool != NULL && len > INLINE_MAX_BODY;
+}
+
+void pg_rx_job_start(struct rx *rx, struct rx_job *job)
+{
+    if (pg_rx_job_queued(rx, job->len)) {
+        struct rx_pool *pool = rx->pool;
+
+        pool->in_flight++;
+        pthread_mutex_lock(&pool->mu);
+        *pool->todo_tail = job;
+        pool->todo_tail = &job->next;
+        pthread_cond_signal(&pool->cv);
+        pthread_mutex_unlock(&pool->mu);
+        return;
+    }
+    job_run(rx, job);
+    pg_rx_job_finish(rx, job, false);
+}
