@@ -1,44 +1,63 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Large-body flood against memory_limiter: CLIENTS concurrent clients push the
-large benchmark profile (bench/translate_gen_large.py, 2 MB gzip, 7.5 MB raw)
-over and over for DURATION seconds while tests/hostile/probe.py pushes a
-small SDK-sized profile every 20 ms from its own process. Samples the
-gateway's VmRSS every 20 ms and prints peak RSS / limit_mib (goal <= 1.0),
-VmHWM / limit_mib, the status mix and the probe's p50/p99 (goal < 50 ms).
-Env: CLIENTS (60), DURATION (10 s), LIMIT_MIB (200), SPIKE_MIB (50),
-     WORKERS (receiver default), AUTH (1 = bearer auth on), PPROFGATE_BIN, PG_BUILD_DIR."""
+"""Large-body flood against memory_limiter. bench/flood_client (one thread,
+epoll: the attacker costs the machine little CPU) keeps CLIENTS uploads of a
+~4 MB gzip profile (bench/translate_gen_large.py --samples SAMPLES, 15.5 MB
+raw) in flight for DURATION seconds, while a probe (flood_client probe, a
+process of its own) pushes the first real SDK capture every 20 ms from
+127.0.0.2. The same probe pushes at the same time, from 127.0.0.3, to a
+second gateway with the same config that nobody floods: the control, i.e.
+what the machine (the load generator, other processes) adds whatever the
+flooded gateway does. Samples the flooded gateway's VmRSS every 20 ms.
+Prints peak RSS / limit_mib and VmHWM / limit_mib (goal <= 1.0), the status
+mix, the probe's p50/p99 (goal < 50 ms) and the control's, and the CPU the
+gateway and the attacker used.
+PIN=1 (when the machine has 2+ cores): the flooded gateway (all its threads)
+on the first core, the attacker, both probes, the control gateway and this
+script on the second; PIN=0 leaves everything to the scheduler.
+Env: CLIENTS (60), DURATION (10 s), LIMIT_MIB (160), SPIKE_MIB (32),
+     SAMPLES (140000), WORKERS (receiver default), AUTH (1 = bearer auth on),
+     PIN (0), SCHED (1 = `perf sched record` 4 s of the flood and print who kept the
+     gateway's event loop waiting for a CPU: its own threads or other processes),
+     PPROFGATE_BIN, PG_BUILD_DIR."""
 
+import json
 import os
+import re
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "lib"))
-from pg_harness import Gateway, fixture, gzip_bytes, read  # noqa: E402
+from pg_harness import Gateway, fixture  # noqa: E402
 
 BUILD = os.environ.get("PG_BUILD_DIR", os.path.join(ROOT, "build"))
 CLIENTS = int(os.environ.get("CLIENTS", "60"))
 DURATION = float(os.environ.get("DURATION", "10"))
-LIMIT = int(os.environ.get("LIMIT_MIB", "200"))
-SPIKE = int(os.environ.get("SPIKE_MIB", "50"))
+LIMIT = int(os.environ.get("LIMIT_MIB", "160"))
+SPIKE = int(os.environ.get("SPIKE_MIB", "32"))
+SAMPLES = int(os.environ.get("SAMPLES", "140000"))
 WORKERS = os.environ.get("WORKERS", "")
 AUTH = os.environ.get("AUTH", "0") == "1"
+PIN = os.environ.get("PIN", "0") == "1"
+SCHED = os.environ.get("SCHED", "0") == "1"
 TOKEN = "bench-token"
+CLIENT_BIN = os.path.join(BUILD, "bench", "flood_client")
+if not os.path.exists(CLIENT_BIN):
+    sys.exit(f"{CLIENT_BIN} missing: cmake --build {BUILD} --target flood_client")
 
-large = os.path.join(BUILD, "hostile-large.pprof.gz")
+large = os.path.join(BUILD, f"flood-{SAMPLES}.pprof.gz")
 if not os.path.exists(large):
     subprocess.run([sys.executable, os.path.join(HERE, "translate_gen_large.py"), large + ".raw",
-                    "--gzip", large], check=True, capture_output=True)
-BIG = read(large)
-small = os.path.join(BUILD, "hostile-small.pprof.gz")
-with open(small, "wb") as f:
-    f.write(gzip_bytes(read(fixture("debug/worked_example.pprof"))))
+                    "--gzip", large, "--samples", str(SAMPLES)], check=True, capture_output=True)
+    os.unlink(large + ".raw")
+small = fixture("sdk/push0.pprof.gz")
+with open(fixture("sdk/push0.json")) as f:
+    small_attrs = json.load(f)["headers"]["otel-resource-attributes"]
 
-extra = f"      max_request_body_size: 16MiB\n"
+extra = "      max_request_body_size: 16MiB\n"
 if WORKERS:
     extra += f"      workers: {WORKERS}\n"
 if AUTH:
@@ -62,52 +81,23 @@ service:
   pipelines:
     profiles: {{receivers: [pprof], processors: [memory_limiter], exporters: [debug]}}
 """
-gw = Gateway(cfg)
-with open(gw.path("token"), "w") as f:
-    f.write(TOKEN + "\n")
 
-head = (b"POST /v1/pprof HTTP/1.1\r\nHost: gw\r\nContent-Encoding: gzip\r\n" +
-        (b"Authorization: Bearer " + TOKEN.encode() + b"\r\n" if AUTH else b"") +
-        b"Content-Length: %d\r\n\r\n" % len(BIG))
-statuses = {}
-lock = threading.Lock()
-stop = threading.Event()
+cores = sorted(os.sched_getaffinity(0))
+pinned = PIN and len(cores) >= 2
+gw_cores, client_cores = ({cores[0]}, {cores[1]}) if pinned else (set(cores), set(cores))
 
 
-def pusher(port):
-    import socket
-    while not stop.is_set():
-        try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=30)
-            s.sendall(head + BIG)
-            buf = b""
-            while b"\r\n" not in buf:
-                d = s.recv(4096)
-                if not d:
-                    break
-                buf += d
-            s.close()
-            st = buf.split(b" ", 2)[1].decode() if buf.startswith(b"HTTP/1.1 ") else "closed"
-        except OSError as e:
-            st = type(e).__name__
-        with lock:
-            statuses[st] = statuses.get(st, 0) + 1
-        if st != "204":
-            time.sleep(0.05)  # a client that honours Retry-After a little
-
-
-# The same probe against a second, idle gateway at the same time: the part
-# of the probe's latency that the machine (the flooding clients, other
-# processes) adds whatever the flooded gateway does.
-ctl = Gateway(cfg)
-with open(ctl.path("token"), "w") as f:
-    f.write(TOKEN + "\n")
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_probe(port, src):
-    pr = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "hostile", "probe.py"),
-                           str(port), TOKEN, src, small], stdout=subprocess.PIPE, text=True)
-    pr.stdout.readline()
+    pr = subprocess.Popen([CLIENT_BIN, "probe", str(port), small, src, TOKEN,
+                           "otel-resource-attributes: " + small_attrs],
+                          stdout=subprocess.PIPE, text=True)
+    pr.stdout.readline()  # "ready"
     return pr
 
 
@@ -124,38 +114,127 @@ def probe_result(pr):
     return lat, fail
 
 
+def sched_record():
+    path = os.path.join(gw.tmp, "sched.data")
+    return path, subprocess.Popen(["perf", "sched", "record", "-o", path, "--", "sleep", "4"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def sched_report(path, pid):
+    """The loop thread's (tid = pid) waits for a CPU while runnable, and what
+    ran on its CPU meanwhile: the gateway's own threads or other processes."""
+    out = subprocess.run(["perf", "sched", "timehist", "-i", path], capture_output=True,
+                         text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[1].startswith("[") and f[0][0].isdigit():
+            try:
+                rows.append((float(f[0].rstrip(":")), f[1], f[2], float(f[4]), float(f[5])))
+            except ValueError:
+                pass
+    loop = f"pprofgate[{pid}]"
+    delays, runs, blame = [], [], {}
+    for i, (t, cpu, name, delay, run) in enumerate(rows):
+        if name != loop:
+            continue
+        delays.append(delay)
+        runs.append(run)
+        if delay <= 2.0:
+            continue
+        start = t - (run + delay) / 1000
+        for t2, cpu2, name2, _, run2 in reversed(rows[:i]):
+            if t2 <= start:
+                break
+            if cpu2 == cpu:
+                if name2.endswith(f"/{pid}]"):
+                    who = "the gateway's own threads"
+                elif name2.split("[")[0] in ("flood_client", "python3", "pprofgate", "perf"):
+                    who = "this bench (attacker, probes, control, perf)"
+                else:
+                    who = "other processes"
+                blame[who] = blame.get(who, 0.0) + run2
+    if not delays:
+        return "  sched: no samples of the loop thread"
+    delays.sort()
+    return (f"  sched (4 s): loop woke {len(delays)} times, waited for a CPU p50 "
+            f"{pct(delays, 0.5):.2f} ms, p99 {pct(delays, 0.99):.2f} ms, max {delays[-1]:.1f} ms; "
+            f"in its {sum(1 for d in delays if d > 2)} waits > 2 ms the CPU ran: "
+            + ", ".join(f"{k} {v:.0f} ms" for k, v in sorted(blame.items()))
+            + f"\n  loop on CPU {sum(runs):.0f} ms of 4 s, longest run {max(runs):.1f} ms, "
+            f"{sum(1 for r in runs if r > 2)} runs > 2 ms")
+
+
 def pct(lat, q):
     return lat[min(len(lat) - 1, int(len(lat) * q))] if lat else float("nan")
 
 
-with gw, ctl:
+gw, ctl = Gateway(cfg), Gateway(cfg)
+for g in (gw, ctl):
+    with open(g.path("token"), "w") as f:
+        f.write(TOKEN + "\n")
+# Each gateway starts with its affinity set, so the default worker count
+# (the CPUs it can use) follows the pinning; the probes and the attacker
+# inherit this script's affinity.
+os.sched_setaffinity(0, gw_cores)
+gw.start()
+os.sched_setaffinity(0, client_cores)
+try:
+    ctl.start()
     rss_peak = 0
     probe = start_probe(gw.port, "127.0.0.2")
     cprobe = start_probe(ctl.port, "127.0.0.3")
     rss_idle = gw.rss_kb() or 0
-    ths = [threading.Thread(target=pusher, args=(gw.port,), daemon=True) for _ in range(CLIENTS)]
-    for t in ths:
-        t.start()
+    cpu0, load0 = cpu_s(gw.proc.pid), os.getloadavg()[0]
+    flood = subprocess.Popen([CLIENT_BIN, "flood", str(gw.port), large, str(CLIENTS), str(DURATION)]
+                             + ([TOKEN] if AUTH else []), stdout=subprocess.PIPE, text=True)
     end = time.monotonic() + DURATION
+    sched = None
     while time.monotonic() < end:
         rss_peak = max(rss_peak, gw.rss_kb() or 0)
+        if SCHED and sched is None and time.monotonic() > end - DURATION + 2:
+            sched = sched_record()
         time.sleep(0.02)
-    stop.set()
-    for t in ths:
-        t.join(35)
+    # The probes cover the flood's window only, not the requests it lets finish.
     lat, pfail = probe_result(probe)
     clat, cfail = probe_result(cprobe)
+    while flood.poll() is None:
+        rss_peak = max(rss_peak, gw.rss_kb() or 0)
+        time.sleep(0.02)
+    out, _ = flood.communicate()
+    if sched is not None:
+        sched[1].wait(30)
+    cpu1 = cpu_s(gw.proc.pid)
     hwm = gw.hwm_kb() or 0
+    os.sched_setaffinity(0, set(cores))
+    mix, attacker = {}, ""
+    for line in out.splitlines():
+        if line.startswith("status"):
+            mix = dict(kv.split("=") for kv in line.split()[1:])
+        elif line.startswith("cpu"):
+            f = line.split()
+            attacker = f"{float(f[1]) + float(f[2]):.2f} s CPU for {f[4]} uploads"
 
-    print(f"flood: {CLIENTS} clients x {len(BIG) >> 10} KiB gzip for {DURATION:.0f} s, "
-          f"memory_limiter limit_mib {LIMIT} spike {SPIKE}, auth {'on' if AUTH else 'off'}")
+    where = (f"PINNED: gateway on core {cores[0]}, attacker + probes + control gateway on core "
+             f"{cores[1]}" if pinned else "UNPINNED: every process on any core")
+    m = re.search(r"(\d+) workers", gw.log())
+    where += f"; gateway with {m.group(1) if m else '?'} workers"
+    print(f"flood: {CLIENTS} clients x {os.path.getsize(large) >> 10} KiB gzip for {DURATION:.0f} s, "
+          f"memory_limiter limit_mib {LIMIT} spike {SPIKE}, auth {'on' if AUTH else 'off'}; {where}; "
+          f"load average {load0:.1f}")
     print(f"  RSS idle {rss_idle // 1024} MiB, peak (sampled 20 ms) {rss_peak // 1024} MiB, "
           f"VmHWM {hwm // 1024} MiB")
     print(f"  peak RSS / limit_mib = {rss_peak / 1024 / LIMIT:.2f}   VmHWM / limit_mib = "
           f"{hwm / 1024 / LIMIT:.2f}   (goal <= 1.0)")
-    print(f"  status mix: {dict(sorted(statuses.items()))}")
-    print(f"  small pushes meanwhile: {len(lat)} ok, {len(pfail)} failed, p50 {pct(lat, 0.5):.1f} ms, "
-          f"p99 {pct(lat, 0.99):.1f} ms (goal < 50)")
-    print(f"  same probe against an idle gateway meanwhile (the machine's share): {len(clat)} ok, "
-          f"{len(cfail)} failed, p50 {pct(clat, 0.5):.1f} ms, p99 {pct(clat, 0.99):.1f} ms; "
-          f"p99 ratio flooded / idle = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")
+    print(f"  status mix: {mix}; gateway CPU {cpu1 - cpu0:.2f} s, attacker {attacker}")
+    print(f"  probe (flooded gateway): {len(lat)} ok, {len(pfail)} failed, p50 {pct(lat, 0.5):.1f} ms, "
+          f"p99 {pct(lat, 0.99):.1f} ms, max {pct(lat, 1.0):.1f} ms (goal p99 < 50)"
+          + (f"; failures {sorted(set(pfail))}" if pfail else ""))
+    print(f"  control (idle gateway, same time): {len(clat)} ok, {len(cfail)} failed, "
+          f"p50 {pct(clat, 0.5):.1f} ms, p99 {pct(clat, 0.99):.1f} ms, max {pct(clat, 1.0):.1f} ms; "
+          f"p99 flooded / control = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")
+    if sched is not None:
+        print(sched_report(sched[0], gw.proc.pid))
+finally:
+    gw.kill()
+    ctl.kill()

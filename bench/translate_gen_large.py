@@ -4,7 +4,8 @@
 # pprof with ~60 000 samples, 6 000 functions, ~9 000 locations (some with
 # inlined frames), 20 000 distinct trace ids (a span id per sample), a route
 # label and a numeric label; ~7 MB uncompressed. Deterministic (fixed seed).
-# usage: translate_gen_large.py OUT.pprof [--gzip OUT.pprof.gz]
+# usage: translate_gen_large.py OUT.pprof [--gzip OUT.pprof.gz] [--samples N]
+# (--samples: 60 000 by default; 140 000 gives the ~4 MB gzip, 15.6 MB raw body of bench/flood.sh)
 import gzip
 import random
 import sys
@@ -29,6 +30,7 @@ def fb(f, data):
 
 
 def main():
+    n_samples = int(sys.argv[sys.argv.index("--samples") + 1]) if "--samples" in sys.argv else 60000
     rnd = random.Random(42)
     strs, index = [""], {"": 0}
 
@@ -65,7 +67,7 @@ def main():
     traces = ["%032x" % rnd.getrandbits(128) for _ in range(20000)]
     routes = ["/api/v1/resource%d" % i for i in range(12)]
     k_trace, k_span, k_route, k_thr, k_unit = s("trace_id"), s("span_id"), s("http.route"), s("thread"), s("count")
-    for i in range(60000):
+    for i in range(n_samples):
         st = stacks[int(rnd.paretovariate(1.2) * 7) % len(stacks)]
         body = bytearray(fb(1, b"".join(varint(x) for x in st)))
         n = rnd.randint(1, 5)
@@ -80,8 +82,8 @@ def main():
     data = bytes(out) + b"".join(fb(6, x.encode()) for x in strs)
     with open(sys.argv[1], "wb") as f:
         f.write(data)
-    if len(sys.argv) > 3 and sys.argv[2] == "--gzip":
-        with open(sys.argv[3], "wb") as f:
+    if "--gzip" in sys.argv:
+        with open(sys.argv[sys.argv.index("--gzip") + 1], "wb") as f:
             f.write(gzip.compress(data, compresslevel=6, mtime=0))
     print("%s: %d bytes, %d strings" % (sys.argv[1], len(data), len(strs)))
 

@@ -2,6 +2,7 @@
  * Arena implementation: a list of malloc'd chunks, bumped from the newest;
  * large requests get a chunk of their own so small ones keep packing. */
 #include "core/arena.h"
+#include "core/thread_sched.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -59,6 +60,7 @@ struct pg_arena {
     void *last;             /* last allocation, for in-place realloc */
     size_t last_size;
     int hit_cap;
+    struct pg_arena *reap_next; /* on the reaper's list */
 };
 
 #define CHUNK_HDR ((sizeof(struct chunk) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
@@ -141,6 +143,84 @@ void pg_arena_malloc_setup(void)
     mallopt(M_TRIM_THRESHOLD, (int)TRIM_THRESHOLD);
 }
 
+/* A large arena whose last owner is a latency thread (the event loop) goes
+ * back to the system on a thread of its own: unmapping tens of MiB and
+ * malloc_trim took the loop 5-10 ms per large request (perf, bench/README.md
+ * flood), every small push behind them waiting. */
+#define REAPER_NICE 5
+#define REAPER_SLICE_NS (500u * 1000u)
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct pg_arena *todo; /* linked through ->reap_next; owned */
+    int state;             /* 0 not started, 1 running, -1 could not start */
+} g_reap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+
+static void free_chunks(struct pg_arena *a)
+{
+    struct chunk *c = a->head;
+
+    while (c != NULL) {
+        struct chunk *next = c->next;
+
+        UNPOISON(chunk_data(c), c->size);
+        free(c);
+        c = next;
+    }
+    free(a);
+}
+
+static void *reaper_main(void *arg)
+{
+    (void)arg;
+    pg_sched_bulk_thread(REAPER_NICE, REAPER_SLICE_NS);
+    pthread_mutex_lock(&g_reap.mu);
+    for (;;) {
+        struct pg_arena *list;
+
+        while (g_reap.todo == NULL) {
+            pthread_cond_wait(&g_reap.cv, &g_reap.mu);
+        }
+        list = g_reap.todo;
+        g_reap.todo = NULL;
+        pthread_mutex_unlock(&g_reap.mu);
+        while (list != NULL) {
+            struct pg_arena *next = list->reap_next;
+
+            free_chunks(list);
+            list = next;
+        }
+        malloc_trim(0); /* as pg_arena_destroy does after a large arena */
+        pthread_mutex_lock(&g_reap.mu);
+    }
+    return NULL;
+}
+
+/* Hands @a (its cleanups already run) to the reaper; false when there is none. */
+static bool reap_later(struct pg_arena *a)
+{
+    bool ok;
+
+    pthread_mutex_lock(&g_reap.mu);
+    if (g_reap.state == 0) {
+        pthread_t t;
+
+        g_reap.state = pthread_create(&t, NULL, reaper_main, NULL) == 0 ? 1 : -1;
+        if (g_reap.state == 1) {
+            pthread_detach(t);
+        }
+    }
+    ok = g_reap.state == 1;
+    if (ok) {
+        a->reap_next = g_reap.todo;
+        g_reap.todo = a;
+        pthread_cond_signal(&g_reap.cv);
+    }
+    pthread_mutex_unlock(&g_reap.mu);
+    return ok;
+}
+
 void pg_arena_destroy(struct pg_arena *a)
 {
     struct chunk *c;
@@ -151,8 +231,12 @@ void pg_arena_destroy(struct pg_arena *a)
     }
     feed = a->footprint <= SMALL_ARENA;
     trim = !feed;
+    /* Run here, whoever frees the chunks: memory charges are released now. */
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
+    }
+    if (!feed && pg_sched_is_latency_thread() && reap_later(a)) {
+        return;
     }
     c = a->head;
     if (feed) {

@@ -68,8 +68,16 @@ void pg_sched_bulk_thread(int nice_delta, uint64_t slice_ns)
     (void)slice_ns;
 }
 
+static _Thread_local bool latency_thread;
+
+bool pg_sched_is_latency_thread(void)
+{
+    return latency_thread;
+}
+
 bool pg_sched_latency_thread(uint64_t slice_ns)
 {
+    latency_thread = true;
 #if defined(__linux__) && defined(SYS_sched_setattr)
     return set_attr(SCHED_OTHER, 0, slice_ns);
 #else

@@ -21,4 +21,8 @@ void pg_sched_bulk_thread(int nice_delta, uint64_t slice_ns);
  * sooner. True when the kernel took it. */
 bool pg_sched_latency_thread(uint64_t slice_ns);
 
+/* True on a thread that called pg_sched_latency_thread() (whatever the
+ * kernel said): work that can wait is handed off such a thread. */
+bool pg_sched_is_latency_thread(void);
+
 #endif

@@ -183,6 +183,7 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
     struct rx_job *job;
     enum pg_err err;
     uint8_t *raw;
+    bool to_pool;
 
     job = calloc(1, sizeof(*job));
     if (job == NULL) {
@@ -213,12 +214,21 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
     /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
     job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
     job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
-    raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
-    if (job->arena == NULL || raw == NULL) {
+    /* A body for the workers moves to the job as it is (the chains, no copy):
+     * copying and faulting in megabytes would stall the loop. */
+    to_pool = pg_rx_job_queued(rx, len);
+    if (to_pool) {
+        raw = NULL;
+        job->body = evbuffer_new();
+    } else {
+        raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
+    }
+    if (job->arena == NULL || job->scratch == NULL || (to_pool ? job->body == NULL : raw == NULL)) {
         job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
         goto finish;
     }
-    if (evbuffer_remove(buf, raw, len) != (int)len) {
+    if (to_pool ? evbuffer_add_buffer(job->body, buf) != 0
+                : evbuffer_remove(buf, raw, len) != (int)len) {
         job->err = pg_status_set(&job->st, PG_ERR_INTERNAL, "could not read the request body");
         goto finish;
     }

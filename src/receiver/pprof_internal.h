@@ -87,13 +87,14 @@ struct rx {
 struct rx_job {
     struct rx_job *next;
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
-    size_t admitted;               /* body bytes pg_memlimit_admit()ed, released at the end */
+    size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
     /* inputs */
     struct pg_arena *scratch;      /* owned: raw body + decoded layers */
     struct pg_arena *arena;        /* owned: becomes the batch's arena */
     const uint8_t *raw;            /* in scratch */
     size_t len;
+    struct evbuffer *body;         /* owned: a queued body, copied into scratch by the worker */
     struct pg_http_codings codings;
     struct pg_metadata md;         /* in arena: peer address, headers */
     enum pg_err md_err;            /* a metadata failure, reported after translation */
@@ -122,6 +123,8 @@ void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
 /* Translates @job inline (small bodies, or no workers) or queues it for a
  * worker; either way the job is finished on the loop thread. Takes @job. */
 void pg_rx_job_start(struct rx *rx, struct rx_job *job);
+/* True when a body of @len bytes will be translated by a worker. */
+bool pg_rx_job_queued(const struct rx *rx, size_t len);
 /* Loop thread: runs the pipeline (or holds the job while an exporter is
  * full) and answers; @async when it came back from a worker. Takes @job. */
 void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async);

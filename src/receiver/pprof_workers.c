@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "core/cgroup.h"
@@ -45,6 +46,9 @@ struct rx_pool {
 static void job_free(struct rx_job *job)
 {
     pg_memlimit_release(job->admitted);
+    if (job->body != NULL) {
+        evbuffer_free(job->body);
+    }
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -61,6 +65,18 @@ static void job_run(struct rx *rx, struct rx_job *job)
     size_t body_len = 0, inflated = 0;
     enum pg_err err;
 
+    if (job->body != NULL) {
+        uint8_t *raw = pg_arena_alloc(job->scratch, job->len);
+
+        if (raw == NULL || evbuffer_remove(job->body, raw, job->len) != (int)job->len) {
+            job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request",
+                                     job->len);
+            return;
+        }
+        evbuffer_free(job->body);
+        job->body = NULL;
+        job->raw = raw;
+    }
     body = job->raw;
     body_len = job->len;
     if (job->codings.n > 0) {
@@ -271,7 +287,11 @@ void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async)
         job_free(job);
         return;
     }
-    /* Charged until the last exporter drops the batch. */
+    /* The batch is all that is left of the admission's estimate (body and
+     * scratch are gone): it replaces it, charged until the last exporter drops
+     * it. Counting both refused lone bodies the estimate had admitted. */
+    pg_memlimit_release(job->admitted);
+    job->admitted = 0;
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
     if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
@@ -454,9 +474,14 @@ bool pg_rx_pool_busy(const struct rx *rx)
     return rx->pool != NULL && rx->pool->in_flight > 0;
 }
 
+bool pg_rx_job_queued(const struct rx *rx, size_t len)
+{
+    return rx->pool != NULL && len > INLINE_MAX_BODY;
+}
+
 void pg_rx_job_start(struct rx *rx, struct rx_job *job)
 {
-    if (rx->pool != NULL && job->len > INLINE_MAX_BODY) {
+    if (pg_rx_job_queued(rx, job->len)) {
         struct rx_pool *pool = rx->pool;
 
         pool->in_flight++;

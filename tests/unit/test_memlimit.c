@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The memory budget: admission against the soft limit, release, arena-tied
  * charges, RSS-based refusal, and the memory_limiter processor's config. */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pipeline/component.h"
+#include "core/arena.h"
 #include "core/memlimit.h"
+#include "core/thread_sched.h"
 #include "pg_test.h"
 
 extern const struct pg_component_ops pg_processor_memory_limiter;
@@ -74,6 +79,56 @@ PG_TEST(test_arena_charge)
     CHECK_INT(pg_memlimit_inflight(), 12400);
     pg_arena_destroy(a);
     CHECK_INT(pg_memlimit_inflight(), 0);
+}
+
+/* ASan's and TSan's allocators report no mmap'd bytes in mallinfo2(). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZER_MALLOC 1
+#endif
+#endif
+
+static void *destroy_on_loop(void *arg)
+{
+    struct pg_arena *a = arg;
+
+    (void)pg_sched_latency_thread(0);
+    pg_arena_destroy(a);
+    /* Cleanups (the charge) ran before it returned, whoever frees the chunks. */
+    return (void *)(uintptr_t)(pg_memlimit_inflight() == 0);
+}
+
+/* A large arena whose last owner is the event loop: its charge is released
+ * at once and its chunks leave the process on the reaper thread. */
+PG_TEST(test_arena_reaped_off_loop)
+{
+    struct pg_arena *a = pg_arena_create(0);
+    const size_t big = 8 * MiB;
+    pthread_t t;
+    void *released = NULL;
+
+    pg_arena_malloc_setup(); /* as the gateway: blocks from 1 MiB up are mmap'd */
+    pg_memlimit_reset();
+    CHECK(a != NULL && pg_arena_alloc(a, big) != NULL);
+    CHECK(pg_memlimit_charge_arena(a, 100));
+#ifndef SANITIZER_MALLOC
+    size_t mapped = mallinfo2().hblkhd; /* the 8 MiB chunk is mmap'd */
+    CHECK(mapped >= big);
+#endif
+    CHECK(pthread_create(&t, NULL, destroy_on_loop, a) == 0);
+    CHECK(pthread_join(t, &released) == 0);
+    CHECK(released != NULL);
+    CHECK_INT(pg_memlimit_inflight(), 0);
+#ifndef SANITIZER_MALLOC
+    /* Bounded wait for the reaper. */
+    for (int i = 0; i < 500 && mallinfo2().hblkhd + big > mapped; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(mallinfo2().hblkhd + big <= mapped);
+#endif
 }
 
 PG_TEST(test_rss_refusal)
@@ -212,5 +267,6 @@ PG_TEST(test_processor_process)
 }
 
 PG_TEST_MAIN(PG_CASE(test_admit_release), PG_CASE(test_tightest_limit_wins),
-             PG_CASE(test_arena_charge), PG_CASE(test_rss_refusal),
+             PG_CASE(test_arena_charge), PG_CASE(test_arena_reaped_off_loop),
+             PG_CASE(test_rss_refusal),
              PG_CASE(test_processor_config), PG_CASE(test_processor_process))
