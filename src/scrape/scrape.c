@@ -20,6 +20,7 @@
 #include "core/file_read.h"
 #include "core/hostport.h"
 #include "pipeline/batch.h"
+#include "pipeline/receiver_metrics.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/vec.h"
@@ -624,10 +625,7 @@ enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
     char labels[200], desc[1024];
 
     snprintf(labels, sizeof(labels), "receiver=\"%s\",transport=\"scrape\"", s->receiver_id);
-    s->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
-                                      "Profile sample records pushed into the pipeline.", labels);
-    s->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
-                                     "Profile sample records the pipeline refused.", labels);
+    pg_receiver_sample_counters(labels, &s->m_accepted, &s->m_refused);
     for (size_t ji = 0; ji < s->cfg->n_jobs; ji++) {
         const struct pg_scrape_job *job = &s->cfg->jobs[ji];
 
