@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "codec/gzip.h"
 #include "core/base64.h"
 #include "core/log.h"
 #include "exporter/grpc_wire.h"
