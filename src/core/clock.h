@@ -6,6 +6,7 @@
 #define PG_CORE_CLOCK_H
 
 #include <stdint.h>
+#include <sys/time.h>
 #include <time.h>
 
 #define PG_NS_PER_SEC 1000000000LL
@@ -32,6 +33,20 @@ static inline int64_t pg_real_ns(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * PG_NS_PER_SEC + ts.tv_nsec;
+}
+
+/* @ns (a negative span counts as 0) as the struct timeval libevent's timers
+ * take. */
+static inline struct timeval pg_ns_to_tv(int64_t ns)
+{
+    struct timeval tv;
+
+    if (ns < 0) {
+        ns = 0;
+    }
+    tv.tv_sec = (time_t)(ns / PG_NS_PER_SEC);
+    tv.tv_usec = (suseconds_t)(ns % PG_NS_PER_SEC / 1000);
+    return tv;
 }
 
 #endif

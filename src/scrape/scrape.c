@@ -161,8 +161,7 @@ static void arm(struct target *t)
     if (d < 0) {
         d = 0;
     }
-    tv.tv_sec = (time_t)(d / NS);
-    tv.tv_usec = (suseconds_t)(d % NS / 1000);
+    tv = pg_ns_to_tv(d);
     evtimer_add(t->timer, &tv);
 }
 
