@@ -101,18 +101,19 @@ bool pg_scrape_resource_labels(const struct pg_labels *l, bool remote, struct pg
 
 /* ---- targets ------------------------------------------------------------ */
 
-void pg_scrape_inflight_add(struct target *t)
+void pg_scrape_inflight_add(struct pg_scrape_target *t)
 {
-    struct target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+    struct pg_scrape_target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
 
     t->next_inflight = *b;
     *b = t;
     t->s->in_flight++;
 }
 
-void pg_scrape_inflight_del(struct target *t)
+void pg_scrape_inflight_del(struct pg_scrape_target *t)
 {
-    for (struct target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS]; *pp != NULL;
+    for (struct pg_scrape_target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+         *pp != NULL;
          pp = &(*pp)->next_inflight) {
         if (*pp == t) {
             *pp = t->next_inflight;
@@ -122,7 +123,7 @@ void pg_scrape_inflight_del(struct target *t)
     }
 }
 
-static void target_free(struct target *t)
+static void target_free(struct pg_scrape_target *t)
 {
     if (t->call != NULL) {
         pg_http_call_cancel(t->call);
@@ -142,9 +143,10 @@ static void target_free(struct target *t)
     free(t);
 }
 
-static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
+static bool url_in_flight(const struct pg_scraper *s, const struct pg_scrape_target *self)
 {
-    for (const struct target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS]; t != NULL;
+    for (const struct pg_scrape_target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS];
+         t != NULL;
          t = t->next_inflight) {
         if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
             return true;
@@ -153,7 +155,7 @@ static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
     return false;
 }
 
-static void arm(struct target *t)
+static void arm(struct pg_scrape_target *t)
 {
     int64_t now = pg_mono_ns(), d = t->deadline_ns - now;
     struct timeval tv;
@@ -167,7 +169,7 @@ static void arm(struct target *t)
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    struct target *t = arg;
+    struct pg_scrape_target *t = arg;
     int64_t now = pg_mono_ns();
 
     (void)fd;
@@ -316,13 +318,13 @@ bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
 /* Builds one target from a group entry and a profile: the Parca label order
  * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
  * address checks, instance and the URL. NULL when dropped (counted). */
-static struct target *build_target(struct pg_scraper *s, size_t ji, const char *source,
+static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, const char *source,
                                    const struct pg_scrape_tg_target *tg,
                                    const struct pg_scrape_profile *p, size_t *dropped)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
     struct pg_labels l = {0};
-    struct target *t;
+    struct pg_scrape_target *t;
     char addr[300], pq[2048], url[2600], secs[32];
     const char *scheme, *path, *a;
     int64_t seconds = pg_scrape_profile_seconds(job, p);
@@ -421,7 +423,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     return t;
 }
 
-static void target_begin(struct target *t)
+static void target_begin(struct pg_scrape_target *t)
 {
     struct pg_scraper *s = t->s;
     const struct pg_scrape_job *job = t->job;
@@ -475,10 +477,10 @@ static void target_begin(struct target *t)
 
 static void update_job_gauges(struct pg_scraper *s, size_t ji)
 {
-    struct job_state *js = &s->jobs[ji];
+    struct pg_scrape_job_state *js = &s->jobs[ji];
     size_t active = 0;
 
-    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         active += t->job_index == ji;
     }
     js->active = active;
@@ -500,7 +502,7 @@ static void update_job_gauges(struct pg_scraper *s, size_t ji)
 }
 
 /* Records what relabeling dropped from @source; the job's total is the sum. */
-static void set_drops(struct job_state *js, const char *source, size_t n)
+static void set_drops(struct pg_scrape_job_state *js, const char *source, size_t n)
 {
     size_t i;
 
@@ -532,15 +534,15 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
-    struct target *fresh = NULL, *gone = NULL, **pp;
+    struct pg_scrape_target *fresh = NULL, *gone = NULL, **pp;
     size_t added = 0, removed = 0, dropped = 0;
 
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         t->marked = false;
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < job->n_profiles; k++) {
-            struct target *t;
+            struct pg_scrape_target *t;
             bool known = false;
 
             if (!job->profiles[k].enabled) {
@@ -550,7 +552,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             if (t == NULL) {
                 continue;
             }
-            for (struct target *o = s->targets; o != NULL; o = o->next) {
+            for (struct pg_scrape_target *o = s->targets; o != NULL; o = o->next) {
                 if (o->job_index == ji && o->identity == t->identity && !o->marked &&
                     strcmp(o->source, source) == 0 && strcmp(o->url, t->url) == 0) {
                     o->marked = true;
@@ -569,7 +571,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
     }
     /* Unlink this source's targets that are gone (freed below). */
     for (pp = &s->targets; *pp != NULL;) {
-        struct target *t = *pp;
+        struct pg_scrape_target *t = *pp;
 
         if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
             *pp = t->next;
@@ -581,7 +583,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
         }
     }
     while (fresh != NULL) {
-        struct target *t = fresh;
+        struct pg_scrape_target *t = fresh;
 
         fresh = t->next;
         t->next = s->targets;
@@ -595,11 +597,12 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
      * unless a live target has the same job/instance/profile: it shares
      * them, so a relabeled or re-sourced target keeps its counters. */
     while (gone != NULL) {
-        struct target *t = gone;
+        struct pg_scrape_target *t = gone;
         bool shared = false;
 
         gone = t->next;
-        for (const struct target *o = s->targets; o != NULL && !shared && t->mlabels[0]; o = o->next) {
+        for (const struct pg_scrape_target *o = s->targets; o != NULL && !shared && t->mlabels[0];
+             o = o->next) {
             shared = strcmp(o->mlabels, t->mlabels) == 0;
         }
         if (t->mlabels[0] != '\0' && !shared) {
@@ -655,7 +658,7 @@ enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
         update_job_gauges(s, ji);
     }
     s->started = true;
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         target_begin(t);
     }
     if (pg_file_sd_start(s, s->host->base, s->cfg, &s->file_sd, st) != PG_ERR_OK ||
@@ -677,7 +680,7 @@ void pg_scraper_stop(struct pg_scraper *s)
     s->file_sd = NULL;
     pg_k8s_sd_free(s->k8s_sd);
     s->k8s_sd = NULL;
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         if (t->timer != NULL) {
             event_del(t->timer);
         }
@@ -712,7 +715,7 @@ void pg_scraper_destroy(struct pg_scraper *s)
         }
     }
     while (s->targets != NULL) {
-        struct target *t = s->targets;
+        struct pg_scrape_target *t = s->targets;
 
         s->targets = t->next;
         target_free(t);
@@ -751,7 +754,7 @@ static void write_targets(const struct pg_scraper *s, FILE *out, bool *firstp)
 {
     bool first = *firstp;
 
-    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         fputs(first ? "\n    {" : ",\n    {", out);
         first = false;
         fputs("\"job\":", out);

@@ -29,10 +29,10 @@
 
 /* ---- one scrape ---------------------------------------------------------- */
 
-static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
+static void record_failure(struct pg_scrape_target *t, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
+static void record_failure(struct pg_scrape_target *t, const char *reason, const char *fmt, ...)
 {
     char l[1200];
     va_list ap;
@@ -133,7 +133,7 @@ static bool add_attrs(struct pg_arena *a, const struct pg_labels *attrs,
     return true;
 }
 
-static void deliver(struct target *t, const uint8_t *body, size_t len)
+static void deliver(struct pg_scrape_target *t, const uint8_t *body, size_t len)
 {
     struct pg_scraper *s = t->s;
     struct pg_arena *a = pg_arena_create(s->max_body * ARENA_FACTOR);
@@ -209,7 +209,7 @@ static void snippet(char *dst, size_t cap, const uint8_t *b, size_t n)
     dst[i] = '\0';
 }
 
-static void start_request(struct target *t, bool hop);
+static void start_request(struct pg_scrape_target *t, bool hop);
 
 /* Copies @n bytes of a redirect's path and query, adding the leading "/"
  * an absolute URL may omit ("http://h:1?x=1"). */
@@ -229,7 +229,7 @@ static char *dup_path(const char *p, size_t n)
  * own host and port, as Go drops them for another host. 1 when a new
  * request is under way, 2 when a failure was recorded, 0 when @r is not a
  * redirect to follow. */
-static int follow_redirect(struct target *t, const struct pg_http_response *r)
+static int follow_redirect(struct pg_scrape_target *t, const struct pg_http_response *r)
 {
     const char *loc = r->location, *scheme = t->tls ? "https://" : "http://";
     char addr[300], *host = NULL;
@@ -286,7 +286,7 @@ static int follow_redirect(struct target *t, const struct pg_http_response *r)
 
 static void on_response(void *arg, const struct pg_http_response *r)
 {
-    struct target *t = arg;
+    struct pg_scrape_target *t = arg;
     struct pg_scraper *s = t->s;
     char text[200];
     int hop;
@@ -340,13 +340,13 @@ static void on_response(void *arg, const struct pg_http_response *r)
     }
 }
 
-void pg_scrape_start_target(struct target *t)
+void pg_scrape_start_target(struct pg_scrape_target *t)
 {
     start_request(t, false);
 }
 
 /* @hop: a redirect of the scrape under way (same start time and count). */
-static void start_request(struct target *t, bool hop)
+static void start_request(struct pg_scrape_target *t, bool hop)
 {
     struct pg_scraper *s = t->s;
     const struct pg_scrape_client *c = &t->job->client;
@@ -414,7 +414,7 @@ static void start_request(struct target *t, bool hop)
     o.headers = hdrs;
     o.n_headers = nh;
     if (t->tls) {
-        struct job_state *js = &s->jobs[t->job_index];
+        struct pg_scrape_job_state *js = &s->jobs[t->job_index];
 
         if (js->ssl == NULL) {
             struct pg_tls_client_config tc = {c->ca_file, c->cert_file, c->key_file,

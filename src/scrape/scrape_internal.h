@@ -23,7 +23,7 @@
 /* Buckets of the in-flight URL table (single flight per URL). */
 #define INFLIGHT_BUCKETS 4096
 
-struct target {
+struct pg_scrape_target {
     struct pg_scraper *s;                /* borrowed back-pointer */
     size_t job_index;
     const struct pg_scrape_job *job;     /* borrowed from the config */
@@ -36,7 +36,7 @@ struct target {
     bool tls;
     uint64_t identity;
     uint64_t url_hash;
-    struct target *next_inflight;        /* chain in pg_scraper.inflight while call != NULL */
+    struct pg_scrape_target *next_inflight; /* chain in pg_scraper.inflight while call != NULL */
     int64_t deadline_ns;                 /* next tick, monotonic */
     struct event *timer;                 /* owned */
     struct pg_http_call *call;           /* in flight, or NULL */
@@ -52,18 +52,18 @@ struct target {
     uint64_t skipped, scrapes;
     struct pg_metric *m_up, *m_dur, *m_bytes, *m_samples, *m_skipped, *m_scrapes;
     char mlabels[1024];                 /* metric label text of this target */
-    struct target *next;
+    struct pg_scrape_target *next;
 };
 
-struct source_drops {
+struct pg_scrape_source_drops {
     char *source;                        /* owned */
     size_t dropped;
 };
 
-struct job_state {
+struct pg_scrape_job_state {
     SSL_CTX *ssl;                        /* owned; https jobs */
     size_t active, dropped;              /* dropped: sum over drops[] */
-    struct source_drops *drops;          /* owned: per discovery source */
+    struct pg_scrape_source_drops *drops;          /* owned: per discovery source */
     size_t n_drops, cap_drops;
     struct pg_metric *m_active, *m_dropped;
 };
@@ -76,25 +76,26 @@ struct pg_scraper {
     const char *receiver_id;             /* borrowed */
     const char *default_service_name;    /* borrowed */
     size_t max_body;
-    struct target *targets;              /* owned list */
-    struct job_state *jobs;              /* owned, one per cfg job */
+    struct pg_scrape_target *targets;              /* owned list */
+    struct pg_scrape_job_state *jobs;              /* owned, one per cfg job */
     struct pg_file_sd *file_sd;          /* owned */
     struct pg_k8s_sd *k8s_sd;            /* owned */
     size_t in_flight;
-    struct target *inflight[INFLIGHT_BUCKETS]; /* borrowed: targets with a call, by URL hash */
+    /* borrowed: targets with a call, by URL hash */
+    struct pg_scrape_target *inflight[INFLIGHT_BUCKETS];
     bool started, stopped;
     struct pg_metric *m_accepted, *m_refused;
     struct pg_scraper *next_global;
 };
 
 /* The in-flight URL table (scrape.c). */
-void pg_scrape_inflight_add(struct target *t);
-void pg_scrape_inflight_del(struct target *t);
+void pg_scrape_inflight_add(struct pg_scrape_target *t);
+void pg_scrape_inflight_del(struct pg_scrape_target *t);
 /* "host" -> "host:80"/"host:443" by scheme; an address with a port is left alone. */
 void pg_scrape_add_port(char *addr, size_t cap, const char *scheme);
 /* A target's "host:port" / "[v6]:port" as a malloc'd host and a port. */
 bool pg_scrape_split_target(const char *addr, char **host, unsigned *port);
 /* Starts one scrape of @t (scrape_exchange.c). */
-void pg_scrape_start_target(struct target *t);
+void pg_scrape_start_target(struct pg_scrape_target *t);
 
 #endif
