@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "codec/gzip.h"
 #include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -57,7 +58,9 @@ static double baseline(const struct pg_batch *b, bool gzip, size_t *raw, size_t 
 
         protobuf_c_message_pack(&b->req->base, buf);
         if (gzip) {
-            pg_gzip_compress(buf, n, 6, &z, &zn, &st);
+            if (pg_gzip_compress(NULL, buf, n, 6, &z, &zn, &st) != PG_ERR_OK) {
+                zn = n; /* counted as sent uncompressed */
+            }
         }
         free(z);
         free(buf);

@@ -263,7 +263,7 @@ void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    clock_gettime(CLOCK_REALTIME, &now);
+    now = pg_real_ts();
     n = pg_log_format(line, sizeof(line), lvl, comp, &now, msg, NULL, NULL, 0);
     if (log_stream != NULL) {
         flockfile(log_stream);

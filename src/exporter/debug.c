@@ -348,7 +348,7 @@ static void *writer_main(void *arg)
             } else {
                 struct timespec until;
 
-                clock_gettime(CLOCK_MONOTONIC, &until);
+                until = pg_mono_ts();
                 until.tv_nsec += POLL_QUEUE_MS * 1000000L;
                 until.tv_sec += until.tv_nsec / 1000000000L;
                 until.tv_nsec %= 1000000000L;
@@ -427,7 +427,7 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     if (it == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", d->log_name);
     }
-    clock_gettime(CLOCK_REALTIME, &it->at);
+    it->at = pg_real_ts();
     it->resource_profiles = pg_debug_resource_profiles(batch->req);
     it->sample_records = pg_debug_sample_records(batch->req);
     if (d->cfg.verbosity != PG_DEBUG_BASIC) {

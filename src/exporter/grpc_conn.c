@@ -19,7 +19,9 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "codec/gzip.h"
 #include "core/base64.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "exporter/grpc_wire.h"
 #include "http/tls_client.h"
@@ -511,8 +513,7 @@ static void conn_fail(struct pg_grpc_conn *c, int code, const char *why)
         /* A connection that worked: try again soon, from the first step. */
         c->backoff_ns = c->cfg.backoff_initial_ns;
     }
-    tv.tv_sec = c->backoff_ns / 1000000000LL;
-    tv.tv_usec = (c->backoff_ns % 1000000000LL) / 1000;
+    tv = pg_ns_to_tv(c->backoff_ns);
     c->state = ST_BACKOFF;
     evtimer_add(c->backoff_timer, &tv);
     c->backoff_ns *= 2;
@@ -604,8 +605,7 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
         return;
     }
     c->ping_out = true;
-    tv.tv_sec = c->cfg.keepalive_timeout_ns / 1000000000LL;
-    tv.tv_usec = (c->cfg.keepalive_timeout_ns % 1000000000LL) / 1000;
+    tv = pg_ns_to_tv(c->cfg.keepalive_timeout_ns);
     evtimer_add(c->ping_timer, &tv);
     conn_send(c);
 }
@@ -764,8 +764,7 @@ static void start_connect(struct pg_grpc_conn *c)
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, OUT_HIGH / 2, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    tv.tv_sec = c->cfg.connect_timeout_ns / 1000000000LL;
-    tv.tv_usec = (c->cfg.connect_timeout_ns % 1000000000LL) / 1000;
+    tv = pg_ns_to_tv(c->cfg.connect_timeout_ns);
     evtimer_add(c->connect_timer, &tv);
     ERR_clear_error();
     if (bufferevent_socket_connect_hostname(c->bev, c->dns, AF_UNSPEC, c->cfg.host,
@@ -888,8 +887,7 @@ enum pg_err pg_grpc_conn_call(struct pg_grpc_conn *c, const struct pg_grpc_reque
     pg_grpc_reader_init(&call->reader, c->cfg.max_response_bytes);
     list_add(&c->active, call);
     c->n_active++;
-    tv.tv_sec = req->timeout_ns / 1000000000LL;
-    tv.tv_usec = (req->timeout_ns % 1000000000LL) / 1000;
+    tv = pg_ns_to_tv(req->timeout_ns);
     /* The loop's cached time may predate a long encode/split: refresh it so
      * the deadline counts from now. */
     event_base_update_cache_time(c->base);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
 
 static const char *const code_names[] = {
     "OK",
@@ -373,98 +372,4 @@ void pg_grpc_prefix_write(uint8_t out[5], bool compressed, uint32_t len)
     out[2] = (uint8_t)(len >> 16);
     out[3] = (uint8_t)(len >> 8);
     out[4] = (uint8_t)len;
-}
-
-/* ---- gzip ---------------------------------------------------------------- */
-
-enum pg_err pg_gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out,
-                             size_t *out_len, struct pg_status *st)
-{
-    z_stream zs;
-    uint8_t *buf;
-    size_t cap;
-    int rc;
-
-    memset(&zs, 0, sizeof(zs));
-    *out = NULL;
-    *out_len = 0;
-    if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        return pg_status_set(st, PG_ERR_NOMEM, "gzip: cannot initialise deflate");
-    }
-    cap = deflateBound(&zs, len);
-    buf = malloc(cap);
-    if (buf == NULL) {
-        deflateEnd(&zs);
-        return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory for %zu bytes", cap);
-    }
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)len;
-    zs.next_out = buf;
-    zs.avail_out = (uInt)cap;
-    rc = deflate(&zs, Z_FINISH);
-    if (rc != Z_STREAM_END) {
-        free(buf);
-        deflateEnd(&zs);
-        return pg_status_set(st, PG_ERR_INTERNAL, "gzip: deflate failed (%d)", rc);
-    }
-    *out_len = zs.total_out;
-    *out = buf;
-    deflateEnd(&zs);
-    return PG_ERR_OK;
-}
-
-enum pg_err pg_gzip_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out,
-                               size_t *out_len, struct pg_status *st)
-{
-    z_stream zs;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    int rc = Z_OK;
-
-    memset(&zs, 0, sizeof(zs));
-    *out = NULL;
-    *out_len = 0;
-    if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-        return pg_status_set(st, PG_ERR_NOMEM, "gzip: cannot initialise inflate");
-    }
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)len;
-    while (rc != Z_STREAM_END) {
-        if (zs.total_out == cap) {
-            /* Room for max + 1 bytes: a full buffer then means "over max". */
-            if (cap >= max + 1) {
-                free(buf);
-                inflateEnd(&zs);
-                return pg_status_set(st, PG_ERR_LIMIT,
-                                     "gzip: message inflates beyond %zu bytes", max);
-            }
-            if (!PG_VEC_RESERVE(NULL, buf, cap, cap + 1, 4096, max + 1)) {
-                free(buf);
-                inflateEnd(&zs);
-                return pg_status_set(st, PG_ERR_NOMEM, "gzip: no memory");
-            }
-        }
-        zs.next_out = buf + zs.total_out;
-        zs.avail_out = (uInt)(cap - zs.total_out);
-        rc = inflate(&zs, Z_NO_FLUSH);
-        if (rc != Z_OK && rc != Z_STREAM_END) {
-            free(buf);
-            inflateEnd(&zs);
-            return pg_status_set(st, PG_ERR_MALFORMED, "gzip: corrupt data (%d)", rc);
-        }
-        if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out > 0) {
-            free(buf);
-            inflateEnd(&zs);
-            return pg_status_set(st, PG_ERR_MALFORMED, "gzip: truncated data");
-        }
-    }
-    if (zs.total_out > max) {
-        free(buf);
-        inflateEnd(&zs);
-        return pg_status_set(st, PG_ERR_LIMIT, "gzip: message inflates beyond %zu bytes", max);
-    }
-    *out_len = zs.total_out;
-    *out = buf;
-    inflateEnd(&zs);
-    return PG_ERR_OK;
 }

@@ -101,11 +101,4 @@ bool pg_grpc_reader_partial(const struct pg_grpc_reader *r);
 /* Writes the 5-byte message prefix. */
 void pg_grpc_prefix_write(uint8_t out[5], bool compressed, uint32_t len);
 
-/* gzip-compresses @in into a malloc'd buffer (*@out, caller frees). */
-enum pg_err pg_gzip_compress(const uint8_t *in, size_t len, int level, uint8_t **out,
-                             size_t *out_len, struct pg_status *st);
-/* gunzips @in into a malloc'd buffer of at most @max bytes. */
-enum pg_err pg_gzip_decompress(const uint8_t *in, size_t len, size_t max, uint8_t **out,
-                               size_t *out_len, struct pg_status *st);
-
 #endif

@@ -18,6 +18,7 @@
 
 #include <nghttp2/nghttp2ver.h>
 
+#include "codec/gzip.h"
 #include "core/file_read.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -225,7 +226,7 @@ static enum pg_err ox_make_body(void *exporter, const uint8_t *enc, size_t len, 
     struct ox *ex = exporter;
 
     if (ex->cfg.compression == OX_GZIP) {
-        return pg_gzip_compress(enc, len, 6, body, body_len, st);
+        return pg_gzip_compress(NULL, enc, len, 6, body, body_len, st);
     }
     return PG_ERR_OK;
 }

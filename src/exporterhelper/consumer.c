@@ -174,7 +174,7 @@ void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *
                 r->status, r->message, (long long)(wait / 1000000));
     pg_metric_add(h->m_retries, 1);
     {
-        struct timeval tv = pg_exph_tv(wait);
+        struct timeval tv = pg_ns_to_tv(wait);
 
         evtimer_add(c->timer, &tv);
     }

@@ -108,7 +108,6 @@ void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples);
 void pg_exph_update_gauges(struct pg_exph *h);
 void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it);
 bool pg_exph_item_add(struct pg_exph_item *it, struct pg_batch *b, size_t samples);
-struct timeval pg_exph_tv(int64_t ns);
 
 /* consumer.c */
 void pg_exph_pump(struct pg_exph *h);

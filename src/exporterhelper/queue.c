@@ -16,18 +16,6 @@
 #include "core/vec.h"
 #include "exporterhelper/internal.h"
 
-struct timeval pg_exph_tv(int64_t ns)
-{
-    struct timeval tv;
-
-    if (ns < 0) {
-        ns = 0;
-    }
-    tv.tv_sec = ns / PG_NS_PER_SEC;
-    tv.tv_usec = (ns % PG_NS_PER_SEC) / 1000;
-    return tv;
-}
-
 void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples)
 {
     char labels[256];
@@ -230,7 +218,7 @@ enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg
         units = push_units(h, batch, samples, enc_len);
     }
     if (merge && h->pending == NULL) {
-        struct timeval tv = pg_exph_tv(h->cfg->queue.batch.flush_timeout);
+        struct timeval tv = pg_ns_to_tv(h->cfg->queue.batch.flush_timeout);
 
         h->pending = calloc(1, sizeof(*h->pending));
         if (h->pending == NULL) {
@@ -264,8 +252,16 @@ enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg
     return PG_ERR_OK;
 
 nomem:
+    pg_metric_add(h->m_enqueue_failed, samples);
     if (h->spool != NULL) {
-        (void)pg_spool_ack(h->spool, sid, NULL); /* not acknowledged to the client either */
+        struct pg_status ack_st;
+
+        /* Not acknowledged to the client either, who retries: drop the
+         * record, or a restart would send it a second time. */
+        if (pg_spool_ack(h->spool, sid, &ack_st) != PG_ERR_OK) {
+            pg_log_warn(h->log, "record %" PRIu64 " refused for lack of memory stays spooled "
+                        "(sent again after a restart): %s", sid, pg_status_text(&ack_st));
+        }
     }
     return pg_status_set(st, PG_ERR_NOMEM, "no memory to queue an export");
 
@@ -448,7 +444,7 @@ static void on_shutdown_deadline(evutil_socket_t fd, short what, void *arg)
 
 void pg_exph_shutdown(struct pg_exph *h)
 {
-    struct timeval tv = pg_exph_tv(h->cfg->shutdown_timeout);
+    struct timeval tv = pg_ns_to_tv(h->cfg->shutdown_timeout);
 
     if (h->shutting_down) {
         return;

@@ -89,7 +89,7 @@ static enum pg_err health_create(const struct pg_component_ctx *ctx, void **stat
 static enum pg_err health_start(void *state, struct pg_status *st)
 {
     struct health_ext *x = state;
-    clock_gettime(CLOCK_REALTIME, &x->up_wall);
+    x->up_wall = pg_real_ts();
     x->up_mono_ns = pg_mono_ns();
     return pg_admin_ext_start(x, st);
 }

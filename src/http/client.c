@@ -18,6 +18,7 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include "core/clock.h"
 #include "http/tls_client.h"
 
 struct pg_http_call {
@@ -291,12 +292,10 @@ struct pg_http_call *pg_http_get(struct event_base *base, const struct pg_http_g
     evhttp_connection_set_max_body_size(c->evcon, o->on_data != NULL ? EV_SSIZE_MAX
                                                                      : (ev_ssize_t)o->max_body);
     evhttp_connection_set_max_headers_size(c->evcon, 64 * 1024);
-    tv.tv_sec = (time_t)(o->timeout_ns / 1000000000LL);
-    tv.tv_usec = (suseconds_t)((o->timeout_ns % 1000000000LL) / 1000);
+    tv = pg_ns_to_tv(o->timeout_ns);
     {
         int64_t idle = o->idle_timeout_ns > 0 ? o->idle_timeout_ns : o->timeout_ns;
-        struct timeval itv = {(time_t)(idle / 1000000000LL),
-                              (suseconds_t)((idle % 1000000000LL) / 1000)};
+        struct timeval itv = pg_ns_to_tv(idle);
 
         evhttp_connection_set_timeout_tv(c->evcon, &itv);
     }

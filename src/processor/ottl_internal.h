@@ -201,4 +201,16 @@ enum pg_err pg_ottl_oom(struct pg_ottl_env *env, struct pg_status *st);
 bool pg_ottl_to_text(struct pg_ottl_env *env, const struct pg_ottl_value *v, const char **p,
                      size_t *n, bool *nomem);
 
+/* Shared by the evaluator's files (ottl_value.c, ottl_path.c, ottl_eval.c). */
+const char *pg_ottl_dup_if_lit(struct pg_ottl_env *env, const char *s, size_t n, bool lit);
+struct pg_otlp_resource *pg_ottl_ensure_resource(struct pg_ottl_env *env);
+struct pg_otlp_scope *pg_ottl_ensure_scope(struct pg_ottl_env *env);
+enum pg_err pg_ottl_intern_string(struct pg_ottl_env *env, const char *s, size_t n, bool lit,
+                                  int32_t *out, struct pg_status *st);
+enum pg_err pg_ottl_no_ctx(struct pg_status *st, const char *what);
+enum pg_err pg_ottl_apply_keys(struct pg_ottl_env *env, const struct ottl_key *keys, size_t n,
+                               struct pg_ottl_value *v, struct pg_status *st);
+enum pg_err pg_ottl_type_err(struct pg_status *st, const char *what, const char *want,
+                             const struct pg_ottl_value *got);
+
 #endif

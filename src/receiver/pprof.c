@@ -24,6 +24,7 @@
 #include "codec/codec.h"
 #include "core/config.h"
 #include "core/thread_sched.h"
+#include "pipeline/receiver_metrics.h"
 #include "http/listener.h"
 #include "http/tls.h"
 #include "receiver/pprof_internal.h"
@@ -226,10 +227,7 @@ static void metrics_init(struct rx *rx)
     char labels[200];
 
     snprintf(labels, sizeof(labels), "receiver=\"%s\",transport=\"http\"", rx->id);
-    rx->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
-                                       "Profile sample records pushed into the pipeline.", labels);
-    rx->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
-                                      "Profile sample records the pipeline refused.", labels);
+    pg_receiver_sample_counters(labels, &rx->m_accepted, &rx->m_refused);
     rx->m_bytes = pg_metric_counter("pprofgate_receiver_received_bytes_total",
                                     "Request body bytes as received.", labels);
     rx->m_inflated = pg_metric_counter("pprofgate_receiver_inflated_bytes_total",

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "pipeline/receiver_metrics.h"
 #include "otlp/otlp_build.h"
 #include "selfprof/selfprof.h"
 
@@ -46,10 +47,7 @@ struct pg_pprof_self *pg_pprof_self_create(struct pg_host *host, struct pg_consu
         pg_translate_opts_default(&s->opts);
     }
     const char *labels = "receiver=\"pprof/self\",transport=\"internal\"";
-    s->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
-                                      "Profile sample records pushed into the pipeline.", labels);
-    s->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
-                                     "Profile sample records the pipeline refused.", labels);
+    pg_receiver_sample_counters(labels, &s->m_accepted, &s->m_refused);
     s->m_collections = pg_metric_counter("pprofgate_self_profile_collections",
                                          "Own heap profiles taken by the pprof receiver's self: source.",
                                          NULL);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Kubernetes pod discovery (see k8s_sd.h). Ownership: the discovery owns
+ * Kubernetes pod discovery: the API list/watch client (see k8s_sd.h); a
+ * pod becomes targets in k8s_pod.c. Ownership: the discovery owns
  * its watchers; a watcher owns its TLS context, in-flight call, stream
  * buffer and the list of pod sources it has synced into the scraper. */
 #include "scrape/k8s_sd.h"
@@ -29,263 +30,6 @@
 #define WATCH_SECONDS 300
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
-
-/* ---- JSON helpers ------------------------------------------------------ */
-
-struct json_object *pg_k8s_json_parse(const char *p, size_t len, char *why, size_t why_size)
-{
-    struct json_tokener *tok = json_tokener_new_ex(PG_K8S_JSON_DEPTH);
-    struct json_object *o;
-    enum json_tokener_error e;
-
-    if (tok == NULL) {
-        snprintf(why, why_size, "out of memory");
-        return NULL;
-    }
-    if (len > (size_t)INT32_MAX) {
-        json_tokener_free(tok);
-        snprintf(why, why_size, "JSON document too large");
-        return NULL;
-    }
-    o = json_tokener_parse_ex(tok, p, (int)len);
-    e = json_tokener_get_error(tok);
-    if (o == NULL || e != json_tokener_success) {
-        snprintf(why, why_size, "invalid JSON: %s",
-                 e == json_tokener_continue ? "truncated" : json_tokener_error_desc(e));
-        json_object_put(o);
-        o = NULL;
-    } else if (json_tokener_get_parse_end(tok) < len) {
-        size_t end = json_tokener_get_parse_end(tok);
-
-        while (end < len && isspace((unsigned char)p[end])) {
-            end++;
-        }
-        if (end < len) {
-            snprintf(why, why_size, "invalid JSON: trailing bytes");
-            json_object_put(o);
-            o = NULL;
-        }
-    }
-    json_tokener_free(tok);
-    return o;
-}
-
-static struct json_object *jget(struct json_object *o, const char *k)
-{
-    struct json_object *v = NULL;
-
-    if (o == NULL || !json_object_is_type(o, json_type_object) ||
-        !json_object_object_get_ex(o, k, &v)) {
-        return NULL;
-    }
-    return v;
-}
-
-static const char *jstr(struct json_object *o, const char *k)
-{
-    struct json_object *v = jget(o, k);
-
-    return v != NULL && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
-                                                                  : NULL;
-}
-
-static struct json_object *jarr(struct json_object *o, const char *k)
-{
-    struct json_object *v = jget(o, k);
-
-    return v != NULL && json_object_is_type(v, json_type_array) ? v : NULL;
-}
-
-/* ---- pod -> targets ---------------------------------------------------- */
-
-/* Prometheus's strutil.SanitizeLabelName: [^a-zA-Z0-9_] -> _ */
-static void sanitize(char *dst, size_t cap, const char *prefix, const char *name)
-{
-    size_t n = (size_t)snprintf(dst, cap, "%s", prefix);
-
-    for (const char *p = name; *p && n + 1 < cap; p++) {
-        dst[n++] = isalnum((unsigned char)*p) || *p == '_' ? *p : '_';
-    }
-    dst[n < cap ? n : cap - 1] = '\0';
-}
-
-static void map_labels(struct pg_labels *l, struct json_object *m, const char *value_prefix,
-                       const char *present_prefix)
-{
-    char name[512];
-
-    if (m == NULL || !json_object_is_type(m, json_type_object)) {
-        return;
-    }
-    json_object_object_foreach(m, k, v)
-    {
-        const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-
-        sanitize(name, sizeof(name), value_prefix, k);
-        pg_labels_set(l, name, s);
-        sanitize(name, sizeof(name), present_prefix, k);
-        pg_labels_set(l, name, "true");
-    }
-}
-
-static const char *container_id(struct json_object *status, const char *key, const char *name)
-{
-    struct json_object *a = jarr(status, key);
-
-    for (size_t i = 0; a != NULL && i < json_object_array_length(a); i++) {
-        struct json_object *cs = json_object_array_get_idx(a, i);
-        const char *n = jstr(cs, "name");
-
-        if (n != NULL && strcmp(n, name) == 0) {
-            return jstr(cs, "containerID");
-        }
-    }
-    return NULL;
-}
-
-struct tg_list {
-    struct pg_scrape_tg_target *v;
-    struct pg_labels *labels;
-    char **addrs;
-    size_t n, cap;
-};
-
-static bool tg_add(struct tg_list *t, const struct pg_labels *base, const char *addr)
-{
-    if (t->n == t->cap) {
-        /* Three parallel arrays: each grows to the same next capacity. */
-        size_t cv = t->cap, cl = t->cap, ca = t->cap;
-
-        if (!PG_VEC_GROW(NULL, t->v, cv, t->n, 4, 0) ||
-            !PG_VEC_GROW(NULL, t->labels, cl, t->n, 4, 0) ||
-            !PG_VEC_GROW(NULL, t->addrs, ca, t->n, 4, 0)) {
-            return false;
-        }
-        t->cap = cv;
-    }
-    if (!pg_labels_copy(&t->labels[t->n], base)) {
-        return false;
-    }
-    if ((t->addrs[t->n] = strdup(addr)) == NULL) {
-        pg_labels_free(&t->labels[t->n]);
-        return false;
-    }
-    t->n++;
-    return true;
-}
-
-static void tg_free(struct tg_list *t)
-{
-    for (size_t i = 0; i < t->n; i++) {
-        pg_labels_free(&t->labels[i]);
-        free(t->addrs[i]);
-    }
-    free(t->v);
-    free(t->labels);
-    free(t->addrs);
-}
-
-static void add_containers(struct tg_list *t, const struct pg_labels *group, struct json_object *spec,
-                           struct json_object *status, const char *ip, bool init)
-{
-    struct json_object *cs = jarr(spec, init ? "initContainers" : "containers");
-
-    for (size_t i = 0; cs != NULL && i < json_object_array_length(cs); i++) {
-        struct json_object *c = json_object_array_get_idx(cs, i);
-        struct json_object *ports = jarr(c, "ports");
-        const char *name = jstr(c, "name"), *id;
-        struct pg_labels l;
-        size_t np = ports ? json_object_array_length(ports) : 0;
-
-        if (name == NULL || !pg_labels_copy(&l, group)) {
-            continue;
-        }
-        id = container_id(status, init ? "initContainerStatuses" : "containerStatuses", name);
-        pg_labels_set(&l, "__meta_kubernetes_pod_container_name", name);
-        pg_labels_set(&l, "__meta_kubernetes_pod_container_image", jstr(c, "image"));
-        pg_labels_set(&l, "__meta_kubernetes_pod_container_init", init ? "true" : "false");
-        pg_labels_set(&l, "__meta_kubernetes_pod_container_id", id);
-        if (np == 0) {
-            tg_add(t, &l, ip);
-        }
-        for (size_t k = 0; k < np; k++) {
-            struct json_object *p = json_object_array_get_idx(ports, k);
-            struct json_object *num = jget(p, "containerPort");
-            const char *proto = jstr(p, "protocol");
-            char nbuf[16], addr[300];
-            int64_t port = num != NULL && json_object_is_type(num, json_type_int)
-                               ? json_object_get_int64(num)
-                               : 0;
-
-            if (port <= 0 || port > 65535) {
-                continue;
-            }
-            snprintf(nbuf, sizeof(nbuf), "%lld", (long long)port);
-            snprintf(addr, sizeof(addr), strchr(ip, ':') ? "[%s]:%s" : "%s:%s", ip, nbuf);
-            pg_labels_set(&l, "__meta_kubernetes_pod_container_port_name", jstr(p, "name"));
-            pg_labels_set(&l, "__meta_kubernetes_pod_container_port_number", nbuf);
-            pg_labels_set(&l, "__meta_kubernetes_pod_container_port_protocol",
-                          proto ? proto : "TCP");
-            tg_add(t, &l, addr);
-        }
-        pg_labels_free(&l);
-    }
-}
-
-void pg_k8s_pod_targets(struct json_object *pod, pg_k8s_targets_fn fn, void *arg)
-{
-    struct json_object *md = jget(pod, "metadata"), *spec = jget(pod, "spec"),
-                       *status = jget(pod, "status"), *owners = jarr(md, "ownerReferences"),
-                       *conds = jarr(status, "conditions");
-    const char *ip = jstr(status, "podIP");
-    const char *ready = "unknown";
-    struct pg_labels g = {0};
-    struct tg_list t = {0};
-
-    if (ip == NULL || ip[0] == '\0') {
-        fn(arg, NULL, 0); /* Prometheus: an empty group until the pod has an IP */
-        return;
-    }
-    pg_labels_set(&g, "__meta_kubernetes_namespace", jstr(md, "namespace"));
-    pg_labels_set(&g, "__meta_kubernetes_pod_name", jstr(md, "name"));
-    pg_labels_set(&g, "__meta_kubernetes_pod_uid", jstr(md, "uid"));
-    pg_labels_set(&g, "__meta_kubernetes_pod_ip", ip);
-    pg_labels_set(&g, "__meta_kubernetes_pod_host_ip", jstr(status, "hostIP"));
-    pg_labels_set(&g, "__meta_kubernetes_pod_phase", jstr(status, "phase"));
-    pg_labels_set(&g, "__meta_kubernetes_pod_node_name", jstr(spec, "nodeName"));
-    for (size_t i = 0; conds != NULL && i < json_object_array_length(conds); i++) {
-        struct json_object *c = json_object_array_get_idx(conds, i);
-        const char *type = jstr(c, "type"), *st = jstr(c, "status");
-
-        if (type != NULL && strcmp(type, "Ready") == 0 && st != NULL) {
-            ready = strcasecmp(st, "true") == 0 ? "true" : strcasecmp(st, "false") == 0 ? "false"
-                                                                                         : "unknown";
-        }
-    }
-    pg_labels_set(&g, "__meta_kubernetes_pod_ready", ready);
-    for (size_t i = 0; owners != NULL && i < json_object_array_length(owners); i++) {
-        struct json_object *o = json_object_array_get_idx(owners, i);
-        struct json_object *ctl = jget(o, "controller");
-
-        if (ctl != NULL && json_object_get_boolean(ctl)) {
-            pg_labels_set(&g, "__meta_kubernetes_pod_controller_kind", jstr(o, "kind"));
-            pg_labels_set(&g, "__meta_kubernetes_pod_controller_name", jstr(o, "name"));
-        }
-    }
-    map_labels(&g, jget(md, "labels"), "__meta_kubernetes_pod_label_",
-               "__meta_kubernetes_pod_labelpresent_");
-    map_labels(&g, jget(md, "annotations"), "__meta_kubernetes_pod_annotation_",
-               "__meta_kubernetes_pod_annotationpresent_");
-    add_containers(&t, &g, spec, status, ip, false);
-    add_containers(&t, &g, spec, status, ip, true);
-    for (size_t i = 0; i < t.n; i++) {
-        t.v[i].address = t.addrs[i];
-        t.v[i].labels = &t.labels[i];
-    }
-    fn(arg, t.v, t.n);
-    tg_free(&t);
-    pg_labels_free(&g);
-}
 
 /* ---- watch stream --------------------------------------------------------- */
 
@@ -335,13 +79,13 @@ enum pg_k8s_feed pg_k8s_stream_feed(struct pg_k8s_stream *s, const uint8_t *p, s
             if (ev == NULL) {
                 return PG_K8S_FEED_BAD;
             }
-            type = jstr(ev, "type");
-            if (type == NULL || jget(ev, "object") == NULL) {
+            type = pg_k8s_jstr(ev, "type");
+            if (type == NULL || pg_k8s_jget(ev, "object") == NULL) {
                 json_object_put(ev);
                 snprintf(why, why_size, "watch event without type or object");
                 return PG_K8S_FEED_BAD;
             }
-            go = fn(arg, type, jget(ev, "object"));
+            go = fn(arg, type, pg_k8s_jget(ev, "object"));
             json_object_put(ev);
             if (!go) {
                 return PG_K8S_FEED_STOP;
@@ -466,8 +210,8 @@ static void on_pod_targets(void *arg, const struct pg_scrape_tg_target *tg, size
 
 static void pod_source(const struct watcher *w, struct json_object *pod, char *buf, size_t cap)
 {
-    struct json_object *md = jget(pod, "metadata");
-    const char *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+    struct json_object *md = pg_k8s_jget(pod, "metadata");
+    const char *ns = pg_k8s_jstr(md, "namespace"), *name = pg_k8s_jstr(md, "name");
 
     snprintf(buf, cap, "k8s/%zu/pod/%s/%s", w->sd_index, ns ? ns : "", name ? name : "");
 }
@@ -540,7 +284,7 @@ static void handle_list(struct watcher *w, const struct pg_http_response *r)
         return;
     }
     doc = pg_k8s_json_parse((const char *)r->body, r->len, why, sizeof(why));
-    items = jarr(doc, "items");
+    items = pg_k8s_jarr(doc, "items");
     if (doc == NULL || items == NULL) {
         if (doc != NULL) {
             snprintf(why, sizeof(why), "list: no items array");
@@ -549,8 +293,8 @@ static void handle_list(struct watcher *w, const struct pg_http_response *r)
         fail_backoff(w, "parse", why);
         return;
     }
-    snprintf(w->rv, sizeof(w->rv), "%s", jstr(jget(doc, "metadata"), "resourceVersion")
-                                             ? jstr(jget(doc, "metadata"), "resourceVersion")
+    snprintf(w->rv, sizeof(w->rv), "%s", pg_k8s_jstr(pg_k8s_jget(doc, "metadata"), "resourceVersion")
+                                             ? pg_k8s_jstr(pg_k8s_jget(doc, "metadata"), "resourceVersion")
                                              : "");
     /* Pods from before that are gone now lose their targets. */
     old = w->sources;
@@ -581,18 +325,18 @@ static void handle_list(struct watcher *w, const struct pg_http_response *r)
 static bool on_event(void *arg, const char *type, struct json_object *obj)
 {
     struct watcher *w = arg;
-    const char *rv = jstr(jget(obj, "metadata"), "resourceVersion");
+    const char *rv = pg_k8s_jstr(pg_k8s_jget(obj, "metadata"), "resourceVersion");
 
     pg_metric_add(w->m_events, 1);
     if (strcmp(type, "ERROR") == 0) {
-        struct json_object *code = jget(obj, "code");
+        struct json_object *code = pg_k8s_jget(obj, "code");
 
         if (code != NULL && json_object_get_int(code) == 410) {
             w->relist = true; /* resourceVersion too old: list again */
         } else {
             w->failed = true;
             snprintf(w->fail_why, sizeof(w->fail_why), "watch ERROR event: %s",
-                     jstr(obj, "message") ? jstr(obj, "message") : "(no message)");
+                     pg_k8s_jstr(obj, "message") ? pg_k8s_jstr(obj, "message") : "(no message)");
         }
         return false;
     }

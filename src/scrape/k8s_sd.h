@@ -55,5 +55,10 @@ enum pg_k8s_feed pg_k8s_stream_feed(struct pg_k8s_stream *s, const uint8_t *p, s
 void pg_k8s_stream_free(struct pg_k8s_stream *s);
 /* Parses @len bytes of JSON with the depth limit; NULL (and @why) on error. */
 struct json_object *pg_k8s_json_parse(const char *p, size_t len, char *why, size_t why_size);
+/* Member @k of object @o (borrowed), of any type / a string / an array; NULL
+ * when @o is not an object or the member is missing or of another type. */
+struct json_object *pg_k8s_jget(struct json_object *o, const char *k);
+const char *pg_k8s_jstr(struct json_object *o, const char *k);
+struct json_object *pg_k8s_jarr(struct json_object *o, const char *k);
 
 #endif

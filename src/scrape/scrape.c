@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Scrape targets, their schedules and what happens to a response (see
- * scrape.h and docs/scrape.md). Ownership: the scraper owns its targets; a
- * target owns its label sets, URL parts, timer and in-flight call; each
- * scrape's profile lives in its own arena, which the batch takes over. */
+ * Scrape targets and their schedules: discovery sync, relabeling into
+ * targets, timers, the scraper's lifecycle and /targets (see scrape.h and
+ * docs/scrape.md); one scrape's HTTP exchange is scrape_exchange.c's.
+ * Ownership: the scraper owns its targets; a target owns its label sets, URL
+ * parts, timer and in-flight call. */
 #include "scrape/scrape.h"
+#include "scrape/scrape_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "core/file_read.h"
 #include "core/hostport.h"
 #include "pipeline/batch.h"
+#include "pipeline/receiver_metrics.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/vec.h"
@@ -26,79 +29,6 @@
 #include "otlp/otlp_build.h"
 #include "scrape/file_sd.h"
 #include "scrape/k8s_sd.h"
-
-#define LOG_NAME "receiver/pprof/scrape"
-#define NS 1000000000LL
-/* The batch arena may grow to this many times the body cap (as on the push path). */
-#define ARENA_FACTOR 8
-#define MAX_AUTH_FILE 8192
-/* Buckets of the in-flight URL table (single flight per URL). */
-#define INFLIGHT_BUCKETS 4096
-
-struct target {
-    struct pg_scraper *s;                /* borrowed back-pointer */
-    size_t job_index;
-    const struct pg_scrape_job *job;     /* borrowed from the config */
-    const struct pg_scrape_profile *prof;
-    char *source;                        /* owned: discovery key */
-    struct pg_labels labels;             /* owned: after relabeling, no "__" labels */
-    struct pg_labels attrs;              /* owned: resource attributes */
-    char *url, *host, *path_query;       /* owned */
-    unsigned port;
-    bool tls;
-    uint64_t identity;
-    uint64_t url_hash;
-    struct target *next_inflight;        /* chain in pg_scraper.inflight while call != NULL */
-    int64_t deadline_ns;                 /* next tick, monotonic */
-    struct event *timer;                 /* owned */
-    struct pg_http_call *call;           /* in flight, or NULL */
-    int64_t started_ns;
-    bool pending;                        /* a tick came during our own scrape: run next */
-    char *hop_host, *hop_pq;             /* owned: where a redirect sent this scrape, or NULL */
-    unsigned hop_port, hops;
-    bool marked;                         /* sync: seen in the new group */
-    int health;                          /* -1 unknown, 0 down, 1 up */
-    char last_error[240];
-    int64_t last_unix_ms;
-    double last_duration;
-    uint64_t skipped, scrapes;
-    struct pg_metric *m_up, *m_dur, *m_bytes, *m_samples, *m_skipped, *m_scrapes;
-    char mlabels[1024];                 /* metric label text of this target */
-    struct target *next;
-};
-
-struct source_drops {
-    char *source;                        /* owned */
-    size_t dropped;
-};
-
-struct job_state {
-    SSL_CTX *ssl;                        /* owned; https jobs */
-    size_t active, dropped;              /* dropped: sum over drops[] */
-    struct source_drops *drops;          /* owned: per discovery source */
-    size_t n_drops, cap_drops;
-    struct pg_metric *m_active, *m_dropped;
-};
-
-struct pg_scraper {
-    struct pg_host *host;                /* borrowed */
-    struct pg_consumer *next;            /* borrowed */
-    const struct pg_scrape_config *cfg;  /* borrowed */
-    struct pg_translate_opts opts;
-    const char *receiver_id;             /* borrowed */
-    const char *default_service_name;    /* borrowed */
-    size_t max_body;
-    struct target *targets;              /* owned list */
-    struct job_state *jobs;              /* owned, one per cfg job */
-    struct pg_file_sd *file_sd;          /* owned */
-    struct pg_k8s_sd *k8s_sd;            /* owned */
-    size_t in_flight;
-    struct target *inflight[INFLIGHT_BUCKETS]; /* borrowed: targets with a call, by URL hash */
-    bool started, stopped;
-    struct pg_metric *m_accepted, *m_refused;
-    struct pg_scraper *next_global;
-};
-
 /* Running scrapers, for /targets (loop thread only). */
 static struct pg_scraper *g_scrapers;
 
@@ -171,18 +101,19 @@ bool pg_scrape_resource_labels(const struct pg_labels *l, bool remote, struct pg
 
 /* ---- targets ------------------------------------------------------------ */
 
-static void inflight_add(struct target *t)
+void pg_scrape_inflight_add(struct pg_scrape_target *t)
 {
-    struct target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+    struct pg_scrape_target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
 
     t->next_inflight = *b;
     *b = t;
     t->s->in_flight++;
 }
 
-static void inflight_del(struct target *t)
+void pg_scrape_inflight_del(struct pg_scrape_target *t)
 {
-    for (struct target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS]; *pp != NULL;
+    for (struct pg_scrape_target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+         *pp != NULL;
          pp = &(*pp)->next_inflight) {
         if (*pp == t) {
             *pp = t->next_inflight;
@@ -192,11 +123,11 @@ static void inflight_del(struct target *t)
     }
 }
 
-static void target_free(struct target *t)
+static void target_free(struct pg_scrape_target *t)
 {
     if (t->call != NULL) {
         pg_http_call_cancel(t->call);
-        inflight_del(t);
+        pg_scrape_inflight_del(t);
     }
     if (t->timer != NULL) {
         event_free(t->timer);
@@ -212,9 +143,10 @@ static void target_free(struct target *t)
     free(t);
 }
 
-static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
+static bool url_in_flight(const struct pg_scraper *s, const struct pg_scrape_target *self)
 {
-    for (const struct target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS]; t != NULL;
+    for (const struct pg_scrape_target *t = s->inflight[self->url_hash % INFLIGHT_BUCKETS];
+         t != NULL;
          t = t->next_inflight) {
         if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
             return true;
@@ -223,7 +155,7 @@ static bool url_in_flight(const struct pg_scraper *s, const struct target *self)
     return false;
 }
 
-static void arm(struct target *t)
+static void arm(struct pg_scrape_target *t)
 {
     int64_t now = pg_mono_ns(), d = t->deadline_ns - now;
     struct timeval tv;
@@ -231,16 +163,13 @@ static void arm(struct target *t)
     if (d < 0) {
         d = 0;
     }
-    tv.tv_sec = (time_t)(d / NS);
-    tv.tv_usec = (suseconds_t)(d % NS / 1000);
+    tv = pg_ns_to_tv(d);
     evtimer_add(t->timer, &tv);
 }
 
-static void start_scrape(struct target *t);
-
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    struct target *t = arg;
+    struct pg_scrape_target *t = arg;
     int64_t now = pg_mono_ns();
 
     (void)fd;
@@ -273,10 +202,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         pg_log_debug(LOG_NAME, "%s: another job is scraping the same URL; tick skipped", t->url);
         return;
     }
-    start_scrape(t);
+    pg_scrape_start_target(t);
 }
 
-static void add_port(char *addr, size_t cap, const char *scheme)
+void pg_scrape_add_port(char *addr, size_t cap, const char *scheme)
 {
     const char *colon = strrchr(addr, ':');
     const char *bracket = strrchr(addr, ']');
@@ -293,7 +222,7 @@ static void add_port(char *addr, size_t cap, const char *scheme)
 
 /* A target's "host:port" / "[v6]:port" as a malloc'd host (the caller's) and
  * a port. False when malformed, without a host or with port 0. */
-static bool split_target(const char *addr, char **host, unsigned *port)
+bool pg_scrape_split_target(const char *addr, char **host, unsigned *port)
 {
     char h[300];
 
@@ -389,13 +318,13 @@ bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
 /* Builds one target from a group entry and a profile: the Parca label order
  * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
  * address checks, instance and the URL. NULL when dropped (counted). */
-static struct target *build_target(struct pg_scraper *s, size_t ji, const char *source,
+static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, const char *source,
                                    const struct pg_scrape_tg_target *tg,
                                    const struct pg_scrape_profile *p, size_t *dropped)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
     struct pg_labels l = {0};
-    struct target *t;
+    struct pg_scrape_target *t;
     char addr[300], pq[2048], url[2600], secs[32];
     const char *scheme, *path, *a;
     int64_t seconds = pg_scrape_profile_seconds(job, p);
@@ -431,7 +360,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     scheme = pg_labels_get(&l, "__scheme__");
     scheme = scheme != NULL ? scheme : job->scheme;
     snprintf(addr, sizeof(addr), "%s", a);
-    add_port(addr, sizeof(addr), scheme);
+    pg_scrape_add_port(addr, sizeof(addr), scheme);
     path = pg_labels_get(&l, "__profile_path__");
     snprintf(pq, sizeof(pq), "%s%s", path && path[0] == '/' ? "" : "/", path ? path : "");
     has_seconds = pg_scrape_query(pq, sizeof(pq), &job->params, &l);
@@ -449,7 +378,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     t->prof = p;
     t->health = -1;
     t->tls = strcmp(scheme, "https") == 0;
-    if (!split_target(addr, &t->host, &t->port)) {
+    if (!pg_scrape_split_target(addr, &t->host, &t->port)) {
         pg_log_warn(LOG_NAME, "job %s: target address \"%s\" is not host:port; dropped",
                     job->job_name, addr);
         pg_labels_free(&l);
@@ -494,7 +423,7 @@ static struct target *build_target(struct pg_scraper *s, size_t ji, const char *
     return t;
 }
 
-static void target_begin(struct target *t)
+static void target_begin(struct pg_scrape_target *t)
 {
     struct pg_scraper *s = t->s;
     const struct pg_scrape_job *job = t->job;
@@ -548,10 +477,10 @@ static void target_begin(struct target *t)
 
 static void update_job_gauges(struct pg_scraper *s, size_t ji)
 {
-    struct job_state *js = &s->jobs[ji];
+    struct pg_scrape_job_state *js = &s->jobs[ji];
     size_t active = 0;
 
-    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         active += t->job_index == ji;
     }
     js->active = active;
@@ -573,7 +502,7 @@ static void update_job_gauges(struct pg_scraper *s, size_t ji)
 }
 
 /* Records what relabeling dropped from @source; the job's total is the sum. */
-static void set_drops(struct job_state *js, const char *source, size_t n)
+static void set_drops(struct pg_scrape_job_state *js, const char *source, size_t n)
 {
     size_t i;
 
@@ -605,15 +534,15 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
-    struct target *fresh = NULL, *gone = NULL, **pp;
+    struct pg_scrape_target *fresh = NULL, *gone = NULL, **pp;
     size_t added = 0, removed = 0, dropped = 0;
 
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         t->marked = false;
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < job->n_profiles; k++) {
-            struct target *t;
+            struct pg_scrape_target *t;
             bool known = false;
 
             if (!job->profiles[k].enabled) {
@@ -623,7 +552,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             if (t == NULL) {
                 continue;
             }
-            for (struct target *o = s->targets; o != NULL; o = o->next) {
+            for (struct pg_scrape_target *o = s->targets; o != NULL; o = o->next) {
                 if (o->job_index == ji && o->identity == t->identity && !o->marked &&
                     strcmp(o->source, source) == 0 && strcmp(o->url, t->url) == 0) {
                     o->marked = true;
@@ -642,7 +571,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
     }
     /* Unlink this source's targets that are gone (freed below). */
     for (pp = &s->targets; *pp != NULL;) {
-        struct target *t = *pp;
+        struct pg_scrape_target *t = *pp;
 
         if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
             *pp = t->next;
@@ -654,7 +583,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
         }
     }
     while (fresh != NULL) {
-        struct target *t = fresh;
+        struct pg_scrape_target *t = fresh;
 
         fresh = t->next;
         t->next = s->targets;
@@ -668,11 +597,12 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
      * unless a live target has the same job/instance/profile: it shares
      * them, so a relabeled or re-sourced target keeps its counters. */
     while (gone != NULL) {
-        struct target *t = gone;
+        struct pg_scrape_target *t = gone;
         bool shared = false;
 
         gone = t->next;
-        for (const struct target *o = s->targets; o != NULL && !shared && t->mlabels[0]; o = o->next) {
+        for (const struct pg_scrape_target *o = s->targets; o != NULL && !shared && t->mlabels[0];
+             o = o->next) {
             shared = strcmp(o->mlabels, t->mlabels) == 0;
         }
         if (t->mlabels[0] != '\0' && !shared) {
@@ -690,425 +620,6 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
     }
 }
 
-/* ---- one scrape ---------------------------------------------------------- */
-
-static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void record_failure(struct target *t, const char *reason, const char *fmt, ...)
-{
-    char l[1200];
-    va_list ap;
-    bool was_up = t->health != 0;
-
-    snprintf(l, sizeof(l), "%s,reason=\"%s\"", t->mlabels, reason);
-    pg_metric_add(pg_metric_counter("pprofgate_scrape_failures_total",
-                                    "Failed scrapes by reason (timeout, connect, tls, read, "
-                                    "http_4xx, http_5xx, busy, empty, parse, too_large, "
-                                    "no_sample_type, pipeline).",
-                                    l),
-                  1);
-    va_start(ap, fmt);
-    vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
-    va_end(ap);
-    t->health = 0;
-    pg_metric_set(t->m_up, 0);
-    /* Log transitions at warn, repeats at debug: a dead target does not
-     * flood the log. */
-    if (was_up) {
-        pg_log_warn(LOG_NAME, "scrape %s (job %s) failed [%s]: %s", t->url, t->job->job_name,
-                    reason, t->last_error);
-    } else {
-        pg_log_debug(LOG_NAME, "scrape %s failed [%s]: %s", t->url, reason, t->last_error);
-    }
-}
-
-/* Keeps only the profiles whose sample type is listed in keep_sample_type. */
-static size_t keep_types(const struct pg_scrape_profile *p, struct pg_otlp_request *req)
-{
-    size_t left = 0;
-    const struct pg_otlp_dict *d = req->dictionary;
-
-    for (size_t r = 0; r < req->n_resource_profiles; r++) {
-        struct pg_otlp_resprof *rp = req->resource_profiles[r];
-
-        for (size_t sc = 0; sc < rp->n_scope_profiles; sc++) {
-            struct pg_otlp_scopeprof *sp = rp->scope_profiles[sc];
-            size_t k = 0;
-
-            for (size_t i = 0; i < sp->n_profiles; i++) {
-                const struct pg_otlp_valuetype *vt = sp->profiles[i]->sample_type;
-                const char *type = "", *unit = "";
-                bool keep = p->n_keep == 0;
-
-                if (vt != NULL && d != NULL && (size_t)vt->type_strindex < d->n_string_table &&
-                    (size_t)vt->unit_strindex < d->n_string_table) {
-                    type = d->string_table[vt->type_strindex];
-                    unit = d->string_table[vt->unit_strindex];
-                }
-                for (size_t j = 0; j < p->n_keep && !keep; j++) {
-                    keep = strcmp(p->keep[j].type, type) == 0 &&
-                           (p->keep[j].unit == NULL || strcmp(p->keep[j].unit, unit) == 0);
-                }
-                if (keep) {
-                    sp->profiles[k++] = sp->profiles[i];
-                }
-            }
-            sp->n_profiles = k;
-            left += k;
-        }
-    }
-    return left;
-}
-
-static bool add_attrs(struct pg_arena *a, const struct pg_labels *attrs,
-                      struct pg_otlp_request *req)
-{
-    for (size_t i = 0; i < req->n_resource_profiles; i++) {
-        struct pg_otlp_resprof *rp = req->resource_profiles[i];
-        struct pg_otlp_resource *r;
-        struct pg_otlp_kv **kv;
-
-        if (rp->resource == NULL) {
-            rp->resource = pg_arena_zalloc(a, sizeof(*rp->resource));
-            if (rp->resource == NULL) {
-                return false;
-            }
-            opentelemetry__proto__resource__v1__resource__init(rp->resource);
-        }
-        r = rp->resource;
-        kv = pg_arena_alloc(a, (r->n_attributes + attrs->n + 1) * sizeof(*kv));
-        if (kv == NULL) {
-            return false;
-        }
-        if (r->n_attributes > 0) {
-            memcpy(kv, r->attributes, r->n_attributes * sizeof(*kv));
-        }
-        for (size_t j = 0; j < attrs->n; j++) {
-            if ((kv[r->n_attributes + j] = pg_otlp_kv_str(a, attrs->v[j].name,
-                                                          attrs->v[j].value)) == NULL) {
-                return false;
-            }
-        }
-        r->attributes = kv;
-        r->n_attributes += attrs->n;
-    }
-    return true;
-}
-
-static void deliver(struct target *t, const uint8_t *body, size_t len)
-{
-    struct pg_scraper *s = t->s;
-    struct pg_arena *a = pg_arena_create(s->max_body * ARENA_FACTOR);
-    struct pg_otlp_request *req = NULL;
-    struct pg_translate_stats stats;
-    struct pg_status st = {0};
-    struct pg_batch *b;
-    enum pg_err err;
-    size_t records;
-
-    memset(&stats, 0, sizeof(stats));
-    if (a == NULL) {
-        record_failure(t, "internal", "out of memory");
-        return;
-    }
-    err = pg_pprof_translate(a, body, len, &s->opts, &req, &stats, &st);
-    if (err != PG_ERR_OK) {
-        pg_arena_destroy(a);
-        record_failure(t, err == PG_ERR_LIMIT ? "too_large" : err == PG_ERR_NOMEM ? "internal"
-                                                                                   : "parse",
-                       "%s", pg_status_text(&st));
-        return;
-    }
-    if (t->prof->n_keep > 0 && keep_types(t->prof, req) == 0) {
-        pg_arena_destroy(a);
-        record_failure(t, "no_sample_type",
-                       "the profile has none of the sample types in keep_sample_type");
-        return;
-    }
-    if (!add_attrs(a, &t->attrs, req)) {
-        pg_arena_destroy(a);
-        record_failure(t, "internal", "out of memory adding resource attributes");
-        return;
-    }
-    b = pg_batch_new(a, req); /* takes the arena, also on failure */
-    if (b == NULL) {
-        record_failure(t, "internal", "out of memory for a batch");
-        return;
-    }
-    b->received_unix_nano = (uint64_t)pg_real_ns();
-    b->raw_bytes = len;
-    b->receiver_id = s->receiver_id;
-    b->default_service_name = s->default_service_name;
-    records = pg_batch_sample_count(b);
-    err = pg_consumer_consume(s->next, b, &st); /* takes our reference */
-    if (err != PG_ERR_OK) {
-        pg_metric_add(s->m_refused, records);
-        record_failure(t, "pipeline", "the pipeline refused the profile: %s", pg_status_text(&st));
-        return;
-    }
-    pg_metric_add(s->m_accepted, records);
-    pg_metric_add(t->m_samples, records);
-    if (t->health != 1) {
-        pg_log_info(LOG_NAME, "scraping %s (job %s, %s): up", t->url, t->job->job_name,
-                    t->prof->name);
-    }
-    t->health = 1;
-    t->last_error[0] = '\0';
-    pg_metric_set(t->m_up, 1);
-}
-
-/* Body text for an error message: printable prefix only. */
-static void snippet(char *dst, size_t cap, const uint8_t *b, size_t n)
-{
-    size_t i = 0;
-
-    for (size_t k = 0; k < n && i + 1 < cap && k < 160; k++) {
-        dst[i++] = (b[k] >= 0x20 && b[k] < 0x7f) ? (char)b[k] : ' ';
-    }
-    while (i > 0 && dst[i - 1] == ' ') {
-        i--;
-    }
-    dst[i] = '\0';
-}
-
-static void start_request(struct target *t, bool hop);
-
-/* Copies @n bytes of a redirect's path and query, adding the leading "/"
- * an absolute URL may omit ("http://h:1?x=1"). */
-static char *dup_path(const char *p, size_t n)
-{
-    char *out = malloc(n + 2);
-
-    if (out != NULL) {
-        snprintf(out, n + 2, "%s%.*s", p[0] == '/' ? "" : "/", (int)n, p);
-    }
-    return out;
-}
-
-/* Follows a 301/302/303/307/308 as Go's client does (up to 10, inside the
- * scrape timeout): a path, or an absolute URL of the same scheme (another
- * scheme would need another TLS setup). Credentials go only to the target's
- * own host and port, as Go drops them for another host. 1 when a new
- * request is under way, 2 when a failure was recorded, 0 when @r is not a
- * redirect to follow. */
-static int follow_redirect(struct target *t, const struct pg_http_response *r)
-{
-    const char *loc = r->location, *scheme = t->tls ? "https://" : "http://";
-    char addr[300], *host = NULL;
-    const char *path;
-    unsigned port;
-    size_t sl = strlen(scheme);
-
-    if (!t->job->client.follow_redirects || loc == NULL || t->s->stopped ||
-        (r->status != 301 && r->status != 302 && r->status != 303 && r->status != 307 &&
-         r->status != 308)) {
-        return 0;
-    }
-    if (t->hops >= 10) {
-        record_failure(t, "http_other", "stopped after 10 redirects (the last: HTTP %d to %s)",
-                       r->status, loc);
-        return 2;
-    }
-    if (loc[0] == '/' && loc[1] != '/') {
-        path = loc;
-        host = strdup(t->hop_host ? t->hop_host : t->host);
-        port = t->hop_host ? t->hop_port : t->port;
-    } else if (strncasecmp(loc, scheme, sl) == 0) {
-        const char *end = loc + sl + strcspn(loc + sl, "/?#");
-
-        if ((size_t)(end - (loc + sl)) >= sizeof(addr) - 8 || end == loc + sl) {
-            return 0;
-        }
-        snprintf(addr, sizeof(addr), "%.*s", (int)(end - (loc + sl)), loc + sl);
-        add_port(addr, sizeof(addr), t->tls ? "https" : "http");
-        if (!split_target(addr, &host, &port)) {
-            free(host);
-            return 0;
-        }
-        path = end; /* "" or "?q" get a leading "/" below */
-    } else {
-        return 0; /* another scheme or a relative path: counted as a 3xx */
-    }
-    if (host == NULL) {
-        return 0;
-    }
-    free(t->hop_host);
-    free(t->hop_pq);
-    t->hop_host = host;
-    t->hop_port = port;
-    t->hop_pq = dup_path(path, strcspn(path, "#"));
-    t->hops++;
-    if (t->hop_pq == NULL) {
-        return 0;
-    }
-    pg_log_debug(LOG_NAME, "%s: HTTP %d, following to %s", t->url, r->status, loc);
-    start_request(t, true); /* records its own failure */
-    return t->call != NULL ? 1 : 2;
-}
-
-static void on_response(void *arg, const struct pg_http_response *r)
-{
-    struct target *t = arg;
-    struct pg_scraper *s = t->s;
-    char text[200];
-    int hop;
-
-    t->call = NULL;
-    inflight_del(t);
-    hop = r->fail == PG_HTTP_OK ? follow_redirect(t, r) : 0;
-    if (hop == 1) {
-        return;
-    }
-    free(t->hop_host);
-    free(t->hop_pq);
-    t->hop_host = t->hop_pq = NULL;
-    t->hops = 0;
-    t->last_duration = (double)(pg_mono_ns() - t->started_ns) / 1e9;
-    pg_metric_observe(t->m_dur, t->last_duration);
-    pg_metric_add(t->m_bytes, r->len);
-    if (hop == 2) {
-        /* recorded by follow_redirect */
-    } else if (r->fail != PG_HTTP_OK) {
-        record_failure(t, pg_http_fail_name(r->fail), "%s", r->why);
-    } else if (r->status >= 200 && r->status < 300) {
-        if (r->len == 0) {
-            record_failure(t, "empty", "HTTP %d with an empty body", r->status);
-        } else {
-            deliver(t, r->body, r->len);
-        }
-    } else {
-        snippet(text, sizeof(text), r->body, r->len);
-        if (r->status == 500 && strstr(text, "already in use") != NULL) {
-            /* Go allows one CPU profile per process: someone else holds it. */
-            record_failure(t, "busy", "target busy (HTTP 500%s): %s",
-                           r->go_pprof ? ", X-Go-Pprof" : "", text);
-        } else if (r->status == 400 && strstr(text, "WriteTimeout") != NULL) {
-            record_failure(t, "http_4xx",
-                           "HTTP 400: %s (lower seconds or raise the target's WriteTimeout)", text);
-        } else if (r->status >= 300 && r->status < 400 && r->location != NULL) {
-            record_failure(t, "http_other", "HTTP %d to %s: not followed (%s)", r->status,
-                           r->location,
-                           t->job->client.follow_redirects ? "another scheme or a relative path"
-                                                           : "follow_redirects: false");
-        } else {
-            record_failure(t, r->status >= 500 ? "http_5xx" : r->status >= 400 ? "http_4xx"
-                                                                                : "http_other",
-                           "HTTP %d: %s", r->status, text);
-        }
-    }
-    if (t->pending && !s->stopped) {
-        t->pending = false;
-        start_scrape(t);
-    }
-}
-
-static void start_scrape(struct target *t)
-{
-    start_request(t, false);
-}
-
-/* @hop: a redirect of the scrape under way (same start time and count). */
-static void start_request(struct target *t, bool hop)
-{
-    struct pg_scraper *s = t->s;
-    const struct pg_scrape_client *c = &t->job->client;
-    struct pg_http_header hdrs[34];
-    size_t nh = 0;
-    char auth[MAX_AUTH_FILE + 64], secret[MAX_AUTH_FILE], pair[2 * 512 + 2];
-    struct pg_http_get_opts o;
-    struct pg_status st = {0};
-
-    memset(&o, 0, sizeof(o));
-    auth[0] = '\0';
-    if (c->credentials_file != NULL || c->credentials != NULL) {
-        if (c->credentials_file != NULL &&
-            !pg_file_read_small(c->credentials_file, secret, sizeof(secret), PG_TRIM_EOL,
-                                NULL)) {
-            record_failure(t, "auth", "cannot read credentials_file %s: %s", c->credentials_file,
-                           strerror(errno));
-            return;
-        }
-        snprintf(auth, sizeof(auth), "%s %s", c->auth_type ? c->auth_type : "Bearer",
-                 c->credentials_file ? secret : c->credentials);
-    } else if (c->bearer_token_file != NULL || c->bearer_token != NULL) {
-        if (c->bearer_token_file != NULL &&
-            !pg_file_read_small(c->bearer_token_file, secret, sizeof(secret), PG_TRIM_EOL,
-                                NULL)) {
-            record_failure(t, "auth", "cannot read bearer_token_file %s: %s",
-                           c->bearer_token_file, strerror(errno));
-            return;
-        }
-        snprintf(auth, sizeof(auth), "Bearer %s", c->bearer_token_file ? secret : c->bearer_token);
-    } else if (c->basic_user != NULL) {
-        char enc[sizeof(pair) * 2];
-
-        if (c->basic_password_file != NULL &&
-            !pg_file_read_small(c->basic_password_file, secret, 512, PG_TRIM_EOL, NULL)) {
-            record_failure(t, "auth", "cannot read password_file %s: %s", c->basic_password_file,
-                           strerror(errno));
-            return;
-        }
-        snprintf(pair, sizeof(pair), "%.511s:%.511s", c->basic_user,
-                 c->basic_password_file ? secret : c->basic_password ? c->basic_password : "");
-        (void)pg_base64_encode((const uint8_t *)pair, strlen(pair), enc, sizeof(enc));
-        snprintf(auth, sizeof(auth), "Basic %s", enc);
-    }
-    if (auth[0] != '\0' && (t->hop_host == NULL || (strcmp(t->hop_host, t->host) == 0 &&
-                                                     t->hop_port == t->port))) {
-        hdrs[nh++] = (struct pg_http_header){"Authorization", auth};
-    }
-    for (size_t i = 0; i < c->headers.n && nh < 34; i++) {
-        hdrs[nh++] = (struct pg_http_header){c->headers.keys[i], c->headers.values[i]};
-    }
-    o.host = t->hop_host ? t->hop_host : t->host;
-    o.port = t->hop_host ? t->hop_port : t->port;
-    o.path_query = t->hop_host ? t->hop_pq : t->path_query;
-    o.timeout_ns = t->job->timeout_ns;
-    if (hop) {
-        /* The scrape timeout covers the whole chain. */
-        o.timeout_ns -= pg_mono_ns() - t->started_ns;
-        if (o.timeout_ns <= 0) {
-            record_failure(t, "timeout", "timed out following redirects");
-            return;
-        }
-    }
-    o.max_body = s->max_body;
-    o.headers = hdrs;
-    o.n_headers = nh;
-    if (t->tls) {
-        struct job_state *js = &s->jobs[t->job_index];
-
-        if (js->ssl == NULL) {
-            struct pg_tls_client_config tc = {c->ca_file, c->cert_file, c->key_file,
-                                              c->insecure_skip_verify};
-
-            js->ssl = pg_tls_client_ctx_new(&tc, &st);
-            if (js->ssl == NULL) {
-                record_failure(t, "tls", "%s", pg_status_text(&st));
-                return;
-            }
-        }
-        o.ssl_ctx = js->ssl;
-        o.server_name = c->server_name;
-        o.verify = !c->insecure_skip_verify;
-    }
-    if (!hop) {
-        t->started_ns = pg_mono_ns();
-        t->last_unix_ms = pg_real_ns() / 1000000;
-    }
-    t->call = pg_http_get(s->host->base, &o, on_response, t, &st);
-    if (t->call == NULL) {
-        record_failure(t, "connect", "%s", pg_status_text(&st));
-        return;
-    }
-    if (!hop) {
-        t->scrapes++;
-        pg_metric_add(t->m_scrapes, 1);
-    }
-    inflight_add(t);
-}
-
 /* ---- lifecycle ------------------------------------------------------------ */
 
 enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
@@ -1116,10 +627,7 @@ enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
     char labels[200], desc[1024];
 
     snprintf(labels, sizeof(labels), "receiver=\"%s\",transport=\"scrape\"", s->receiver_id);
-    s->m_accepted = pg_metric_counter("otelcol_receiver_accepted_profile_samples",
-                                      "Profile sample records pushed into the pipeline.", labels);
-    s->m_refused = pg_metric_counter("otelcol_receiver_refused_profile_samples",
-                                     "Profile sample records the pipeline refused.", labels);
+    pg_receiver_sample_counters(labels, &s->m_accepted, &s->m_refused);
     for (size_t ji = 0; ji < s->cfg->n_jobs; ji++) {
         const struct pg_scrape_job *job = &s->cfg->jobs[ji];
 
@@ -1150,7 +658,7 @@ enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st)
         update_job_gauges(s, ji);
     }
     s->started = true;
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         target_begin(t);
     }
     if (pg_file_sd_start(s, s->host->base, s->cfg, &s->file_sd, st) != PG_ERR_OK ||
@@ -1172,7 +680,7 @@ void pg_scraper_stop(struct pg_scraper *s)
     s->file_sd = NULL;
     pg_k8s_sd_free(s->k8s_sd);
     s->k8s_sd = NULL;
-    for (struct target *t = s->targets; t != NULL; t = t->next) {
+    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         if (t->timer != NULL) {
             event_del(t->timer);
         }
@@ -1182,7 +690,7 @@ void pg_scraper_stop(struct pg_scraper *s)
         if (t->call != NULL && pg_scrape_profile_seconds(t->job, t->prof) > 0) {
             pg_http_call_cancel(t->call);
             t->call = NULL;
-            inflight_del(t);
+            pg_scrape_inflight_del(t);
         }
     }
 }
@@ -1207,7 +715,7 @@ void pg_scraper_destroy(struct pg_scraper *s)
         }
     }
     while (s->targets != NULL) {
-        struct target *t = s->targets;
+        struct pg_scrape_target *t = s->targets;
 
         s->targets = t->next;
         target_free(t);
@@ -1246,7 +754,7 @@ static void write_targets(const struct pg_scraper *s, FILE *out, bool *firstp)
 {
     bool first = *firstp;
 
-    for (const struct target *t = s->targets; t != NULL; t = t->next) {
+    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
         fputs(first ? "\n    {" : ",\n    {", out);
         first = false;
         fputs("\"job\":", out);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "codec/gzip.h"
 #include "core/clock.h"
 #include "core/pb_wire.h"
 #include "core/vec.h"
@@ -391,38 +392,6 @@ static void value_type(struct pb *out, struct pb *tmp, unsigned field, int64_t t
     pb_sub(out, field, tmp);
 }
 
-static enum pg_err gzip_into(struct pg_arena *a, const uint8_t *in, size_t n, uint8_t **out,
-                             size_t *len, struct pg_status *st)
-{
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    z.zalloc = pg_arena_zalloc_cb;
-    z.zfree = pg_arena_zfree_cb;
-    z.opaque = a;
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        return pg_status_set(st, PG_ERR_NOMEM, "heap profile: cannot start gzip");
-    }
-    size_t cap = deflateBound(&z, (uLong)n) + 64;
-    uint8_t *buf = pg_arena_alloc(a, cap);
-    if (buf == NULL) {
-        deflateEnd(&z);
-        return pg_status_set(st, PG_ERR_NOMEM, "heap profile: out of memory for gzip output");
-    }
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)n;
-    z.next_out = buf;
-    z.avail_out = (uInt)cap;
-    int rc = deflate(&z, Z_FINISH);
-    size_t outn = cap - z.avail_out;
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        return pg_status_set(st, PG_ERR_INTERNAL, "heap profile: gzip failed (%d)", rc);
-    }
-    *out = buf;
-    *len = outn;
-    return PG_ERR_OK;
-}
-
 static int64_t rounded(double v)
 {
     return (int64_t)llround(v);
@@ -613,7 +582,7 @@ enum pg_err pg_selfprof_write_delta(struct pg_arena *arena, enum pg_selfprof_vie
         goto fail;
     }
     pg_selfprof_snapshot_free(snap);
-    return gzip_into(arena, body.p, body.len, out, len, st);
+    return pg_gzip_compress(arena, body.p, body.len, Z_DEFAULT_COMPRESSION, out, len, st);
 
 fail:
     pg_selfprof_snapshot_free(snap);

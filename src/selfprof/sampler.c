@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "selfprof/selfprof.h"
 
 /* Defined by malloc_hooks.c; absent (NULL) when the interposer is not linked. */
@@ -104,7 +105,7 @@ static uint64_t rng_next(void)
         uint64_t seed = atomic_load_explicit(&g_seed, memory_order_relaxed);
         if (seed == 0) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts = pg_mono_ts();
             seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uintptr_t)&t_rng;
         }
         uint64_t mix = seed + atomic_fetch_add(&g_thread_seq, 1) * 0xD1B54A32D192ED03ull;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/gzip.h"
 #include "core/base64.h"
 #include "exporter/grpc_wire.h"
 

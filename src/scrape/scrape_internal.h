@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * What the scrape files share (private to src/scrape): the scraper, its
+ * targets and per-job state. scrape.c owns the targets and their schedule,
+ * scrape_exchange.c runs one scrape (request, redirects, response, delivery). */
+#ifndef PG_SCRAPE_INTERNAL_H
+#define PG_SCRAPE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "core/metrics.h"
+#include "scrape/scrape.h"
+
+
+#define LOG_NAME "receiver/pprof/scrape"
+#define NS 1000000000LL
+/* The batch arena may grow to this many times the body cap (as on the push path). */
+#define ARENA_FACTOR 8
+#define MAX_AUTH_FILE 8192
+/* Buckets of the in-flight URL table (single flight per URL). */
+#define INFLIGHT_BUCKETS 4096
+
+struct pg_scrape_target {
+    struct pg_scraper *s;                /* borrowed back-pointer */
+    size_t job_index;
+    const struct pg_scrape_job *job;     /* borrowed from the config */
+    const struct pg_scrape_profile *prof;
+    char *source;                        /* owned: discovery key */
+    struct pg_labels labels;             /* owned: after relabeling, no "__" labels */
+    struct pg_labels attrs;              /* owned: resource attributes */
+    char *url, *host, *path_query;       /* owned */
+    unsigned port;
+    bool tls;
+    uint64_t identity;
+    uint64_t url_hash;
+    struct pg_scrape_target *next_inflight; /* chain in pg_scraper.inflight while call != NULL */
+    int64_t deadline_ns;                 /* next tick, monotonic */
+    struct event *timer;                 /* owned */
+    struct pg_http_call *call;           /* in flight, or NULL */
+    int64_t started_ns;
+    bool pending;                        /* a tick came during our own scrape: run next */
+    char *hop_host, *hop_pq;             /* owned: where a redirect sent this scrape, or NULL */
+    unsigned hop_port, hops;
+    bool marked;                         /* sync: seen in the new group */
+    int health;                          /* -1 unknown, 0 down, 1 up */
+    char last_error[240];
+    int64_t last_unix_ms;
+    double last_duration;
+    uint64_t skipped, scrapes;
+    struct pg_metric *m_up, *m_dur, *m_bytes, *m_samples, *m_skipped, *m_scrapes;
+    char mlabels[1024];                 /* metric label text of this target */
+    struct pg_scrape_target *next;
+};
+
+struct pg_scrape_source_drops {
+    char *source;                        /* owned */
+    size_t dropped;
+};
+
+struct pg_scrape_job_state {
+    SSL_CTX *ssl;                        /* owned; https jobs */
+    size_t active, dropped;              /* dropped: sum over drops[] */
+    struct pg_scrape_source_drops *drops;          /* owned: per discovery source */
+    size_t n_drops, cap_drops;
+    struct pg_metric *m_active, *m_dropped;
+};
+
+struct pg_scraper {
+    struct pg_host *host;                /* borrowed */
+    struct pg_consumer *next;            /* borrowed */
+    const struct pg_scrape_config *cfg;  /* borrowed */
+    struct pg_translate_opts opts;
+    const char *receiver_id;             /* borrowed */
+    const char *default_service_name;    /* borrowed */
+    size_t max_body;
+    struct pg_scrape_target *targets;              /* owned list */
+    struct pg_scrape_job_state *jobs;              /* owned, one per cfg job */
+    struct pg_file_sd *file_sd;          /* owned */
+    struct pg_k8s_sd *k8s_sd;            /* owned */
+    size_t in_flight;
+    /* borrowed: targets with a call, by URL hash */
+    struct pg_scrape_target *inflight[INFLIGHT_BUCKETS];
+    bool started, stopped;
+    struct pg_metric *m_accepted, *m_refused;
+    struct pg_scraper *next_global;
+};
+
+/* The in-flight URL table (scrape.c). */
+void pg_scrape_inflight_add(struct pg_scrape_target *t);
+void pg_scrape_inflight_del(struct pg_scrape_target *t);
+/* "host" -> "host:80"/"host:443" by scheme; an address with a port is left alone. */
+void pg_scrape_add_port(char *addr, size_t cap, const char *scheme);
+/* A target's "host:port" / "[v6]:port" as a malloc'd host and a port. */
+bool pg_scrape_split_target(const char *addr, char **host, unsigned *port);
+/* Starts one scrape of @t (scrape_exchange.c). */
+void pg_scrape_start_target(struct pg_scrape_target *t);
+
+#endif
