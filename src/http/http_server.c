@@ -487,6 +487,23 @@ static bool body_unread(const struct pg_httpd_conn *c)
                             r->h.content_length > c->body_got);
 }
 
+/* The Date header's value, formatted once a second per thread. */
+static const char *http_date(void)
+{
+    static __thread time_t at = -1;
+    static __thread char buf[40];
+    time_t t = time(NULL);
+
+    if (t != at) {
+        struct tm tm;
+
+        gmtime_r(&t, &tm);
+        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        at = t;
+    }
+    return buf;
+}
+
 void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, const void *body,
                          size_t len)
 {
@@ -497,9 +514,6 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
     const struct pg_httpd_limits *l = &s->lim;
     const struct evkeyval *kv;
     bool no_body = code == 204 || code == 304 || (code >= 100 && code < 200);
-    char date[64];
-    time_t t = time(NULL);
-    struct tm tm;
 
     if (r->answered) {
         return;
@@ -510,9 +524,8 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
                      header_says_close(&r->out) ||
                      (l->max_requests_per_connection > 0 &&
                       c->n_requests >= l->max_requests_per_connection);
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code), date);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code),
+                        http_date());
     TAILQ_FOREACH(kv, &r->out, next)
     {
         if (strcasecmp(kv->key, "Connection") != 0 && strcasecmp(kv->key, "Content-Length") != 0) {
