@@ -26,6 +26,7 @@
 #include <sys/queue.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,10 @@ struct pg_httpd_conn {
     struct bufferevent *bev;
     evutil_socket_t fd;
     struct event *timer;
+    struct event *written_ev; /* WRITE: the answer went out at once (plain TCP) */
+    struct event *read_ev;    /* plain TCP: reads, instead of the bufferevent's */
+    int read_max;             /* plain TCP: bytes per read() */
+    int last_read;            /* plain TCP: what the last read() got */
     struct pg_peer_key key;
     char addr[INET6_ADDRSTRLEN];
     unsigned port;
@@ -121,6 +126,81 @@ static double ns_s(int64_t ns)
 
 static void process(struct pg_httpd_conn *c);
 static void conn_close(struct pg_httpd_conn *c);
+
+/* ---- socket reads ------------------------------------------------------ */
+
+/* Plain TCP reads itself: the bufferevent's read asks FIONREAD first and
+ * reads at most 4 KiB, so an SDK push cost two ioctl()s and two readv()s;
+ * here it is one readv() of up to read_max bytes. TLS keeps the
+ * bufferevent's (the filter reads records). */
+#define HEAD_READ_BYTES (16 * 1024)
+
+static void read_on(struct pg_httpd_conn *c)
+{
+    if (c->read_ev != NULL) {
+        event_add(c->read_ev, NULL);
+    } else {
+        bufferevent_enable(c->bev, EV_READ);
+    }
+}
+
+static void read_off(struct pg_httpd_conn *c)
+{
+    if (c->read_ev != NULL) {
+        event_del(c->read_ev);
+    } else {
+        bufferevent_disable(c->bev, EV_READ);
+    }
+}
+
+/* 0 = the default. */
+static void read_size(struct pg_httpd_conn *c, int n)
+{
+    if (c->read_ev != NULL) {
+        c->read_max = n > 0 ? n : HEAD_READ_BYTES;
+    } else {
+        (void)bufferevent_set_max_single_read(c->bev, (size_t)n);
+    }
+}
+
+/* One read() into the input buffer: bytes read, 0 at EOF, -1 on error
+ * (errno; EAGAIN when nothing was there). */
+static int sock_read(struct pg_httpd_conn *c, int max)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    ssize_t n;
+    int nv;
+
+    /* The bufferevent keeps its input's end frozen except while it reads. */
+    evbuffer_unfreeze(in, 0);
+    nv = evbuffer_reserve_space(in, max, v, 2);
+    if (nv <= 0) {
+        evbuffer_freeze(in, 0);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int i = 0; i < nv; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = v[i].iov_len;
+    }
+    if (nv == 2 && v[0].iov_len >= (size_t)max) {
+        nv = 1;
+    }
+    n = readv(c->fd, iov, nv);
+    if (n > 0) {
+        size_t left = (size_t)n;
+
+        for (int i = 0; i < nv; i++) {
+            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
+            left -= v[i].iov_len;
+        }
+        evbuffer_commit_space(in, v, nv);
+    }
+    evbuffer_freeze(in, 0);
+    return (int)n;
+}
 
 /* ---- deadlines --------------------------------------------------------- */
 
@@ -238,7 +318,7 @@ static bool catch_up(struct pg_httpd_conn *c)
         room = (size_t)c->srv->lim.max_body;
     }
     while (room > 0) {
-        int n = evbuffer_read(in, c->fd, room > (1u << 20) ? (1 << 20) : (int)room);
+        int n = sock_read(c, room > BULK_READ_BYTES ? BULK_READ_BYTES : (int)room);
 
         if (n <= 0) {
             break;
@@ -407,6 +487,23 @@ static bool body_unread(const struct pg_httpd_conn *c)
                             r->h.content_length > c->body_got);
 }
 
+/* The Date header's value, formatted once a second per thread. */
+static const char *http_date(void)
+{
+    static __thread time_t at = -1;
+    static __thread char buf[40];
+    time_t t = time(NULL);
+
+    if (t != at) {
+        struct tm tm;
+
+        gmtime_r(&t, &tm);
+        strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        at = t;
+    }
+    return buf;
+}
+
 void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, const void *body,
                          size_t len)
 {
@@ -417,9 +514,6 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
     const struct pg_httpd_limits *l = &s->lim;
     const struct evkeyval *kv;
     bool no_body = code == 204 || code == 304 || (code >= 100 && code < 200);
-    char date[64];
-    time_t t = time(NULL);
-    struct tm tm;
 
     if (r->answered) {
         return;
@@ -430,9 +524,8 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
                      header_says_close(&r->out) ||
                      (l->max_requests_per_connection > 0 &&
                       c->n_requests >= l->max_requests_per_connection);
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code), date);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code),
+                        http_date());
     TAILQ_FOREACH(kv, &r->out, next)
     {
         if (strcasecmp(kv->key, "Connection") != 0 && strcasecmp(kv->key, "Content-Length") != 0) {
@@ -455,7 +548,25 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
         evbuffer_add(out, body, len);
     }
     c->state = S_WRITE;
-    bufferevent_disable(c->bev, EV_READ);
+    /* Plain TCP: write now. An answer the socket takes whole (nearly every
+     * one) then costs one writev and no epoll changes; it completes from
+     * the loop (written_ev), not here, where the caller still holds the
+     * request. */
+    if (s->ssl_ctx == NULL) {
+        int n;
+
+        /* The bufferevent keeps its output's start frozen except while it
+         * writes itself, as here. */
+        evbuffer_unfreeze(out, 1);
+        n = evbuffer_write(out, c->fd);
+        evbuffer_freeze(out, 1);
+        if (n >= 0 && evbuffer_get_length(out) == 0) {
+            set_deadline(c, 0);
+            event_active(c->written_ev, EV_WRITE, 1);
+            return;
+        }
+    }
+    read_off(c);
     bufferevent_enable(c->bev, EV_WRITE);
     set_deadline(c, l->write_timeout_ns > 0 ? pg_mono_s() + ns_s(l->write_timeout_ns) : 0);
 }
@@ -524,8 +635,13 @@ static void body_complete(struct pg_httpd_conn *c)
     c->body_done = true;
     c->state = S_CALL;
     set_deadline(c, 0);
-    bufferevent_disable(c->bev, EV_READ);
     c->srv->ops.on_request(&c->req->pub, c->srv->arg);
+    /* Reading stops while the handler holds the request (answered later,
+     * from a worker); one answered already keeps it on, saving two epoll
+     * changes per request. */
+    if (c->state == S_CALL) {
+        read_off(c);
+    }
 }
 
 /* Finds the end of the head (the byte after its blank line); 0 = not yet. */
@@ -609,10 +725,11 @@ static void start_body(struct pg_httpd_conn *c)
     }
     if (r->h.expect_continue) {
         bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        bufferevent_enable(c->bev, EV_WRITE);
     }
     c->state = S_BODY;
     if (r->h.chunked || r->h.content_length > BULK_BODY_BYTES) {
-        (void)bufferevent_set_max_single_read(c->bev, BULK_READ_BYTES);
+        read_size(c, BULK_READ_BYTES);
     }
     set_deadline(c, body_deadline(c));
     process(c);
@@ -809,21 +926,18 @@ static void on_read(struct bufferevent *bev, void *arg)
 }
 
 /* The answer is out: next request, linger, or close. */
-static void on_write(struct bufferevent *bev, void *arg)
+static void written(struct pg_httpd_conn *c)
 {
-    struct pg_httpd_conn *c = arg;
+    struct bufferevent *bev = c->bev;
 
-    if (c->state != S_WRITE || evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
-        return;
-    }
     req_end(c);
     if (c->close_after) {
         if (c->linger && c->srv->ssl_ctx == NULL) {
             c->state = S_LINGER;
-            (void)bufferevent_set_max_single_read(bev, BULK_READ_BYTES);
+            read_size(c, BULK_READ_BYTES);
             shutdown(c->fd, SHUT_WR);
             set_deadline(c, pg_mono_s() + LINGER_S);
-            bufferevent_enable(bev, EV_READ);
+            read_on(c);
             linger_read(c);
             return;
         }
@@ -832,12 +946,34 @@ static void on_write(struct bufferevent *bev, void *arg)
     }
     c->state = S_HEAD;
     c->started = false;
-    (void)bufferevent_set_max_single_read(bev, 0); /* the default again */
+    read_size(c, 0); /* the default again */
     idle_deadline(c, false);
-    bufferevent_enable(bev, EV_READ);
+    read_on(c);
     if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
         process(c); /* pipelined */
     }
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    struct pg_httpd_conn *c = arg;
+
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        return;
+    }
+    /* Off again, so the next answer's bytes do not arm the write event
+     * before pg_httpd_reply_body tries to write them at once. */
+    bufferevent_disable(bev, EV_WRITE);
+    if (c->state == S_WRITE) {
+        written(c);
+    }
+}
+
+static void on_written(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    written(arg);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -848,12 +984,49 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
         /* A request the handler holds stays until it answers: only then can
          * the connection go (its answer will fail to write). */
-        if (c->state == S_CALL) {
-            bufferevent_disable(c->bev, EV_READ);
+        if (c->state == S_CALL ||
+            (c->state == S_WRITE && event_pending(c->written_ev, EV_WRITE, NULL))) {
+            read_off(c);
             return;
         }
         conn_close(c); /* half a request then EOF: nothing to answer */
     }
+}
+
+static void on_sock_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_httpd_conn *c = arg;
+    int n, want;
+
+    (void)fd;
+    (void)what;
+    want = c->read_max;
+    if (c->state == S_BODY) {
+        /* A body chain moves to the request whole, its free room with it: read
+         * about what arrives (twice the last read, 4 KiB at least) and never
+         * past the announced length, so a trickled body does not hold a large
+         * chain per read. */
+        int hint = c->last_read < (1 << 29) ? 2 * c->last_read : want;
+
+        want = hint < 4096 ? 4096 : (hint < want ? hint : want);
+        if (c->req != NULL && !c->req->h.chunked && c->req->h.content_length != PG_HTTP_NO_LENGTH &&
+            c->req->h.content_length - c->body_got < (uint64_t)want) {
+            want = (int)(c->req->h.content_length - c->body_got);
+            want = want > 0 ? want : 1;
+        }
+    }
+    n = sock_read(c, want);
+    c->last_read = n > 0 ? n : 0;
+    if (n > 0) {
+        process(c);
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        return;
+    }
+    /* As the bufferevent would: reading stops, then the event decides. */
+    read_off(c);
+    on_event(c->bev, BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
 }
 
 /* ---- connections ------------------------------------------------------- */
@@ -865,6 +1038,12 @@ static void conn_close(struct pg_httpd_conn *c)
     req_end(c);
     if (c->timer != NULL) {
         event_free(c->timer);
+    }
+    if (c->written_ev != NULL) {
+        event_free(c->written_ev);
+    }
+    if (c->read_ev != NULL) {
+        event_free(c->read_ev);
     }
     if (c->bev != NULL) {
         bufferevent_free(c->bev); /* closes the fd */
@@ -936,12 +1115,19 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
     c->timer = evtimer_new(s->base, on_timer, c);
-    if (c->bev == NULL || c->timer == NULL) {
+    c->written_ev = event_new(s->base, -1, 0, on_written, c);
+    if (s->ssl_ctx == NULL) {
+        c->read_max = HEAD_READ_BYTES;
+        c->read_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_sock_read, c);
+    }
+    if (c->bev == NULL || c->timer == NULL || c->written_ev == NULL ||
+        (s->ssl_ctx == NULL && c->read_ev == NULL)) {
         conn_close(c);
         return;
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_enable(c->bev, EV_READ);
+    bufferevent_disable(c->bev, EV_WRITE); /* armed only for an answer not written at once */
+    read_on(c);
     c->state = S_HEAD;
     idle_deadline(c, true);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/utf8.h"
+#include "core/vec.h"
 
 #define K1 0x9e3779b97f4a7c15ull
 #define K2 0xc2b2ae3d27d4eb4full
@@ -215,8 +216,10 @@ static void free_tables(void *arg)
 __attribute__((noinline)) static bool tab_push_grow(struct pg_dict_builder *b, struct tab *t)
 {
     bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
-    size_t ncap = t->cap ? t->cap * 2 : 32;
-    void **ni = heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
+    /* uint32_t lens fit wherever the pointers do: one capacity for both */
+    size_t ncap = pg_vec_next_cap(t->cap, sizeof(void *), t->cap + 1, 32, 0);
+    void **ni = ncap == 0 ? NULL
+                          : heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
 
     if (ni == NULL) {
         return false;

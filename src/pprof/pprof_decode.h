@@ -14,7 +14,7 @@
 
 #include "core/arena.h"
 #include "core/err.h"
-#include "pprof/pb_wire.h"
+#include "core/pb_wire.h"
 #include "pprof/translate.h"
 
 #define PG_PPROF_NONE UINT32_MAX

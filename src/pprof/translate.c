@@ -17,6 +17,7 @@
 #include <sys/random.h>
 
 #include "core/hex.h"
+#include "core/vec.h"
 #include "otlp/dict.h"
 #include "codec/inflate.h"
 #include "otlp/otlp_build.h"
@@ -671,20 +672,12 @@ static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
 static inline const int32_t *one_attr_list(struct xlate *x, int32_t a)
 {
     if ((size_t)a >= x->one_cap) {
-        size_t ncap = x->one_cap ? x->one_cap : 64;
-        const int32_t **nl;
+        size_t old = x->one_cap;
 
-        while (ncap <= (size_t)a) {
-            ncap *= 2;
-        }
-        nl = pg_arena_realloc(x->scratch, x->one_list, x->one_cap * sizeof(*nl),
-                              ncap * sizeof(*nl));
-        if (nl == NULL) {
+        if (!PG_VEC_RESERVE(x->scratch, x->one_list, x->one_cap, (size_t)a + 1, 64, 0)) {
             return NULL;
         }
-        memset(nl + x->one_cap, 0, (ncap - x->one_cap) * sizeof(*nl));
-        x->one_list = nl;
-        x->one_cap = ncap;
+        memset(x->one_list + old, 0, (x->one_cap - old) * sizeof(*x->one_list));
     }
     if (x->one_list[a] == NULL) {
         x->one_list[a] = pg_dict_index_list(x->b, &a, 1);
@@ -984,6 +977,29 @@ static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, s
     return PG_ERR_OK;
 }
 
+/* Random bytes from a per-thread pool refilled 512 bytes at a time: one
+ * getrandom call per 16 small profiles instead of one per request. A larger
+ * request than the pool goes to the kernel directly. */
+static bool random_bytes(uint8_t *out, size_t n)
+{
+    static __thread uint8_t pool[512];
+    static __thread size_t left;
+
+    if (n > sizeof(pool)) {
+        return getrandom(out, n, 0) == (ssize_t)n;
+    }
+    if (left < n) {
+        if (getrandom(pool, sizeof(pool), 0) != (ssize_t)sizeof(pool)) {
+            return false;
+        }
+        left = sizeof(pool);
+    }
+    memcpy(out, pool + sizeof(pool) - left, n);
+    memset(pool + sizeof(pool) - left, 0, n); /* each byte handed out once */
+    left -= n;
+    return true;
+}
+
 static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t pprof_len,
                          struct pg_otlp_request **out, struct pg_translate_stats *stats)
 {
@@ -1118,7 +1134,7 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
             return nomem(x, "profiles");
         }
         /* Random ids: a failing getrandom leaves the id unset (allowed: "optional"). */
-        if (getrandom(ids, 16 * nt, 0) != (ssize_t)(16 * nt)) {
+        if (!random_bytes(ids, 16 * nt)) {
             ids = NULL;
         }
     }

@@ -109,6 +109,37 @@ with Gateway(cfg) as gw:
     conn.close()
     res.check("chunked upload", r.status == 204, r.status)
 
+    # The server answers small pushes with one write and reads on meanwhile:
+    # requests that arrive together, then the client's half-close, each get
+    # their answer before the connection ends; a body in small pieces too.
+    def raw_exchange(chunks, want, pause=0.0, half_close=False):
+        sk = socket.create_connection(("127.0.0.1", p))
+        sk.settimeout(10)
+        for c in chunks:
+            sk.sendall(c)
+            time.sleep(pause)
+        if half_close:
+            sk.shutdown(socket.SHUT_WR)
+        data = b""
+        while data.count(b"\r\n\r\n") < want:
+            try:
+                d = sk.recv(65536)
+            except OSError:
+                break
+            if not d:
+                break
+            data += d
+        sk.close()
+        return data
+
+    one = (b"POST /v1/pprof HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+           b"Content-Length: %d\r\n\r\n" % len(GZ) + GZ)
+    got = raw_exchange([one * 5], 5, half_close=True)
+    res.check("5 pushes in one write, then half-close: 5 x 204", got.count(b"HTTP/1.1 204") == 5,
+              got[:200])
+    got = raw_exchange([one[i:i + 97] for i in range(0, len(one), 97)], 1, pause=0.002)
+    res.check("a push in 97-byte pieces: 204", got.startswith(b"HTTP/1.1 204"), got[:200])
+
     # A client that sends half a header block and stops: dropped at the timeout.
     sk = socket.create_connection(("127.0.0.1", p))
     sk.sendall(b"POST /v1/pprof HTTP/1.1\r\nHost: x\r\nContent-Len")
