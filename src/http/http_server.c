@@ -12,7 +12,6 @@
  * The connection owns its request; the handler borrows it between on_head
  * and on_done. Loop thread only. */
 #define _GNU_SOURCE /* accept4 */
-#include "core/clock.h"
 #include "http/http_server.h"
 
 #include <arpa/inet.h>
@@ -36,6 +35,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "core/clock.h"
 #include "http/conn_limits.h"
 #include "http/http_parse.h"
 #include "http/http_request.h"
@@ -212,14 +212,8 @@ static void set_deadline(struct pg_httpd_conn *c, double at)
         return;
     }
     {
-        double d = at - pg_mono_s();
-        struct timeval tv;
+        struct timeval tv = pg_ns_to_tv((int64_t)((at - pg_mono_s()) * 1e9));
 
-        if (d < 0) {
-            d = 0;
-        }
-        tv.tv_sec = (time_t)d;
-        tv.tv_usec = (suseconds_t)((d - (double)tv.tv_sec) * 1e6);
         evtimer_add(c->timer, &tv);
     }
 }
