@@ -20,7 +20,6 @@ import json
 import os
 import re
 import resource
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration", "lib"))
 from pg_harness import Gateway, Results, fixture, gzip_bytes, read  # noqa: E402
+from hostile_lib import closed, conn, exchange, metric, read_response, trickle  # noqa: E402
 
 SOURCE_DIR = os.environ.get("PG_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BUILD_DIR = os.environ.get("PG_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
@@ -80,76 +80,12 @@ def gateway(cfg, **kw):
     return gw
 
 
-def conn(port, src="127.0.0.1", timeout=5):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.bind((src, 0))
-    s.connect(("127.0.0.1", port))
-    return s
-
-
 def request(body, token=TOKEN, extra=b"", path=b"/v1/pprof", cl=None):
     head = (b"POST " + path + b" HTTP/1.1\r\nHost: gw\r\nContent-Encoding: gzip\r\n")
     if token is not None:
         head += b"Authorization: Bearer " + token.encode() + b"\r\n"
     head += b"Content-Length: %d\r\n" % (len(body) if cl is None else cl)
     return head + extra + b"\r\n" + body
-
-
-_LEFT = {}  # socket -> bytes read past the last response (pipelining)
-
-
-def read_response(s, limit=1 << 16):
-    """One response (status, headers dict, body); (None, ...) on EOF first."""
-    buf = _LEFT.pop(s, b"")
-    while b"\r\n\r\n" not in buf:
-        d = s.recv(4096)
-        if not d:
-            return None, {}, buf
-        buf += d
-        if len(buf) > limit:
-            break
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    lines = head.split(b"\r\n")
-    status = int(lines[0].split()[1])
-    hdrs = {}
-    for ln in lines[1:]:
-        k, _, v = ln.partition(b":")
-        hdrs[k.strip().lower().decode()] = v.strip().decode()
-    n = int(hdrs.get("content-length", "0"))
-    while len(rest) < n:
-        d = s.recv(4096)
-        if not d:
-            break
-        rest += d
-    if rest[n:]:
-        _LEFT[s] = rest[n:]
-    return status, hdrs, rest[:n]
-
-
-def closed(s, wait=0.0):
-    """True when the server has closed the connection (EOF or reset), after
-    reading whatever answer it sent first."""
-    s.settimeout(wait if wait > 0 else 0.0001)
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                return True
-    except (BlockingIOError, socket.timeout):
-        return False
-    except OSError:
-        return True
-
-
-def exchange(port, data, src="127.0.0.1", timeout=5):
-    s = conn(port, src, timeout)
-    try:
-        s.sendall(data)
-        return read_response(s)
-    finally:
-        _LEFT.pop(s, None)
-        s.close()
 
 
 class Probe:
@@ -206,15 +142,6 @@ def check_probe(name, probe, allow_fail=0):
               (len(probe.lat), p99, probe.fail[:5]))
 
 
-def metric(gw_metrics_port, name_re):
-    st, _, body = exchange(gw_metrics_port, b"GET /metrics HTTP/1.1\r\nHost: m\r\n\r\n")
-    total = 0
-    for line in body.decode(errors="replace").splitlines():
-        if re.match(name_re, line):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
 def fd_count(gw):
     try:
         return len(os.listdir(f"/proc/{gw.proc.pid}/fd"))
@@ -258,19 +185,8 @@ with gateway(MAIN) as gw:
     with Probe(p) as probe:
         socks = [conn(p) for _ in range(150)]
         head = b"POST /v1/pprof HTTP/1.1\r\nHost: gw\r\nX-Slow: " + b"a" * 64
-        t0 = time.monotonic()
-        i = 0
-        while time.monotonic() - t0 < 2.2:  # read_header_timeout 1 s + 1 s (+ slack)
-            for s in socks:
-                try:
-                    s.send(head[i:i + 1])
-                except OSError:
-                    pass
-            i += 1
-            time.sleep(1.0)
-        still = sum(not closed(s) for s in socks)
-        for s in socks:
-            s.close()
+        # read_header_timeout 1 s + 1 s (+ slack)
+        still = trickle(socks, lambda i: head[i:i + 1], 2.2, 1.0)
     figure(f"slowloris headers: {still}/150 connections open after read_header_timeout + 1 s")
     res.check("slowloris headers: all closed by read_header_timeout", still == 0, still)
     check_probe("slowloris headers", probe)
@@ -282,17 +198,7 @@ with gateway(MAIN) as gw:
             s = conn(p)
             s.sendall(request(b"", cl=100000))
             socks.append(s)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 3.2:  # 2 s grace + 1 s at < min_body_rate
-            for s in socks:
-                try:
-                    s.send(b"x")
-                except OSError:
-                    pass
-            time.sleep(1.0)
-        still = sum(not closed(s) for s in socks)
-        for s in socks:
-            s.close()
+        still = trickle(socks, lambda i: b"x", 3.2, 1.0)  # 2 s grace + 1 s at < min_body_rate
     figure(f"slowloris bodies: {still}/100 connections open after 3.2 s (min_body_rate 1 KiB/s)")
     res.check("slowloris bodies: all closed by min_body_rate", still == 0, still)
     check_probe("slowloris bodies", probe)
