@@ -60,24 +60,7 @@ measure() {
     echo "$ir $n"
 }
 
-cat > "$TMP/gw.yaml" <<YAML
-receivers:
-  pprof:
-    server:
-      endpoint: 127.0.0.1:0
-      workers: $WORKERS
-exporters:
-  debug:
-    verbosity: basic
-    output_paths: [/dev/null]
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      exporters: [debug]
-  telemetry:
-    logs: {level: info}
-YAML
+write_gw_config "$TMP/gw.yaml" 127.0.0.1:0 "$WORKERS"
 
 read -r I_IR I_N < <(measure inflate 'listening on [0-9]+' "$DISCARD" 0 inflate)
 read -r G_IR G_N < <(measure gw 'listening on [0-9.]+:[0-9]+' "$BIN" --config "$TMP/gw.yaml")

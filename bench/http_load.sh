@@ -78,24 +78,7 @@ IT1=$(cpu_ticks "$IPID")
 kill "$IPID"; wait "$IPID" 2>/dev/null || true
 
 # 3. pprofgate
-cat > "$TMP/gw.yaml" <<YAML
-receivers:
-  pprof:
-    server:
-      endpoint: 127.0.0.1:0
-${WORKERS:+      workers: $WORKERS}
-exporters:
-  debug:
-    verbosity: basic
-    output_paths: [/dev/null]
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      exporters: [debug]
-  telemetry:
-    logs: {level: info}
-YAML
+write_gw_config "$TMP/gw.yaml" 127.0.0.1:0 "$WORKERS"
 "$BIN" --config "$TMP/gw.yaml" > "$TMP/gw.log" 2>&1 &
 GPID=$!
 PIDS+=($GPID)

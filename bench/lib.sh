@@ -25,3 +25,27 @@ wait_port() {
     done
     echo "$(basename "$0"): server did not start:" >&2; cat "$1" >&2; return 1
 }
+
+# write_gw_config OUT ENDPOINT [WORKERS]: the gateway the wrk benchmarks
+# measure: the pprof receiver on ENDPOINT (server.workers WORKERS when given)
+# straight into the debug exporter at basic, written to /dev/null.
+write_gw_config() {
+    cat > "$1" <<YAML
+receivers:
+  pprof:
+    server:
+      endpoint: $2
+${3:+      workers: $3}
+exporters:
+  debug:
+    verbosity: basic
+    output_paths: [/dev/null]
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug]
+  telemetry:
+    logs: {level: info}
+YAML
+}

@@ -71,23 +71,7 @@ post_lua "$TMP/sdk.otlp.gz" application/x-protobuf "$TMP/col.lua"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 write_configs() { # port
-    cat > "$TMP/pg.yaml" <<YAML
-receivers:
-  pprof:
-    server:
-      endpoint: 127.0.0.1:$1
-exporters:
-  debug:
-    verbosity: basic
-    output_paths: [/dev/null]
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      exporters: [debug]
-  telemetry:
-    logs: {level: info}
-YAML
+    write_gw_config "$TMP/pg.yaml" "127.0.0.1:$1"
     cat > "$TMP/col.yaml" <<YAML
 receivers:
   otlp:
