@@ -82,6 +82,36 @@ class Collector(Gateway):
                 if re.search(r"\t(warn|error|dpanic|panic|fatal)\t", ln, re.I)]
 
 
+def gateway_to_otlp_config(port, statement):
+    """pprofgate as the SDK guide runs it: the pprof receiver (include_metadata)
+    -> transform running @statement (error_mode ignore) -> OTLP/gRPC to @port,
+    plaintext."""
+    return f"""
+receivers:
+  pprof:
+    server:
+      endpoint: "127.0.0.1:0"
+      include_metadata: true
+processors:
+  transform:
+    error_mode: ignore
+    profile_statements:
+      - {statement}
+exporters:
+  otlp:
+    endpoint: 127.0.0.1:{port}
+    tls: {{insecure: true}}
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      processors: [transform]
+      exporters: [otlp]
+  telemetry:
+    logs: {{level: info}}
+"""
+
+
 def read_json_lines(path):
     """Complete lines only: the file exporter may be half way through one."""
     try:

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_lib import (otlp_to_file_config, BUILD_DIR, COLLECTOR, SOURCE_DIR, Collector, Gateway,  # noqa: E402
+from collector_lib import (gateway_to_otlp_config, otlp_to_file_config, BUILD_DIR, COLLECTOR, SOURCE_DIR, Collector, Gateway,  # noqa: E402
                            fixture_bodies, free_port, read_json_lines, require_collector,
                            sdk_pushes)
 from pg_harness import BIN, Results, post  # noqa: E402
@@ -72,33 +72,6 @@ service:
       processors: [transform]
       exporters: [file]
 """
-
-
-def gateway_config(port, statement):
-    return f"""
-receivers:
-  pprof:
-    server:
-      endpoint: "127.0.0.1:0"
-      include_metadata: true
-processors:
-  transform:
-    error_mode: ignore
-    profile_statements:
-      - {statement}
-exporters:
-  otlp:
-    endpoint: 127.0.0.1:{port}
-    tls: {{insecure: true}}
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      processors: [transform]
-      exporters: [otlp]
-"""
-
-
 
 
 def wait_lines(col, n, timeout=20):
@@ -149,7 +122,7 @@ for label, stmt in STATEMENTS.items():
     p_col, p_sink = free_port(), free_port()
     with Collector(collector_config(p_col, stmt)) as col, \
             Collector(otlp_to_file_config(p_sink)) as sink, \
-            Gateway(gateway_config(p_sink, stmt)) as gw:
+            Gateway(gateway_to_otlp_config(p_sink, stmt)) as gw:
         i = 0
         for name, body, meta in pushes:
             otlp = gzip.compress(otlp_body(body))
@@ -228,7 +201,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # README's differences table must say so.
     recipe = os.path.join(tmp, "sdk-readme.yaml")
     with open(recipe, "w") as f:
-        f.write(gateway_config(4317, SDK_README))
+        f.write(gateway_to_otlp_config(4317, SDK_README))
     rc, out = validate(BIN, recipe, ["validate", "--config"])
     res.check("SDK README recipe: pprofgate validate accepts it", rc == 0, out[-500:])
     with open(recipe + ".col", "w") as f:

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_lib import (otlp_to_file_config, Collector, Gateway, body_pprof, fixture_bodies, free_port,  # noqa: E402
+from collector_lib import (gateway_to_otlp_config, otlp_to_file_config, Collector, Gateway, body_pprof, fixture_bodies, free_port,  # noqa: E402
                            read_json_lines, require_collector)
 from pg_harness import Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
@@ -25,30 +25,8 @@ res = Results()
 port = free_port()
 COLLECTOR_CONFIG = otlp_to_file_config(port)
 
-GATEWAY_CONFIG = f"""
-receivers:
-  pprof:
-    server:
-      endpoint: "127.0.0.1:0"
-      include_metadata: true
-processors:
-  transform:
-    error_mode: ignore
-    profile_statements:
-      - set(resource.attributes, ParseKeyValue(metadata["otel-resource-attributes"], "=", ","))
-exporters:
-  otlp:
-    endpoint: 127.0.0.1:{port}
-    tls: {{insecure: true}}
-service:
-  pipelines:
-    profiles:
-      receivers: [pprof]
-      processors: [transform]
-      exporters: [otlp]
-  telemetry:
-    logs: {{level: info}}
-"""
+GATEWAY_CONFIG = gateway_to_otlp_config(
+    port, 'set(resource.attributes, ParseKeyValue(metadata["otel-resource-attributes"], "=", ","))')
 
 
 def merged(lines):
