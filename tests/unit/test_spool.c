@@ -597,73 +597,6 @@ PG_TEST(test_storage_open_failures)
     }
 }
 
-/* Segments emptied outside the process: the records missing between their
- * neighbours' ids are counted as lost, minus those an ack log says were
- * delivered. */
-PG_TEST(test_emptied_segment_reports_lost)
-{
-    char dir[300], path[400];
-    struct pg_spool *s;
-    struct pg_spool_stats ss;
-    struct pg_status st;
-    uint64_t id;
-    char buf[64];
-
-    fresh_dir(dir, sizeof(dir));
-    /* 88-byte records, segments rotate past 100 bytes: two ids per segment,
-     * 1-2 in segment 1, 3-4 in 2, ... 11-12 in 6. */
-    s = open_dir(dir, 0, 100);
-    CHECK(s != NULL);
-    if (s == NULL) {
-        return;
-    }
-    memset(buf, 'x', sizeof(buf));
-    for (int i = 0; i < 12; i++) {
-        CHECK_INT(pg_spool_append(s, buf, sizeof(buf), &id, &st), PG_ERR_OK);
-    }
-    pg_spool_close(s);
-    snprintf(path, sizeof(path), "%s/%016x.seg", dir, 3);
-    CHECK(truncate(path, 0) == 0);
-    snprintf(path, sizeof(path), "%s/%016x.seg", dir, 4);
-    CHECK(truncate(path, 0) == 0);
-    {
-        /* Id 8 was delivered before segment 4 was emptied. */
-        uint8_t ack[PG_SPOOL_ACK_SIZE], idb[8];
-        for (int i = 0; i < 8; i++) {
-            idb[i] = (uint8_t)(i == 0 ? 8 : 0);
-        }
-        memcpy(ack, "PGA1", 4);
-        {
-            uint32_t c = (uint32_t)crc32(0L, idb, 8);
-            for (int i = 0; i < 4; i++) {
-                ack[4 + i] = (uint8_t)(c >> (8 * i));
-            }
-        }
-        memcpy(ack + 8, idb, 8);
-        snprintf(path, sizeof(path), "%s/%016x.ack", dir, 4);
-        CHECK(write_file(path, ack, sizeof(ack)));
-    }
-    s = open_dir(dir, 0, 100);
-    CHECK(s != NULL);
-    if (s != NULL) {
-        pg_spool_get_stats(s, &ss);
-        CHECK_INT(ss.lost, 3);
-        CHECK_INT(ss.pending, 8);
-        CHECK_INT(count_files(dir, ".seg"), 4); /* the emptied ones are removed */
-        CHECK_INT(replay_all(s, -1, 0, NULL), 8);
-        pg_spool_close(s);
-    }
-    /* Reported once: the next start sees no gap in consecutive segments. */
-    s = open_dir(dir, 0, 100);
-    CHECK(s != NULL);
-    if (s != NULL) {
-        pg_spool_get_stats(s, &ss);
-        CHECK_INT(ss.lost, 0);
-        pg_spool_close(s);
-    }
-}
-
-/* An ack entry for @id in segment @seq's ack log (appended). */
 static bool add_ack(const char *dir, unsigned seq, uint64_t id)
 {
     char path[400];
@@ -689,6 +622,69 @@ static bool add_ack(const char *dir, unsigned seq, uint64_t id)
     return ok;
 }
 
+/* A spool in @dir (made fresh, @cap bytes) of twelve 88-byte records in six
+ * segments that rotate past 100 bytes: ids 1-2 in segment 1, 3-4 in 2, ...
+ * 11-12 in 6. Closed again; false (after a failed check) if it could not be
+ * written. */
+static bool spool_of_twelve(char *dir, size_t cap)
+{
+    struct pg_spool *s;
+    struct pg_status st;
+    uint64_t id;
+    char buf[64];
+
+    fresh_dir(dir, cap);
+    s = open_dir(dir, 0, 100);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return false;
+    }
+    memset(buf, 'x', sizeof(buf));
+    for (int i = 0; i < 12; i++) {
+        CHECK_INT(pg_spool_append(s, buf, sizeof(buf), &id, &st), PG_ERR_OK);
+    }
+    pg_spool_close(s);
+    return true;
+}
+
+/* Segments emptied outside the process: the records missing between their
+ * neighbours' ids are counted as lost, minus those an ack log says were
+ * delivered. */
+PG_TEST(test_emptied_segment_reports_lost)
+{
+    char dir[300], path[400];
+    struct pg_spool *s;
+    struct pg_spool_stats ss;
+
+    if (!spool_of_twelve(dir, sizeof(dir))) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%016x.seg", dir, 3);
+    CHECK(truncate(path, 0) == 0);
+    snprintf(path, sizeof(path), "%s/%016x.seg", dir, 4);
+    CHECK(truncate(path, 0) == 0);
+    CHECK(add_ack(dir, 4, 8)); /* id 8 was delivered before segment 4 was emptied */
+    s = open_dir(dir, 0, 100);
+    CHECK(s != NULL);
+    if (s != NULL) {
+        pg_spool_get_stats(s, &ss);
+        CHECK_INT(ss.lost, 3);
+        CHECK_INT(ss.pending, 8);
+        CHECK_INT(count_files(dir, ".seg"), 4); /* the emptied ones are removed */
+        CHECK_INT(replay_all(s, -1, 0, NULL), 8);
+        pg_spool_close(s);
+    }
+    /* Reported once: the next start sees no gap in consecutive segments. */
+    s = open_dir(dir, 0, 100);
+    CHECK(s != NULL);
+    if (s != NULL) {
+        pg_spool_get_stats(s, &ss);
+        CHECK_INT(ss.lost, 0);
+        pg_spool_close(s);
+    }
+}
+
+/* An ack entry for @id in segment @seq's ack log (appended). */
 /* Segments cut short or emptied: the number of records lost. Between two
  * segments the next one's first id makes it exact; at the end of the spool
  * only a surviving header of the cut record and acks past the last record
@@ -724,21 +720,10 @@ PG_TEST(test_cut_and_emptied_segments_counted)
         char dir[300], path[400];
         struct pg_spool *s;
         struct pg_spool_stats ss;
-        struct pg_status st;
-        uint64_t id;
-        char buf[64];
 
-        fresh_dir(dir, sizeof(dir));
-        s = open_dir(dir, 0, 100);
-        CHECK(s != NULL);
-        if (s == NULL) {
+        if (!spool_of_twelve(dir, sizeof(dir))) {
             return;
         }
-        memset(buf, 'x', sizeof(buf));
-        for (int i = 0; i < 12; i++) {
-            CHECK_INT(pg_spool_append(s, buf, sizeof(buf), &id, &st), PG_ERR_OK);
-        }
-        pg_spool_close(s);
         snprintf(path, sizeof(path), "%s/%016x.seg", dir, cases[c].seq);
         CHECK(truncate(path, cases[c].keep) == 0);
         if (cases[c].seq2 != 0) {
