@@ -224,27 +224,30 @@ static bool reap_later(struct pg_arena *a)
 void pg_arena_destroy(struct pg_arena *a)
 {
     struct chunk *c;
-    int trim, feed;
 
     if (a == NULL) {
         return;
     }
-    feed = a->footprint <= SMALL_ARENA;
-    trim = !feed;
     /* Run here, whoever frees the chunks: memory charges are released now. */
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
     }
-    if (!feed && pg_sched_is_latency_thread() && reap_later(a)) {
+    if (a->footprint > SMALL_ARENA) {
+        if (pg_sched_is_latency_thread() && reap_later(a)) {
+            return;
+        }
+        free_chunks(a);
+        /* A large request also freed many small blocks (hash tables under the mmap threshold,
+         * the body's socket buffers) scattered over the heaps: return their pages too. */
+        malloc_trim(0);
         return;
     }
+    /* A small arena feeds the pool: its chunks and its header serve the next request. */
+    pthread_mutex_lock(&g_pool.mu);
     c = a->head;
-    if (feed) {
-        pthread_mutex_lock(&g_pool.mu);
-    }
     while (c != NULL) {
         struct chunk *next = c->next;
-        int k = feed ? pool_class(c->size) : -1;
+        int k = pool_class(c->size);
 
         if (k >= 0 && g_pool.n[k] < POOL_PER_CLASS(k)) {
             POISON(chunk_data(c), c->size);
@@ -257,21 +260,14 @@ void pg_arena_destroy(struct pg_arena *a)
         }
         c = next;
     }
-    if (feed && g_pool.n_arenas < POOL_ARENAS) {
+    if (g_pool.n_arenas < POOL_ARENAS) {
         a->head = (struct chunk *)g_pool.arenas;
         g_pool.arenas = a;
         g_pool.n_arenas++;
         a = NULL;
     }
-    if (feed) {
-        pthread_mutex_unlock(&g_pool.mu);
-    }
+    pthread_mutex_unlock(&g_pool.mu);
     free(a);
-    if (trim) {
-        /* A large request also freed many small blocks (hash tables under the mmap threshold,
-         * the body's socket buffers) scattered over the heaps: return their pages too. */
-        malloc_trim(0);
-    }
 }
 
 static struct chunk *chunk_new(struct pg_arena *a, size_t size)
