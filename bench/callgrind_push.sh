@@ -66,16 +66,22 @@ measure() {
     echo "$ir $n"
 }
 
-# stage NAME FILE N FUNC...: instructions per request inclusive in FUNC
-# (summed when several; a function nested in another one listed would be
-# counted twice, so list disjoint entry points).
+# callgrind_annotate run from /: in the source tree it lists a function under
+# both its relative and its absolute file name, which would count it twice.
+cga() { (cd / && callgrind_annotate "$@"); }
+
+# incl FILE N FUNC...: instructions per request inclusive in FUNC (summed
+# over its rows: inlined code of FUNC from other files has rows of its own;
+# a function nested in another one listed would be counted twice, so list
+# disjoint entry points).
 incl() {
     local file=$1 n=$2; shift 2
     local re
     re=$(printf '%s|' "$@"); re=${re%|}
-    callgrind_annotate --auto=no --inclusive=yes --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
-        awk -v n="$n" -v re="^($re)\$" '/^-+$/ { sep++; next }
-            sep >= 3 && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
+    cga --auto=no --inclusive=yes --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
+        awk -v n="$n" -v re="^($re)\$" '/file:function/ { table = 1; next }
+            table && NF == 0 { exit } # the function table ends; source annotations may follow
+            table && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
                 if (fn ~ re) { ir = $1; gsub(",", "", ir); t += ir } }
             END { printf "%.0f", t / n }'
 }
@@ -84,9 +90,10 @@ self() {
     local file=$1 n=$2; shift 2
     local re
     re=$(printf '%s|' "$@"); re=${re%|}
-    callgrind_annotate --auto=no --inclusive=no --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
-        awk -v n="$n" -v re="^($re)\$" '/^-+$/ { sep++; next }
-            sep >= 3 && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
+    cga --auto=no --inclusive=no --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
+        awk -v n="$n" -v re="^($re)\$" '/file:function/ { table = 1; next }
+            table && NF == 0 { exit } # the function table ends; source annotations may follow
+            table && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
                 if (fn ~ re) { ir = $1; gsub(",", "", ir); t += ir } }
             END { printf "%.0f", t / n }'
 }
@@ -124,7 +131,7 @@ breakdown() {
 
 # top FILE N: pprofgate's top functions by self cost per request.
 top() {
-    callgrind_annotate --auto=no --inclusive=no --show=Ir --show-percs=no "$1" 2>/dev/null |
+    cga --auto=no --inclusive=no --show=Ir --show-percs=no "$1" 2>/dev/null |
         awk -v n="$2" -v top="$TOP" '/^-+$/ { sep++; next } sep >= 3 && $1 ~ /^[0-9,]+$/ && c < top {
             ir = $1; gsub(",", "", ir); $1 = ""; sub(/^ +/, ""); printf "  %8.0f  %s\n", ir / n, $0; c++ }'
 }

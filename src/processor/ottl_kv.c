@@ -103,6 +103,11 @@ static const char *trim_space(const char *s, size_t *len)
         p += k;
         n -= k;
     }
+    /* Common case: the text ends in a printable ASCII byte, no space. */
+    if (n > 0 && p[n - 1] > ' ' && p[n - 1] < 0x7f) {
+        *len = n;
+        return (const char *)p;
+    }
     for (;;) {
         bool cut = false;
         for (k = 1; k <= 3 && k <= n; k++) {
@@ -227,6 +232,27 @@ static const char *split_string(struct pg_arena *a, const char *in, const char *
     }
     cur = buf;
     for (size_t i = 0; i < len; i++) {
+        if (!escaped) {
+            /* A run of bytes none of the rules below look at is copied whole. */
+            size_t j = i;
+
+            if (quote == 0) {
+                while (j < len && in[j] != delim[0] && in[j] != '"' && in[j] != '\'' &&
+                       in[j] != '\\') {
+                    j++;
+                }
+            } else {
+                while (j < len && in[j] != quote && in[j] != '\\') {
+                    j++;
+                }
+            }
+            if (j > i) {
+                memcpy(cur + cl, in + i, j - i);
+                cl += j - i;
+                i = j - 1;
+                continue;
+            }
+        }
         if (quote == 0 && in[i] == delim[0] && i + dl <= len && memcmp(in + i, delim, dl) == 0) {
             i += dl - 1;
             if (cl == 0) {
