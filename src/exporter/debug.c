@@ -116,7 +116,7 @@ struct dbg {
     bool writer_done;         /* under mu: it returned */
     bool abandon;             /* atomic: stop writing, even mid-batch */
     bool sleeping;            /* under mu: in an untimed wait, needs a signal */
-    bool is_file[MAX_OUTPUTS]; /* regular file: no poll, one write */
+    bool is_file[MAX_OUTPUTS]; /* never blocks (regular file, /dev/null): no poll, one write */
     struct pg_debug_buf buf;  /* writer only */
     struct pg_log_ratelimit rl; /* writer only: write errors */
 };
@@ -232,7 +232,7 @@ static bool sample_ok(struct dbg *d)
  * at most PIPE_BUF bytes of whole lines (which then does not block on a
  * pipe and is not interleaved with other writers' lines), so a writer
  * facing a reader that stopped reading still notices destroy()'s abandon
- * within POLL_MS. Regular files are written in one go. */
+ * within POLL_MS. Regular files and /dev/null are written in one go. */
 static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
 {
     const char *why = NULL;
@@ -441,7 +441,10 @@ static enum pg_err dbg_start(void *state, struct pg_status *st)
     for (size_t i = 0; i < d->n_fds; i++) {
         struct stat sb;
 
-        d->is_file[i] = fstat(d->fds[i], &sb) == 0 && S_ISREG(sb.st_mode);
+        /* A character device that is not a terminal (/dev/null) never
+         * makes a write wait either; a terminal can (^S). */
+        d->is_file[i] = fstat(d->fds[i], &sb) == 0 &&
+                        (S_ISREG(sb.st_mode) || (S_ISCHR(sb.st_mode) && !isatty(d->fds[i])));
     }
     e = pthread_create(&d->writer, NULL, writer_main, d);
     if (e != 0) {
