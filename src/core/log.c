@@ -242,40 +242,32 @@ size_t pg_log_timestamp(char *out, const struct timespec *at)
     return cached_len + 5;
 }
 
-/* The pieces of the line's head, copied in one put() (all or nothing, as the
- * single printf that used to build it). */
-static void put_parts(char *buf, size_t *o, size_t cap, const char *const *parts, size_t n)
+/* The pieces of the line's head, appended as one put() would append their
+ * concatenation: all or nothing, as the single printf that used to build it. */
+struct part {
+    const char *p;
+    size_t n;
+};
+#define PART(lit) {(lit), sizeof(lit) - 1}
+
+static void put_parts(char *buf, size_t *o, size_t cap, const struct part *parts, size_t n)
 {
-    char head[512];
-    size_t len = 0;
+    size_t total = 0;
 
     for (size_t i = 0; i < n; i++) {
-        size_t l = strlen(parts[i]);
-
-        if (len + l >= sizeof(head)) {
-            /* Longer than any real head: the printf path keeps the semantics. */
-            size_t rest = 0;
-
-            for (size_t j = i; j < n; j++) {
-                rest += strlen(parts[j]);
-            }
-            if (*o + 4 < cap && len + rest < cap - 4 - *o) {
-                memcpy(buf + *o, head, len);
-                *o += len;
-                for (size_t j = i; j < n; j++) {
-                    l = strlen(parts[j]);
-                    memcpy(buf + *o, parts[j], l);
-                    *o += l;
-                }
-            } else if (*o + 4 < cap) {
-                buf[*o] = '\0';
-            }
-            return;
-        }
-        memcpy(head + len, parts[i], l);
-        len += l;
+        total += parts[i].n;
     }
-    put(buf, o, cap, head, len);
+    if (*o + 4 >= cap) {
+        return;
+    }
+    if (total == 0 || total >= cap - 4 - *o) {
+        buf[*o] = '\0';
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(buf + *o, parts[i].p, parts[i].n);
+        *o += parts[i].n;
+    }
 }
 
 size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *comp,
@@ -286,17 +278,21 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
     const bool json = log_encoding == PG_LOG_JSON;
     char ts[PG_LOG_TS_MAX];
     size_t o = 0;
+    size_t tl = pg_log_timestamp(ts, at);
 
-    pg_log_timestamp(ts, at);
     comp = comp != NULL ? comp : "main";
     if (json) {
-        const char *head[] = {"{\"ts\":\"", ts, "\",\"level\":\"", level, "\",\"comp\":\""};
+        const struct part head[] = {PART("{\"ts\":\""), {ts, tl}, PART("\",\"level\":\""),
+                                    {level, strlen(level)}, PART("\",\"comp\":\"")};
 
         put_parts(buf, &o, cap, head, 5);
         o = quote_into(buf, o, cap, comp, PG_LOG_JSON);
         put(buf, &o, cap, "\",\"msg\":\"", 9);
     } else {
-        const char *head[] = {"ts=", ts, " level=", level, " comp=", comp, " msg=\""};
+        const struct part head[] = {PART("ts="),    {ts, tl},
+                                    PART(" level="), {level, strlen(level)},
+                                    PART(" comp="),  {comp, strlen(comp)},
+                                    PART(" msg=\"")};
 
         put_parts(buf, &o, cap, head, 7);
     }
