@@ -107,6 +107,10 @@ cfree arena_get2 tcache_init"
 breakdown() {
     local f=$1 n=$2 total=$3
     local inflate translate pipeline procs exps writer mallocs sys rest
+    local head meta reply
+    head=$(incl "$f" "$n" pg_http_parse_head)
+    meta=$(incl "$f" "$n" pg_http_metadata_from_headers)
+    reply=$(incl "$f" "$n" pg_httpd_reply_body)
     inflate=$(incl "$f" "$n" pg_http_decode_body)
     translate=$(incl "$f" "$n" pg_pprof_translate_owned)
     pipeline=$(incl "$f" "$n" fanout_consume)
@@ -117,16 +121,19 @@ breakdown() {
     mallocs=$(self "$f" "$n" $MALLOC_FNS)
     sys=$(awk -v n="$n" '/^(summary|totals):/ { printf "%.1f", $3 / n; exit }' "$f")
     rest=$((total - inflate - translate - pipeline - writer))
-    printf '  %-44s %8s\n' "stage" "instr/request"
-    printf '  %-44s %8d\n' "HTTP parse + IO + loop + receiver (the rest)" "$rest"
-    printf '  %-44s %8d\n' "inflate (pg_http_decode_body)" "$inflate"
-    printf '  %-44s %8d\n' "decode + translate (pg_pprof_translate_owned)" "$translate"
-    printf '  %-44s %8d\n' "pipeline: fan-out, processors, exporters" "$pipeline"
-    printf '  %-44s %8d\n' "  of which processors (transform, service.name)" "$procs"
-    printf '  %-44s %8d\n' "  of which exporter consume (debug)" "$exps"
-    printf '  %-44s %8d\n' "debug exporter's writer thread" "$writer"
-    printf '  %-44s %8d\n' "malloc/free self cost, all stages" "$mallocs"
-    printf '  %-44s %8s\n' "system calls per request" "$sys"
+    printf '  %-50s %8s\n' "stage" "instr/request"
+    printf '  %-50s %8d\n' "HTTP parse + IO + loop + receiver (the rest)" "$rest"
+    printf '  %-50s %8d\n' "  of which HTTP head parse (pg_http_parse_head)" "$head"
+    printf '  %-50s %8d\n' "  of which metadata copy (include_metadata)" "$meta"
+    printf '  %-50s %8d\n' "  of which the 204 (pg_httpd_reply_body)" "$reply"
+    printf '  %-50s %8d\n' "inflate (pg_http_decode_body)" "$inflate"
+    printf '  %-50s %8d\n' "decode + translate (pg_pprof_translate_owned)" "$translate"
+    printf '  %-50s %8d\n' "pipeline: fan-out, processors, exporters" "$pipeline"
+    printf '  %-50s %8d\n' "  of which processors (transform, service.name)" "$procs"
+    printf '  %-50s %8d\n' "  of which exporter consume (debug)" "$exps"
+    printf '  %-50s %8d\n' "debug exporter's writer thread" "$writer"
+    printf '  %-50s %8d\n' "malloc/free self cost, all stages" "$mallocs"
+    printf '  %-50s %8s\n' "system calls per request" "$sys"
 }
 
 # top FILE N: pprofgate's top functions by self cost per request.
