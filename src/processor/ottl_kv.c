@@ -57,7 +57,8 @@ enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, con
         return pg_status_set(st, PG_ERR_LIMIT, "more than %d key/value pairs",
                              PG_OTTL_KV_MAX_PAIRS);
     }
-    if (!PG_VEC_GROW(a, list->v, list->cap, list->n, 16, PG_OTTL_KV_MAX_PAIRS)) {
+    if (list->n >= list->cap &&
+        !PG_VEC_GROW(a, list->v, list->cap, list->n, 16, PG_OTTL_KV_MAX_PAIRS)) {
         return oom(a, st);
     }
     list->v[list->n].key = key;
@@ -201,7 +202,7 @@ struct tokens {
 
 static bool tokens_push(struct pg_arena *a, struct tokens *t, char *s)
 {
-    if (!PG_VEC_GROW(a, t->v, t->cap, t->n, 16, 0)) {
+    if (t->n >= t->cap && !PG_VEC_GROW(a, t->v, t->cap, t->n, 16, 0)) {
         return false;
     }
     t->v[t->n++] = s;
