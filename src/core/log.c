@@ -229,9 +229,11 @@ size_t pg_log_timestamp(char *out, const struct timespec *at)
         cached_sec = at->tv_sec;
     }
     memcpy(out, cached, cached_len);
-    if (ms < 0 || ms > 999) { /* a malformed timespec prints as printf would */
-        return cached_len + (size_t)snprintf(out + cached_len, PG_LOG_TS_MAX - cached_len,
-                                             ".%03ldZ", ms);
+    if (ms < 0 || ms > 999) { /* a malformed timespec prints as printf would, cut to fit */
+        size_t room = PG_LOG_TS_MAX - cached_len;
+        int w = snprintf(out + cached_len, room, ".%03ldZ", ms);
+
+        return cached_len + (w < 0 ? 0 : (size_t)w < room ? (size_t)w : room - 1);
     }
     out[cached_len] = '.';
     out[cached_len + 1] = (char)('0' + ms / 100);

@@ -181,6 +181,16 @@ PG_TEST(test_timestamp_matches_strftime)
         CHECK_STR(got, want);
         CHECK_INT(n, strlen(want));
     }
+    {
+        /* A malformed timespec stays inside the buffer and says what it got. */
+        const struct timespec bad = {1700000000, -9223372036854775807L};
+        char got[PG_LOG_TS_MAX];
+        size_t n = pg_log_timestamp(got, &bad);
+
+        CHECK(n < sizeof(got));
+        CHECK_INT(n, strlen(got));
+        CHECK(strncmp(got, "2023-11-14T22:13:20.-", 21) == 0);
+    }
 }
 
 /* The line built without printf against the printf-built one it replaced,
