@@ -26,16 +26,37 @@ wait_port() {
     echo "$(basename "$0"): server did not start:" >&2; cat "$1" >&2; return 1
 }
 
-# write_gw_config OUT ENDPOINT [WORKERS]: the gateway the wrk benchmarks
-# measure: the pprof receiver on ENDPOINT (server.workers WORKERS when given)
-# straight into the debug exporter at basic, written to /dev/null.
+# write_gw_config OUT ENDPOINT [WORKERS] [SHAPE]: the gateway the wrk
+# benchmarks measure: the pprof receiver on ENDPOINT (server.workers WORKERS
+# when given and not empty) into the debug exporter at basic, written to
+# /dev/null. SHAPE "bare" (the default) has nothing in between; "sdk" is what
+# SDK users run: include_metadata and a transform that turns the
+# Otel-Resource-Attributes header into resource attributes.
 write_gw_config() {
+    local shape=${4:-bare} meta= procs= plist=
+    case $shape in
+    bare) ;;
+    sdk)
+        meta="      include_metadata: true"
+        procs=$(cat <<'PROC'
+processors:
+  transform:
+    error_mode: ignore
+    profile_statements:
+      - set(resource.attributes, ParseKeyValue(metadata["otel-resource-attributes"], "=", ","))
+PROC
+)
+        plist="      processors: [transform]" ;;
+    *) echo "write_gw_config: unknown shape $shape (bare, sdk)" >&2; return 2 ;;
+    esac
     cat > "$1" <<YAML
 receivers:
   pprof:
     server:
       endpoint: $2
 ${3:+      workers: $3}
+$meta
+$procs
 exporters:
   debug:
     verbosity: basic
@@ -44,6 +65,7 @@ service:
   pipelines:
     profiles:
       receivers: [pprof]
+$plist
       exporters: [debug]
   telemetry:
     logs: {level: info}

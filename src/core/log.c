@@ -177,25 +177,98 @@ static size_t quote_into(char *dst, size_t o, size_t cap, const char *src,
     return o;
 }
 
-/* Appends printf output at *o, keeping the last 4 bytes of @cap for the
- * line's end; output that does not fit is dropped whole. */
-static void append(char *buf, size_t *o, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void append(char *buf, size_t *o, size_t cap, const char *fmt, ...)
+/* Appends @n bytes at *o when they fit before the last 4 bytes of @cap
+ * (which the line's end needs); else drops them whole and leaves the text
+ * NUL-terminated, as a printf that did not fit would. */
+static void put(char *buf, size_t *o, size_t cap, const char *s, size_t n)
 {
-    va_list ap;
-    int w;
-
     if (*o + 4 >= cap) {
         return;
     }
-    va_start(ap, fmt);
-    w = vsnprintf(buf + *o, cap - 4 - *o, fmt, ap);
-    va_end(ap);
-    if (w > 0 && (size_t)w < cap - 4 - *o) {
-        *o += (size_t)w;
+    if (n > 0 && n < cap - 4 - *o) {
+        memcpy(buf + *o, s, n);
+        *o += n;
     } else {
         buf[*o] = '\0';
+    }
+}
+
+/* Decimal digits of @v into @out (at least 20 bytes); returns the length. */
+static size_t fmt_ll(char *out, long long v)
+{
+    char tmp[20];
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    size_t n = 0, o = 0;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0) {
+        out[o++] = '-';
+    }
+    while (n > 0) {
+        out[o++] = tmp[--n];
+    }
+    return o;
+}
+
+size_t pg_log_timestamp(char *out, const struct timespec *at)
+{
+    /* Per thread: one gmtime + strftime per second of log lines, not per line. */
+    static __thread time_t cached_sec = (time_t)-1;
+    static __thread char cached[40];
+    static __thread size_t cached_len;
+    long ms = at->tv_nsec / 1000000L;
+
+    if (at->tv_sec != cached_sec || cached_len == 0) {
+        struct tm tm;
+
+        gmtime_r(&at->tv_sec, &tm);
+        cached_len = strftime(cached, sizeof(cached), "%Y-%m-%dT%H:%M:%S", &tm);
+        cached_sec = at->tv_sec;
+    }
+    memcpy(out, cached, cached_len);
+    if (ms < 0 || ms > 999) { /* a malformed timespec prints as printf would, cut to fit */
+        size_t room = PG_LOG_TS_MAX - cached_len;
+        int w = snprintf(out + cached_len, room, ".%03ldZ", ms);
+
+        return cached_len + (w < 0 ? 0 : (size_t)w < room ? (size_t)w : room - 1);
+    }
+    out[cached_len] = '.';
+    out[cached_len + 1] = (char)('0' + ms / 100);
+    out[cached_len + 2] = (char)('0' + ms / 10 % 10);
+    out[cached_len + 3] = (char)('0' + ms % 10);
+    out[cached_len + 4] = 'Z';
+    out[cached_len + 5] = '\0';
+    return cached_len + 5;
+}
+
+/* The pieces of the line's head, appended as one put() would append their
+ * concatenation: all or nothing, as the single printf that used to build it. */
+struct part {
+    const char *p;
+    size_t n;
+};
+#define PART(lit) {(lit), sizeof(lit) - 1}
+
+static void put_parts(char *buf, size_t *o, size_t cap, const struct part *parts, size_t n)
+{
+    size_t total = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        total += parts[i].n;
+    }
+    if (*o + 4 >= cap) {
+        return;
+    }
+    if (total == 0 || total >= cap - 4 - *o) {
+        buf[*o] = '\0';
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        memcpy(buf + *o, parts[i].p, parts[i].n);
+        *o += parts[i].n;
     }
 }
 
@@ -205,26 +278,54 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
 {
     const char *level = level_names[lvl < PG_LOG_OFF ? lvl : PG_LOG_ERROR];
     const bool json = log_encoding == PG_LOG_JSON;
-    char ts[40];
-    struct tm tm;
+    char ts[PG_LOG_TS_MAX];
     size_t o = 0;
+    size_t tl = pg_log_timestamp(ts, at);
 
-    gmtime_r(&at->tv_sec, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
     comp = comp != NULL ? comp : "main";
     if (json) {
-        append(buf, &o, cap, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"comp\":\"", ts,
-               at->tv_nsec / 1000000L, level);
+        const struct part head[] = {PART("{\"ts\":\""), {ts, tl}, PART("\",\"level\":\""),
+                                    {level, strlen(level)}, PART("\",\"comp\":\"")};
+
+        put_parts(buf, &o, cap, head, 5);
         o = quote_into(buf, o, cap, comp, PG_LOG_JSON);
-        append(buf, &o, cap, "\",\"msg\":\"");
+        put(buf, &o, cap, "\",\"msg\":\"", 9);
     } else {
-        append(buf, &o, cap, "ts=%s.%03ldZ level=%s comp=%s msg=\"", ts, at->tv_nsec / 1000000L,
-               level, comp);
+        const struct part head[] = {PART("ts="),    {ts, tl},
+                                    PART(" level="), {level, strlen(level)},
+                                    PART(" comp="),  {comp, strlen(comp)},
+                                    PART(" msg=\"")};
+
+        put_parts(buf, &o, cap, head, 7);
     }
     o = quote_into(buf, o, cap, msg, log_encoding);
     buf[o++] = '"';
     for (size_t i = 0; i < n; i++) {
-        append(buf, &o, cap, json ? ",\"%s\":%lld" : " %s=%lld", keys[i], vals[i]);
+        char field[128];
+        size_t kl = strlen(keys[i]);
+
+        if (kl + 28 > sizeof(field)) { /* a key this long is a bug; keep printf's result */
+            int w = snprintf(field, sizeof(field), json ? ",\"%s\":%lld" : " %s=%lld", keys[i],
+                             vals[i]);
+
+            put(buf, &o, cap, field, w > 0 && (size_t)w < sizeof(field) ? (size_t)w : 0);
+            continue;
+        }
+        if (json) {
+            field[0] = ',';
+            field[1] = '"';
+            memcpy(field + 2, keys[i], kl);
+            field[kl + 2] = '"';
+            field[kl + 3] = ':';
+            kl += 4;
+        } else {
+            field[0] = ' ';
+            memcpy(field + 1, keys[i], kl);
+            field[kl + 1] = '=';
+            kl += 2;
+        }
+        kl += fmt_ll(field + kl, vals[i]);
+        put(buf, &o, cap, field, kl);
     }
     if (json) {
         buf[o++] = '}';

@@ -54,6 +54,12 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
                      const struct timespec *at, const char *msg, const char *const *keys,
                      const long long *vals, size_t n);
 
+/* The line's timestamp, "2026-11-30T10:00:00.123Z" (UTC, milliseconds), into
+ * @out (PG_LOG_TS_MAX bytes), NUL-terminated; returns its length. The
+ * seconds part is formatted once per second per thread. */
+#define PG_LOG_TS_MAX 48
+size_t pg_log_timestamp(char *out, const struct timespec *at);
+
 /* @comp names the component instance, e.g. "receiver/pprof"; @msg is a
  * printf format for the message; the line reads
  *   ts=2026-11-30T10:00:00.123Z level=warn comp=receiver/pprof msg="..."

@@ -39,6 +39,11 @@
 #define POLL_MS 50
 #define POLL_QUEUE_MS 5
 #define LINGER_MS 200
+/* At basic the writer prints up to this many queued summary lines with one
+ * write (and one poll) per output instead of one each. */
+#define MAX_COALESCED 64u
+/* Spare items kept for reuse, so a push costs no malloc/free here. */
+#define MAX_SPARE_ITEMS 64u
 
 struct dbg_cfg {
     int verbosity;
@@ -100,7 +105,9 @@ struct dbg {
     pthread_cond_t cv;
     struct dbg_item *head, **tail;
     size_t q_len, q_bytes;
-    struct dbg_item *current; /* taken by the writer, not yet done with */
+    struct dbg_item *current; /* taken by the writer, not yet done with: a NULL-ended chain */
+    struct dbg_item *spare;   /* finished items for reuse, at most MAX_SPARE_ITEMS */
+    size_t n_spare;
     uint64_t dropped;         /* did not fit in the queue */
     bool stop;
     /* the writer thread */
@@ -109,7 +116,7 @@ struct dbg {
     bool writer_done;         /* under mu: it returned */
     bool abandon;             /* atomic: stop writing, even mid-batch */
     bool sleeping;            /* under mu: in an untimed wait, needs a signal */
-    bool is_file[MAX_OUTPUTS]; /* regular file: no poll, one write */
+    bool is_file[MAX_OUTPUTS]; /* never blocks (regular file, /dev/null): no poll, one write */
     struct pg_debug_buf buf;  /* writer only */
     struct pg_log_ratelimit rl; /* writer only: write errors */
 };
@@ -225,7 +232,7 @@ static bool sample_ok(struct dbg *d)
  * at most PIPE_BUF bytes of whole lines (which then does not block on a
  * pipe and is not interleaved with other writers' lines), so a writer
  * facing a reader that stopped reading still notices destroy()'s abandon
- * within POLL_MS. Regular files are written in one go. */
+ * within POLL_MS. Regular files and /dev/null are written in one go. */
 static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
 {
     const char *why = NULL;
@@ -282,10 +289,9 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
     }
 }
 
-/* Writer thread: formats one batch into d->buf and writes it everywhere. */
-static void print_batch(struct dbg *d, const struct dbg_item *it)
+/* Writer thread: appends one batch's text to d->buf. */
+static void format_batch(struct dbg *d, const struct dbg_item *it)
 {
-    pg_debug_buf_reset(&d->buf);
     if (d->cfg.use_internal_logger) {
         static const char *const keys[] = {"resource_profiles", "sample_records"};
         const long long vals[] = {(long long)it->resource_profiles,
@@ -316,12 +322,34 @@ static void print_batch(struct dbg *d, const struct dbg_item *it)
         pg_debug_buf_append(&d->buf, note, sizeof(note) - 1);
         d->buf.max = MAX_TEXT_BYTES;
     }
+}
+
+/* Writer thread: formats a chain of batches (one, or at basic up to
+ * MAX_COALESCED summary lines) into d->buf and writes it everywhere. */
+static void print_chain(struct dbg *d, const struct dbg_item *chain)
+{
+    pg_debug_buf_reset(&d->buf);
+    for (const struct dbg_item *it = chain; it != NULL; it = it->next) {
+        format_batch(d, it);
+    }
     for (size_t i = 0; i < d->n_fds; i++) {
         write_all(d, i, d->buf.p, d->buf.len);
     }
     /* Do not keep a huge buffer around after one huge batch. */
     if (d->buf.cap > 16u * 1024u * 1024u) {
         pg_debug_buf_free(&d->buf);
+    }
+}
+
+/* Under mu: keeps @it for reuse, or frees it when enough are kept. */
+static void item_release(struct dbg *d, struct dbg_item *it)
+{
+    if (d->n_spare < MAX_SPARE_ITEMS) {
+        it->next = d->spare;
+        d->spare = it;
+        d->n_spare++;
+    } else {
+        free(it);
     }
 }
 
@@ -337,8 +365,6 @@ static void *writer_main(void *arg)
 
     pthread_mutex_lock(&d->mu);
     for (;;) {
-        struct dbg_item *it;
-
         while (d->head == NULL && !d->stop) {
             if (lingered >= LINGER_MS) {
                 d->sleeping = true; /* the next consume() wakes us */
@@ -360,25 +386,43 @@ static void *writer_main(void *arg)
         if (d->head == NULL || __atomic_load_n(&d->abandon, __ATOMIC_ACQUIRE)) {
             break; /* destroy() frees what is left */
         }
-        it = d->head;
-        d->head = it->next;
-        if (d->head == NULL) {
-            d->tail = &d->head;
+        /* Take the oldest batch; at basic the summary lines behind it too. */
+        {
+            struct dbg_item *chain = d->head, *last = chain;
+            size_t n = 1, bytes = chain->bytes;
+
+            while (last->next != NULL && last->batch == NULL && last->next->batch == NULL &&
+                   n < MAX_COALESCED) {
+                last = last->next;
+                bytes += last->bytes;
+                n++;
+            }
+            d->head = last->next;
+            if (d->head == NULL) {
+                d->tail = &d->head;
+            }
+            last->next = NULL;
+            d->current = chain;
+            pthread_mutex_unlock(&d->mu);
+
+            print_chain(d, chain);
+            for (struct dbg_item *it = chain; it != NULL; it = it->next) {
+                pg_batch_unref(it->batch);
+                it->batch = NULL;
+            }
+
+            pthread_mutex_lock(&d->mu);
+            d->current = NULL;
+            d->q_len -= n;
+            d->q_bytes -= bytes;
+            pg_metric_set(d->m_queued, (int64_t)d->q_len);
+            while (chain != NULL) {
+                struct dbg_item *next = chain->next;
+
+                item_release(d, chain);
+                chain = next;
+            }
         }
-        d->current = it;
-        pthread_mutex_unlock(&d->mu);
-
-        print_batch(d, it);
-
-        pthread_mutex_lock(&d->mu);
-        d->current = NULL;
-        d->q_len--;
-        d->q_bytes -= it->bytes;
-        pg_metric_set(d->m_queued, (int64_t)d->q_len);
-        pthread_mutex_unlock(&d->mu);
-        pg_batch_unref(it->batch);
-        free(it);
-        pthread_mutex_lock(&d->mu);
     }
     d->writer_done = true;
     pthread_mutex_unlock(&d->mu);
@@ -397,7 +441,10 @@ static enum pg_err dbg_start(void *state, struct pg_status *st)
     for (size_t i = 0; i < d->n_fds; i++) {
         struct stat sb;
 
-        d->is_file[i] = fstat(d->fds[i], &sb) == 0 && S_ISREG(sb.st_mode);
+        /* A character device that is not a terminal (/dev/null) never
+         * makes a write wait either; a terminal can (^S). */
+        d->is_file[i] = fstat(d->fds[i], &sb) == 0 &&
+                        (S_ISREG(sb.st_mode) || (S_ISCHR(sb.st_mode) && !isatty(d->fds[i])));
     }
     e = pthread_create(&d->writer, NULL, writer_main, d);
     if (e != 0) {
@@ -418,30 +465,44 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     bool fits;
     uint64_t dropped;
     size_t waiting;
+    struct timespec at;
+    size_t rps, samples, bytes = 0;
 
     if (!sample_ok(d)) {
         d->sampled_out++;
         return PG_ERR_OK;
     }
-    it = calloc(1, sizeof(*it));
-    if (it == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", d->log_name);
-    }
-    it->at = pg_real_ts();
-    it->resource_profiles = pg_debug_resource_profiles(batch->req);
-    it->sample_records = pg_debug_sample_records(batch->req);
+    at = pg_real_ts();
+    rps = pg_debug_resource_profiles(batch->req);
+    samples = pg_debug_sample_records(batch->req);
     if (d->cfg.verbosity != PG_DEBUG_BASIC) {
-        it->bytes = pg_arena_footprint(batch->arena);
+        bytes = pg_arena_footprint(batch->arena);
     }
     pthread_mutex_lock(&d->mu);
     fits = !d->stop && (d->q_len == 0 || (d->q_len < MAX_QUEUED_BATCHES &&
-                                          d->q_bytes + it->bytes <= MAX_QUEUED_BYTES));
+                                          d->q_bytes + bytes <= MAX_QUEUED_BYTES));
     if (fits) {
+        it = d->spare;
+        if (it != NULL) {
+            d->spare = it->next;
+            d->n_spare--;
+        } else {
+            it = malloc(sizeof(*it)); /* only until MAX_SPARE_ITEMS are in circulation */
+        }
+        if (it == NULL) {
+            pthread_mutex_unlock(&d->mu);
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", d->log_name);
+        }
+        it->next = NULL;
+        it->at = at;
+        it->resource_profiles = rps;
+        it->sample_records = samples;
+        it->bytes = bytes;
         it->batch = d->cfg.verbosity != PG_DEBUG_BASIC ? pg_batch_ref(batch) : NULL;
         *d->tail = it;
         d->tail = &it->next;
         d->q_len++;
-        d->q_bytes += it->bytes;
+        d->q_bytes += bytes;
         pg_metric_set(d->m_queued, (int64_t)d->q_len);
         if (d->sleeping) {
             pthread_cond_signal(&d->cv);
@@ -455,7 +516,6 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     if (!fits) {
         unsigned long suppressed = 0;
 
-        free(it);
         pg_metric_add(d->m_dropped, 1);
         if (pg_log_ratelimit_ok(&d->rl_drop, &suppressed)) {
             pg_log_warn(d->log_name,
@@ -539,10 +599,19 @@ static void dbg_destroy(void *state)
         return;
     }
     /* An abandoned writer leaves its item; what it never took is here too. */
-    if (d->current != NULL) {
-        pg_batch_unref(d->current->batch);
-        free(d->current);
+    while (d->current != NULL) {
+        struct dbg_item *it = d->current;
+
+        d->current = it->next;
+        pg_batch_unref(it->batch);
+        free(it);
         unprinted++;
+    }
+    while (d->spare != NULL) {
+        struct dbg_item *it = d->spare;
+
+        d->spare = it->next;
+        free(it);
     }
     while (d->head != NULL) {
         struct dbg_item *it = d->head;

@@ -41,8 +41,14 @@ size_t pg_metadata_count(const struct pg_metadata *md, const char *key)
 
 struct pg_batch *pg_batch_new(struct pg_arena *arena, struct pg_otlp_request *req)
 {
-    struct pg_batch *b = calloc(1, sizeof(*b));
+    /* The batch lives in the arena it owns when there is room (no malloc
+     * per request); a full arena falls back to the heap. */
+    struct pg_batch *b = pg_arena_zalloc(arena, sizeof(*b));
+    bool heap = b == NULL;
 
+    if (heap) {
+        b = calloc(1, sizeof(*b));
+    }
     if (b == NULL) {
         pg_arena_destroy(arena);
         return NULL;
@@ -50,6 +56,7 @@ struct pg_batch *pg_batch_new(struct pg_arena *arena, struct pg_otlp_request *re
     b->refcnt = 1;
     b->arena = arena;
     b->req = req;
+    b->heap = heap;
     return b;
 }
 
@@ -65,8 +72,12 @@ void pg_batch_unref(struct pg_batch *b)
         return;
     }
     if (__atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) == 0) {
-        pg_arena_destroy(b->arena);
-        free(b);
+        bool heap = b->heap;
+
+        pg_arena_destroy(b->arena); /* takes b with it unless it is on the heap */
+        if (heap) {
+            free(b);
+        }
     }
 }
 

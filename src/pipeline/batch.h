@@ -8,6 +8,7 @@
 #ifndef PG_PIPELINE_BATCH_H
 #define PG_PIPELINE_BATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,7 @@ struct pg_batch {
     /* Receiver's `default_service_name` (config-owned) or NULL: used by the
      * pipeline when no service.name survives the processors. */
     const char *default_service_name;
+    bool heap;                    /* the struct itself was calloc'd, not in arena */
 };
 
 /* Wraps @req (allocated in @arena) in a batch with one reference. Takes

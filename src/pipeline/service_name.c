@@ -66,7 +66,18 @@ static const char *fallback_name(struct pg_batch *b)
     if (base[0] == '\0') {
         return "unknown_service";
     }
-    return pg_arena_sprintf(b->arena, "unknown_service:%s", base);
+    {
+        /* Once per request without service.name: no printf for a concatenation. */
+        static const char prefix[] = "unknown_service:";
+        size_t bl = strlen(base);
+        char *name = pg_arena_alloc(b->arena, sizeof(prefix) + bl);
+
+        if (name != NULL) {
+            memcpy(name, prefix, sizeof(prefix) - 1);
+            memcpy(name + sizeof(prefix) - 1, base, bl + 1);
+        }
+        return name;
+    }
 }
 
 bool pg_service_name_ensure(struct pg_batch *b, struct pg_metric *counter)

@@ -57,7 +57,8 @@ enum pg_err pg_ottl_kv_put(struct pg_arena *a, struct pg_ottl_kv_list *list, con
         return pg_status_set(st, PG_ERR_LIMIT, "more than %d key/value pairs",
                              PG_OTTL_KV_MAX_PAIRS);
     }
-    if (!PG_VEC_GROW(a, list->v, list->cap, list->n, 16, PG_OTTL_KV_MAX_PAIRS)) {
+    if (list->n >= list->cap &&
+        !PG_VEC_GROW(a, list->v, list->cap, list->n, 16, PG_OTTL_KV_MAX_PAIRS)) {
         return oom(a, st);
     }
     list->v[list->n].key = key;
@@ -102,6 +103,11 @@ static const char *trim_space(const char *s, size_t *len)
     while (n > 0 && (k = space_at(p, n)) > 0) {
         p += k;
         n -= k;
+    }
+    /* Common case: the text ends in a printable ASCII byte, no space. */
+    if (n > 0 && p[n - 1] > ' ' && p[n - 1] < 0x7f) {
+        *len = n;
+        return (const char *)p;
     }
     for (;;) {
         bool cut = false;
@@ -196,7 +202,7 @@ struct tokens {
 
 static bool tokens_push(struct pg_arena *a, struct tokens *t, char *s)
 {
-    if (!PG_VEC_GROW(a, t->v, t->cap, t->n, 16, 0)) {
+    if (t->n >= t->cap && !PG_VEC_GROW(a, t->v, t->cap, t->n, 16, 0)) {
         return false;
     }
     t->v[t->n++] = s;
@@ -227,6 +233,27 @@ static const char *split_string(struct pg_arena *a, const char *in, const char *
     }
     cur = buf;
     for (size_t i = 0; i < len; i++) {
+        if (!escaped) {
+            /* A run of bytes none of the rules below look at is copied whole. */
+            size_t j = i;
+
+            if (quote == 0) {
+                while (j < len && in[j] != delim[0] && in[j] != '"' && in[j] != '\'' &&
+                       in[j] != '\\') {
+                    j++;
+                }
+            } else {
+                while (j < len && in[j] != quote && in[j] != '\\') {
+                    j++;
+                }
+            }
+            if (j > i) {
+                memcpy(cur + cl, in + i, j - i);
+                cl += j - i;
+                i = j - 1;
+                continue;
+            }
+        }
         if (quote == 0 && in[i] == delim[0] && i + dl <= len && memcmp(in + i, delim, dl) == 0) {
             i += dl - 1;
             if (cl == 0) {

@@ -613,6 +613,52 @@ void pg_ottl_attrs_filter(const struct ottl_attrs *at, const bool *keep)
     }
 }
 
+/* pg_ottl_attrs_replace() on a KeyValue list whose array (*at->kv) has room
+ * for every entry of @m: as pg_ottl_attrs_set() per entry, a later duplicate
+ * key replacing the earlier one's value. */
+static enum pg_err replace_kvs(const struct ottl_attrs *at, struct pg_ottl_env *env,
+                               const struct pg_ottl_map *m, bool lit, struct pg_status *st)
+{
+    static const struct pg_otlp_kv kinit = KV_INIT;
+    struct pg_otlp_kv **arr = *at->kv;
+
+    for (size_t i = 0; i < m->n; i++) {
+        const char *key = m->v[i].key;
+        struct pg_ottl_value v = m->v[i].v;
+        struct pg_otlp_anyvalue *av;
+        struct pg_otlp_kv *kv = pg_arena_alloc(env->a, sizeof(*kv));
+        size_t n = *at->nkv, j = 0;
+        enum pg_err err;
+
+        v.lit = v.lit || lit;
+        while (j < n && !(arr[j]->key[0] == key[0] && strcmp(arr[j]->key, key) == 0)) {
+            j++;
+        }
+        err = value_to_any(env, &v, 0, &av, st);
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+        if (kv == NULL) {
+            return pg_ottl_oom(env, st);
+        }
+        if (j < n) {
+            *kv = *arr[j];
+        } else {
+            *kv = kinit;
+            kv->key = (char *)pg_ottl_dup_if_lit(env, key, strlen(key), lit);
+            if (kv->key == NULL) {
+                return pg_ottl_oom(env, st);
+            }
+        }
+        kv->value = av;
+        arr[j] = kv;
+        if (j == n) {
+            *at->nkv = n + 1;
+        }
+    }
+    return PG_ERR_OK;
+}
+
 enum pg_err pg_ottl_attrs_replace(const struct ottl_attrs *at, struct pg_ottl_env *env,
                                   const struct pg_ottl_map *m, bool lit, struct pg_status *st)
 {
@@ -620,6 +666,16 @@ enum pg_err pg_ottl_attrs_replace(const struct ottl_attrs *at, struct pg_ottl_en
         *at->nidx = 0;
     } else {
         *at->nkv = 0;
+        if (m->n > 0) {
+            /* The whole array at once, not one reallocation per key. */
+            struct pg_otlp_kv **arr = pg_arena_alloc(env->a, m->n * sizeof(*arr));
+
+            if (arr == NULL) {
+                return pg_ottl_oom(env, st);
+            }
+            *at->kv = arr;
+            return replace_kvs(at, env, m, lit, st);
+        }
     }
     for (size_t i = 0; i < m->n; i++) {
         struct pg_ottl_value v = m->v[i].v;

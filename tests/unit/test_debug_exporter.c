@@ -85,9 +85,11 @@ static bool start_debug(struct pg_proc_fixture *f, const char *settings, const c
     return false;
 }
 
+/* More batches than one coalesced write holds and than the writer keeps
+ * spare items for: every line, once, in order. */
 PG_TEST(test_prints_in_order_then_idle)
 {
-    enum { N = 40 };
+    enum { N = 200 };
     char path[128];
     struct pg_proc_fixture f;
     struct pg_batch *b[N];
@@ -129,6 +131,14 @@ PG_TEST(test_prints_in_order_then_idle)
             break;
         }
         p = hit + strlen(want);
+    }
+    {
+        size_t lines = 0;
+
+        for (size_t i = 0; text != NULL && i < len; i++) {
+            lines += text[i] == '\n';
+        }
+        CHECK_INT(lines, N);
     }
     free(text);
     unlink(path);
