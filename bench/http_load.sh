@@ -54,7 +54,7 @@ stat_ticks() { awk '{print $14 + $15}' "$1"; } # utime + stime from a /proc stat
 cpu_ticks() { stat_ticks /proc/"$1"/stat; } # a whole process
 # The event loops: the main thread (tid = pid, loop 0) and the threads
 # named pg-loop-N (the others, with server.loops > 1).
-loop_tids() { echo "$1"; grep -l '^pg-loop-' /proc/"$1"/task/*/comm 2>/dev/null | awk -F/ '{print $5}'; }
+loop_tids() { echo "$1"; { grep -l '^pg-loop-' /proc/"$1"/task/*/comm 2>/dev/null || true; } | awk -F/ '{print $5}'; }
 loop_ticks() { local t s=0; for t in $(loop_tids "$1"); do s=$(( s + $(stat_ticks /proc/"$1"/task/"$t"/stat) )); done; echo "$s"; }
 # CPU microseconds per request: ticks before, ticks after, req/s
 us_per_req() { awk -v a="$1" -v b="$2" -v r="$3" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" \
