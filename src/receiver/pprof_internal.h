@@ -114,10 +114,10 @@ struct rx {
     struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
 };
 
-/* One POST body on its way through translation. The loop thread fills the
+/* One POST body on its way through translation. Its loop's thread fills the
  * inputs and owns the job until it is queued; a worker then owns it (and its
- * arenas) until it is on the done list; the loop thread finishes it. @req is
- * only ever touched on the loop thread. */
+ * arenas) until it is on that loop's done list; the loop's thread finishes
+ * it. @req is only ever touched on that loop's thread. */
 struct rx_job {
     struct rx_job *next;
     struct rx_loop *loop;          /* where the request lives and the job ends */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The pprof receiver's translation jobs: a body is decoded and translated
  * inline on the loop (small pushes) or on a pool of worker threads, then
- * delivered to the pipeline and answered on the loop thread; while an
+ * delivered to the pipeline and answered on the thread of the loop that read
+ * it (each loop has its own held queue and done list); while an
  * exporter with block_on_overflow is full, finished jobs wait in the held
  * queue, unanswered, oldest first. */
 #include <errno.h>
