@@ -11,7 +11,8 @@
 # (target: flat within +-10%).
 # Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
 #      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture),
-#      WORKERS (receiver server.workers; unset = the receiver's default).
+#      WORKERS (receiver server.workers; unset = the receiver's default),
+#      LOOPS (receiver server.loops; unset = the receiver's default, one per CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -23,6 +24,7 @@ CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
 BODY=${BODY:-}
 WORKERS=${WORKERS:-}
+LOOPS=${LOOPS:-}
 if [ -z "$BODY" ]; then
     for c in tests/fixtures/sdk/push0.pprof.gz ../shared/fixtures/sdk/push0.pprof.gz; do
         [ -f "$c" ] && { BODY=$c; break; }
@@ -50,8 +52,10 @@ run_wrk() { # port -> prints req/s; full output in $TMP/wrk.$1, wrk's own CPU se
 }
 stat_ticks() { awk '{print $14 + $15}' "$1"; } # utime + stime from a /proc stat file
 cpu_ticks() { stat_ticks /proc/"$1"/stat; } # a whole process
-# One thread: the main thread (tid = pid) is the event loop.
-loop_ticks() { stat_ticks /proc/"$1"/task/"$1"/stat; }
+# The event loops: the main thread (tid = pid, loop 0) and the threads
+# named pg-loop-N (the others, with server.loops > 1).
+loop_tids() { echo "$1"; { grep -l '^pg-loop-' /proc/"$1"/task/*/comm 2>/dev/null || true; } | awk -F/ '{print $5}'; }
+loop_ticks() { local t s=0; for t in $(loop_tids "$1"); do s=$(( s + $(stat_ticks /proc/"$1"/task/"$t"/stat) )); done; echo "$s"; }
 # CPU microseconds per request: ticks before, ticks after, req/s
 us_per_req() { awk -v a="$1" -v b="$2" -v r="$3" -v hz="$(getconf CLK_TCK)" -v d="$DURATION" \
     'BEGIN { if (r > 0) printf "%.0f", (b - a) / hz * 1e6 / (r * d); else print "?" }'; }
@@ -79,6 +83,7 @@ kill "$IPID"; wait "$IPID" 2>/dev/null || true
 
 # 3. pprofgate
 write_gw_config "$TMP/gw.yaml" 127.0.0.1:0 "$WORKERS"
+[ -n "$LOOPS" ] && sed -i "s/^\( *\)endpoint: .*/&\n\1loops: $LOOPS/" "$TMP/gw.yaml"
 "$BIN" --config "$TMP/gw.yaml" > "$TMP/gw.log" 2>&1 &
 GPID=$!
 PIDS+=($GPID)
@@ -88,6 +93,7 @@ RSS0=$(rss)
 STEP=$(( DURATION >= 12 ? DURATION / 12 : 1 ))
 ( for _ in $(seq 1 $(( DURATION / STEP ))); do sleep "$STEP"; rss; done ) > "$TMP/rss" &
 SAMPLER=$!
+NLOOPS=$(loop_tids "$GPID" | wc -l)
 GT0=$(cpu_ticks "$GPID"); GL0=$(loop_ticks "$GPID")
 GRPS=$(run_wrk "$GPORT")
 GT1=$(cpu_ticks "$GPID"); GL1=$(loop_ticks "$GPID")
@@ -97,7 +103,7 @@ kill "$GPID"; wait "$GPID" 2>/dev/null || true
 
 echo "discard_server: $DRPS req/s"
 grep -E 'Latency|99%' "$TMP/wrk.$DPORT" | sed 's/^/    /'
-echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}"
+echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}, $NLOOPS event loop(s)"
 grep -E 'Latency|99%' "$TMP/wrk.$GPORT" | sed 's/^/    /'
 echo "inflate-only:   $IRPS req/s (discard_server + pg_inflate of each body)"
 awk -v g="$GRPS" -v d="$DRPS" 'BEGIN { printf "ratio pprofgate/discard: %.2f (target >= 0.70)\n", g / d }'
@@ -115,7 +121,7 @@ awk -v g="$GUS" -v i="$IUS" 'BEGIN { if (i > 0 && g > 0) printf "CPU per request
 # With workers, only the loop thread's share is serial: on a machine with
 # cores to spare for the workers, req/s is bounded by 1 / (loop CPU per
 # request), as the one-threaded discard server's is by its own.
-echo "pprofgate event-loop thread: $LUS us per request (the rest ran on workers); discard_server/loop = $(awk -v d="$DUS" -v l="$LUS" 'BEGIN { if (l > 0) printf "%.2f", d / l; else print "?" }') (the ratio's bound when workers have cores of their own)"
+echo "pprofgate event-loop threads ($NLOOPS): $LUS us per request together (the rest ran on workers and the main thread's other work); discard_server/loops = $(awk -v d="$DUS" -v l="$LUS" 'BEGIN { if (l > 0) printf "%.2f", d / l; else print "?" }') (with one loop: the ratio's bound when workers have cores of their own)"
 echo "pprofgate RSS (KiB): start $RSS0, every ${STEP}s: $(tr '\n' ' ' < "$TMP/rss")"
 sort -n "$TMP/rss" | awk -v first="$(head -1 "$TMP/rss")" '
     { v[NR] = $1 } END {

@@ -3,7 +3,8 @@
  * by peer address (the per-peer connection cap, enforced at accept) and a
  * lossy, fixed-size token bucket per peer for failed authentication
  * attempts. Peers are IP addresses (the port is not part of the key); a
- * unix-socket peer is one peer. Single-threaded: the owning loop's. */
+ * unix-socket peer is one peer. Not thread-safe: callers serialise (the
+ * HTTP servers of one receiver share a lock, the receiver's auth a lock). */
 #ifndef PG_HTTP_CONN_LIMITS_H
 #define PG_HTTP_CONN_LIMITS_H
 

@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,19 @@ struct pg_httpd_conn {
     struct req_priv *req;  /* owned; NULL between requests */
 };
 
+/* What sibling servers (one per event loop, each with its own listening
+ * socket) share so the caps hold for all of them together. Touched once per
+ * connection (accept, close) and per lingering read, never per request. */
+struct httpd_shared {
+    pthread_mutex_t mu;
+    struct pg_peer_counts *peers;      /* under mu */
+    size_t open;                       /* under mu: connections of every sibling */
+    double linger_tokens, linger_last; /* under mu: the shared drain budget */
+    int refs;                          /* under mu: servers using it */
+};
+
 struct pg_httpd {
+    struct httpd_shared *sh;           /* shared with siblings; freed by the last */
     struct event_base *base;
     SSL_CTX *ssl_ctx;
     struct pg_httpd_limits lim;
@@ -112,11 +125,10 @@ struct pg_httpd {
     void *arg;
     int lfd;
     struct event *accept_ev, *retry_ev;
-    struct pg_peer_counts *peers;
     struct pg_httpd_conn *conns;
-    size_t open, cap;
+    size_t open, cap; /* open: this server's connections (loop thread) */
+    uint64_t accepted; /* atomic: connections this server accepted */
     bool draining;
-    double linger_tokens, linger_last; /* the shared drain budget */
 };
 
 static double ns_s(int64_t ns)
@@ -882,15 +894,21 @@ static void linger_read(struct pg_httpd_conn *c)
     size_t n = evbuffer_get_length(in);
     double now = pg_mono_s();
 
-    s->linger_tokens += (now - s->linger_last) * LINGER_BUDGET_PER_S;
-    if (s->linger_tokens > LINGER_BUDGET_PER_S) {
-        s->linger_tokens = LINGER_BUDGET_PER_S;
+    struct httpd_shared *sh = s->sh;
+    bool over;
+
+    pthread_mutex_lock(&sh->mu);
+    sh->linger_tokens += (now - sh->linger_last) * LINGER_BUDGET_PER_S;
+    if (sh->linger_tokens > LINGER_BUDGET_PER_S) {
+        sh->linger_tokens = LINGER_BUDGET_PER_S;
     }
-    s->linger_last = now;
-    s->linger_tokens -= (double)n;
+    sh->linger_last = now;
+    sh->linger_tokens -= (double)n;
+    over = sh->linger_tokens < 0;
+    pthread_mutex_unlock(&sh->mu);
     evbuffer_drain(in, n);
     c->lingered += n;
-    if (c->lingered > LINGER_MAX_BYTES || s->linger_tokens < 0) {
+    if (c->lingered > LINGER_MAX_BYTES || over) {
         conn_close(c);
     }
 }
@@ -1044,7 +1062,10 @@ static void conn_close(struct pg_httpd_conn *c)
     } else if (c->fd >= 0) {
         close(c->fd);
     }
-    pg_peer_counts_dec(s->peers, &c->key);
+    pthread_mutex_lock(&s->sh->mu);
+    pg_peer_counts_dec(s->sh->peers, &c->key);
+    s->sh->open--;
+    pthread_mutex_unlock(&s->sh->mu);
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
@@ -1085,8 +1106,11 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
     struct pg_httpd_conn *c = calloc(1, sizeof(*c));
     int one = 1;
 
-    if (c == NULL || !pg_peer_counts_inc(s->peers, key)) {
-        free(c);
+    if (c == NULL) {
+        pthread_mutex_lock(&s->sh->mu);
+        pg_peer_counts_dec(s->sh->peers, key);
+        s->sh->open--;
+        pthread_mutex_unlock(&s->sh->mu);
         close(fd);
         return;
     }
@@ -1103,6 +1127,7 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
     }
     s->conns = c;
     s->open++;
+    __atomic_add_fetch(&s->accepted, 1, __ATOMIC_RELAXED);
     if (s->ssl_ctx != NULL) {
         c->bev = pg_tls_server_bev(s->base, fd, s->ssl_ctx);
     } else {
@@ -1119,11 +1144,36 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
         conn_close(c);
         return;
     }
+    if (s->ops.on_conn_open != NULL) {
+        s->ops.on_conn_open(s->arg);
+    }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
     bufferevent_disable(c->bev, EV_WRITE); /* armed only for an answer not written at once */
     read_on(c);
     c->state = S_HEAD;
     idle_deadline(c, true);
+}
+
+/* Counts a new connection of @k against the caps every sibling shares:
+ * -1 when counted, else the refusal (nothing counted). */
+static int count_conn(struct pg_httpd *s, const struct pg_peer_key *k)
+{
+    struct httpd_shared *sh = s->sh;
+    int rc = -1;
+
+    pthread_mutex_lock(&sh->mu);
+    if (sh->open >= s->cap) {
+        rc = PG_HTTPD_REFUSED_MAX_CONNECTIONS;
+    } else if (s->lim.max_connections_per_peer > 0 &&
+               pg_peer_counts_get(sh->peers, k) >= s->lim.max_connections_per_peer) {
+        rc = PG_HTTPD_REFUSED_PER_PEER;
+    } else if (!pg_peer_counts_inc(sh->peers, k)) {
+        rc = PG_HTTPD_REFUSED_MAX_CONNECTIONS; /* out of memory: refuse as if full */
+    } else {
+        sh->open++;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return rc;
 }
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
@@ -1157,7 +1207,8 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             ss.ss_family = AF_UNIX;
         }
         pg_peer_key_from_sockaddr((struct sockaddr *)&ss, &key);
-        if (s->open >= s->cap) {
+        switch (count_conn(s, &key)) {
+        case PG_HTTPD_REFUSED_MAX_CONNECTIONS: {
             char peer[80];
             struct pg_httpd_conn tmp = {.srv = s, .fd = fd};
 
@@ -1168,8 +1219,7 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             event_report(s, PG_HTTPD_REFUSED_MAX_CONNECTIONS, peer);
             continue;
         }
-        if (s->lim.max_connections_per_peer > 0 &&
-            pg_peer_counts_get(s->peers, &key) >= s->lim.max_connections_per_peer) {
+        case PG_HTTPD_REFUSED_PER_PEER: {
             struct pg_httpd_conn tmp = {.srv = s, .fd = fd};
 
             format_peer(&tmp, &ss);
@@ -1178,6 +1228,9 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
             close(fd);
             event_report(s, PG_HTTPD_REFUSED_PER_PEER, tmp.peer);
             continue;
+        }
+        default:
+            break;
         }
         conn_new(s, fd, &ss, &key);
     }
@@ -1194,9 +1247,9 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
-                              const struct pg_httpd_limits *lim, const struct pg_httpd_ops *ops,
-                              void *arg)
+static struct pg_httpd *server_new(struct httpd_shared *sh, struct event_base *base, int fd,
+                                   SSL_CTX *ssl_ctx, const struct pg_httpd_limits *lim,
+                                   const struct pg_httpd_ops *ops, void *arg)
 {
     struct pg_httpd *s = calloc(1, sizeof(*s));
     struct rlimit rl;
@@ -1205,14 +1258,28 @@ struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
         close(fd);
         return NULL;
     }
+    if (sh == NULL) {
+        sh = calloc(1, sizeof(*sh));
+        if (sh == NULL || (sh->peers = pg_peer_counts_new()) == NULL) {
+            free(sh);
+            free(s);
+            close(fd);
+            return NULL;
+        }
+        pthread_mutex_init(&sh->mu, NULL);
+        sh->linger_tokens = LINGER_BUDGET_PER_S;
+        sh->linger_last = pg_mono_s();
+    }
+    pthread_mutex_lock(&sh->mu);
+    sh->refs++;
+    pthread_mutex_unlock(&sh->mu);
+    s->sh = sh;
     s->base = base;
     s->ssl_ctx = ssl_ctx;
     s->lim = *lim;
     s->ops = *ops;
     s->arg = arg;
     s->lfd = fd;
-    s->linger_tokens = LINGER_BUDGET_PER_S;
-    s->linger_last = pg_mono_s();
     s->cap = lim->max_connections > 0 ? lim->max_connections : SIZE_MAX;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         size_t fds = rl.rlim_cur > 2 * FD_HEADROOM ? (size_t)rl.rlim_cur - FD_HEADROOM
@@ -1222,15 +1289,27 @@ struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
             s->cap = fds;
         }
     }
-    s->peers = pg_peer_counts_new();
     s->accept_ev = event_new(base, fd, EV_READ | EV_PERSIST, on_accept, s);
     s->retry_ev = evtimer_new(base, on_retry, s);
-    if (s->peers == NULL || s->accept_ev == NULL || s->retry_ev == NULL ||
+    if (s->accept_ev == NULL || s->retry_ev == NULL ||
         event_add(s->accept_ev, NULL) != 0) {
         pg_httpd_free(s);
         return NULL;
     }
     return s;
+}
+
+struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
+                              const struct pg_httpd_limits *lim, const struct pg_httpd_ops *ops,
+                              void *arg)
+{
+    return server_new(NULL, base, fd, ssl_ctx, lim, ops, arg);
+}
+
+struct pg_httpd *pg_httpd_new_sibling(struct pg_httpd *first, struct event_base *base, int fd,
+                                      void *arg)
+{
+    return server_new(first->sh, base, fd, first->ssl_ctx, &first->lim, &first->ops, arg);
 }
 
 void pg_httpd_stop_accepting(struct pg_httpd *s)
@@ -1274,7 +1353,19 @@ void pg_httpd_free(struct pg_httpd *s)
     if (s->retry_ev != NULL) {
         event_free(s->retry_ev);
     }
-    pg_peer_counts_free(s->peers);
+    {
+        struct httpd_shared *sh = s->sh;
+        int left;
+
+        pthread_mutex_lock(&sh->mu);
+        left = --sh->refs;
+        pthread_mutex_unlock(&sh->mu);
+        if (left == 0) {
+            pg_peer_counts_free(sh->peers);
+            pthread_mutex_destroy(&sh->mu);
+            free(sh);
+        }
+    }
     free(s);
 }
 
@@ -1286,6 +1377,11 @@ int pg_httpd_fd(const struct pg_httpd *s)
 size_t pg_httpd_open_connections(const struct pg_httpd *s)
 {
     return s != NULL ? s->open : 0;
+}
+
+uint64_t pg_httpd_accepted(const struct pg_httpd *s)
+{
+    return s != NULL ? __atomic_load_n(&s->accepted, __ATOMIC_RELAXED) : 0;
 }
 
 size_t pg_httpd_connection_cap(const struct pg_httpd *s)

@@ -15,8 +15,11 @@
  *    closes the connection without reading the body into memory;
  *  - every answer, the server's own included (400, 408, 413, 414, 431,
  *    501, 505), is a one-line text/plain reason reported to on_answer.
- * One instance serves one listening socket on one event loop; several
- * instances (one per loop, SO_REUSEPORT sockets) need nothing shared. */
+ * One instance serves one listening socket on one event loop. Siblings
+ * (pg_httpd_new_sibling: one per loop, each on its own SO_REUSEPORT socket)
+ * share the connection caps, per-peer counts and the linger budget under
+ * one lock taken per connection, never per request; everything else is the
+ * instance's own loop thread's. */
 #ifndef PG_HTTP_HTTP_SERVER_H
 #define PG_HTTP_HTTP_SERVER_H
 
@@ -90,6 +93,8 @@ struct pg_httpd_ops {
     void (*on_conn_event)(int event, const char *peer, void *arg);
     /* Optional: the request is over (answer written or connection lost). */
     void (*on_done)(struct pg_httpd_req *r, void *arg);
+    /* Optional: a connection was accepted (past the caps). */
+    void (*on_conn_open)(void *arg);
 };
 
 enum pg_httpd_event {
@@ -112,6 +117,13 @@ extern const char *const pg_httpd_event_names[];
 struct pg_httpd *pg_httpd_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
                               const struct pg_httpd_limits *lim, const struct pg_httpd_ops *ops,
                               void *arg);
+/* Another server like @first (same TLS context, limits and callbacks, with
+ * @arg) on its own loop @base and listening socket @fd, sharing @first's
+ * caps: max_connections and max_connections_per_peer hold for all of them
+ * together. Each is then used from its own loop's thread only; free them in
+ * any order. NULL on OOM (@fd closed). */
+struct pg_httpd *pg_httpd_new_sibling(struct pg_httpd *first, struct event_base *base, int fd,
+                                      void *arg);
 /* Stops accepting (closes the listening socket); open connections finish
  * their request and close. */
 void pg_httpd_stop_accepting(struct pg_httpd *s);
@@ -119,6 +131,8 @@ void pg_httpd_stop_accepting(struct pg_httpd *s);
 void pg_httpd_free(struct pg_httpd *s);
 /* The listening fd (for getsockname), -1 after stop_accepting. */
 int pg_httpd_fd(const struct pg_httpd *s);
+/* Connections this server accepted so far (any thread). */
+uint64_t pg_httpd_accepted(const struct pg_httpd *s);
 /* Connections open now. */
 size_t pg_httpd_open_connections(const struct pg_httpd *s);
 /* The connection cap in force: max_connections, or less when the fd limit

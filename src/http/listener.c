@@ -83,16 +83,13 @@ static int listen_unix(const char *path, int backlog, char *err, size_t err_size
     return fd;
 }
 
-int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog, char *err,
-              size_t err_size)
+static int listen_tcp(enum pg_transport t, const char *host, unsigned port, int backlog,
+                      bool reuseport, char *err, size_t err_size)
 {
     struct addrinfo hints = {0}, *res = NULL;
     char service[8];
     int fd, one = 1, rc;
 
-    if (t == PG_TRANSPORT_UNIX) {
-        return listen_unix(host, backlog, err, err_size);
-    }
     hints.ai_family = t == PG_TRANSPORT_TCP6 ? AF_INET6 : t == PG_TRANSPORT_TCP4 ? AF_INET
                                                                                 : AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -110,6 +107,12 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
         return -1;
     }
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+        snprintf(err, err_size, "SO_REUSEPORT: %s", strerror(errno));
+        close(fd);
+        freeaddrinfo(res);
+        return -1;
+    }
     if (res->ai_family == AF_INET6 && t == PG_TRANSPORT_TCP6) {
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)); /* tcp6 means v6 */
     }
@@ -121,4 +124,56 @@ int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog,
     }
     freeaddrinfo(res);
     return fd;
+}
+
+int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog, char *err,
+              size_t err_size)
+{
+    if (t == PG_TRANSPORT_UNIX) {
+        return listen_unix(host, backlog, err, err_size);
+    }
+    return listen_tcp(t, host, port, backlog, false, err, err_size);
+}
+
+int pg_listen_group(enum pg_transport t, const char *host, unsigned port, int backlog, int *fds,
+                    size_t n, char *err, size_t err_size)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (t == PG_TRANSPORT_UNIX || n < 2) {
+        fds[0] = pg_listen(t, host, port, backlog, err, err_size);
+        for (size_t i = 1; i < n; i++) {
+            fds[i] = -1;
+        }
+        return fds[0] < 0 ? -1 : 1;
+    }
+    /* A socket without SO_REUSEPORT first: it fails when anyone (another
+     * pprofgate too, which would otherwise join the group silently) holds
+     * the address, and with port 0 it picks the port the group then shares. */
+    {
+        int probe = listen_tcp(t, host, port, 1, false, err, err_size);
+
+        if (probe < 0) {
+            return -1;
+        }
+        if (getsockname(probe, (struct sockaddr *)&ss, &sl) != 0) {
+            snprintf(err, err_size, "getsockname: %s", strerror(errno));
+            close(probe);
+            return -1;
+        }
+        close(probe);
+    }
+    port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                     : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    for (size_t i = 0; i < n; i++) {
+        fds[i] = listen_tcp(t, host, port, backlog, true, err, err_size);
+        if (fds[i] < 0) {
+            for (size_t j = 0; j < i; j++) {
+                close(fds[j]);
+            }
+            return -1;
+        }
+    }
+    return (int)n;
 }

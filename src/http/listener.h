@@ -22,6 +22,15 @@ extern const char *const pg_transport_names[];
 int pg_listen(enum pg_transport t, const char *host, unsigned port, int backlog, char *err,
               size_t err_size);
 
+/* @n sockets on one address, each with SO_REUSEPORT, so the kernel spreads
+ * new connections over them (one per event loop); port 0 picks one port for
+ * all. The address is checked free first without SO_REUSEPORT, so a second
+ * process cannot join the group unnoticed (the window until the group binds
+ * is a few syscalls). unix (or @n < 2): one plain socket in fds[0], the rest
+ * -1. Returns the sockets made (1 or @n), or -1 with the reason in @err. */
+int pg_listen_group(enum pg_transport t, const char *host, unsigned port, int backlog, int *fds,
+                    size_t n, char *err, size_t err_size);
+
 /* True when @host fits @t: a tcp4/tcp6 literal of the other family, or a
  * unix path that is empty or too long, does not. */
 int pg_listen_host_ok(enum pg_transport t, const char *host);

@@ -43,6 +43,10 @@ struct pg_consumer {
      * again later instead of consuming. Borrowed @batch; nothing consumed. */
     bool (*would_block)(struct pg_consumer *self, const struct pg_batch *batch,
                         struct pg_status *st);
+    /* Optional: true when consume() and would_block() may be called from
+     * several threads at once (each with its own batches); else (or NULL)
+     * only from the main loop's thread. False names the reason in @why. */
+    bool (*any_thread)(struct pg_consumer *self, char *why, size_t why_size);
 };
 
 static inline enum pg_err pg_consumer_consume(struct pg_consumer *c, struct pg_batch *b,

@@ -5,6 +5,7 @@
 #include "pipeline/service.h"
 
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -98,8 +99,8 @@ static enum pg_err run_pipeline(struct pg_service *svc, struct pipeline *p, stru
     return first;
 }
 
-static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *batch,
-                                  struct pg_status *st)
+static enum pg_err fanout_consume_locked(struct pg_consumer *self, struct pg_batch *batch,
+                                         struct pg_status *st)
 {
     struct fanout *f = (struct fanout *)self;
     enum pg_err first = PG_ERR_OK;
@@ -133,8 +134,8 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
 /* Asks every exporter of every pipeline fed by this receiver; the first one
  * that would make the sender wait names itself in @st. Processors are not
  * asked: they never hold data back. */
-static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *batch,
-                               struct pg_status *st)
+static bool fanout_would_block_locked(struct pg_consumer *self, const struct pg_batch *batch,
+                                      struct pg_status *st)
 {
     struct fanout *f = (struct fanout *)self;
 
@@ -158,6 +159,66 @@ static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *
         }
     }
     return false;
+}
+
+static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *batch,
+                                  struct pg_status *st)
+{
+    struct pg_service *svc = ((struct fanout *)self)->svc;
+    enum pg_err err;
+
+    pthread_mutex_lock(&svc->entry_mu);
+    err = fanout_consume_locked(self, batch, st);
+    pthread_mutex_unlock(&svc->entry_mu);
+    return err;
+}
+
+static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *batch,
+                               struct pg_status *st)
+{
+    struct pg_service *svc = ((struct fanout *)self)->svc;
+    bool busy;
+
+    pthread_mutex_lock(&svc->entry_mu);
+    busy = fanout_would_block_locked(self, batch, st);
+    pthread_mutex_unlock(&svc->entry_mu);
+    return busy;
+}
+
+/* Exporters whose consume() touches nothing the main loop's callbacks touch
+ * (under entry_mu they see one caller at a time): debug hands batches to
+ * its writer thread under its own lock. Processors keep no loop state. An
+ * exporter that sends from the main loop (otlp: its queue, retries and
+ * connection live there) keeps the receivers on that loop. */
+static bool exporter_any_thread(const struct instance *ei)
+{
+    return strcmp(ei->ops->type, "debug") == 0;
+}
+
+static bool fanout_any_thread(struct pg_consumer *self, char *why, size_t why_size)
+{
+    struct fanout *f = (struct fanout *)self;
+
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pipeline *p = f->pipes[i];
+
+        for (size_t j = 0; j < p->n_exps; j++) {
+            if (!exporter_any_thread(p->exps[j])) {
+                snprintf(why, why_size, "exporter %s sends from the main loop",
+                         p->exps[j]->id);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Main thread: a change every pipeline entry sees whole. */
+static void set_state(struct pg_service *svc, enum svc_state state)
+{
+    pthread_mutex_lock(&svc->entry_mu);
+    svc->state = state;
+    pthread_mutex_unlock(&svc->entry_mu);
 }
 
 /* ---- building ----------------------------------------------------------- */
@@ -276,6 +337,7 @@ static struct instance *instantiate(struct pg_service *svc, struct def *d)
     in->log_name = pg_arena_sprintf(svc->arena, "%s/%s", pg_kind_name(d->kind), d->id);
     in->fan.base.consume = fanout_consume;
     in->fan.base.would_block = fanout_would_block;
+    in->fan.base.any_thread = fanout_any_thread;
     in->fan.svc = svc;
     path = pg_arena_sprintf(svc->arena, "%s::%s", pg_kind_section(d->kind), d->id);
     memset(&ctx, 0, sizeof(ctx));
@@ -430,6 +492,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         free(svc);
         return NULL;
     }
+    pthread_mutex_init(&svc->entry_mu, NULL);
     svc->cfg = cfg;
     svc->diag = diag;
     svc->host.base = base;
@@ -694,7 +757,7 @@ enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st)
         !pg_log_open_outputs(svc->log_paths, svc->n_log_paths, why, sizeof(why))) {
         return pg_status_set(st, PG_ERR_IO, "service::telemetry::logs::output_paths: %s", why);
     }
-    svc->state = SVC_STARTING;
+    set_state(svc, SVC_STARTING);
     for (int rank = 0; rank < 4; rank++) {
         for (size_t i = 0; i < svc->n_order; i++) {
             struct instance *in = svc->order[i];
@@ -716,7 +779,7 @@ enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st)
             pg_log_debug("service", "%s started", in->log_name);
         }
     }
-    svc->state = SVC_RUNNING;
+    set_state(svc, SVC_RUNNING);
     return PG_ERR_OK;
 }
 
@@ -779,7 +842,7 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
     }
     shutdown_kind(svc, PG_KIND_EXTENSION);
     destroy_all(svc);
-    svc->state = SVC_STOPPED;
+    set_state(svc, SVC_STOPPED);
     pg_log_info("service", "stopped");
     event_base_loopexit(svc->host.base, NULL);
 }
@@ -792,7 +855,7 @@ void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns)
         return;
     }
     pg_log_info("service", "shutting down: receivers stop accepting, exporters drain");
-    svc->state = SVC_DRAINING;
+    set_state(svc, SVC_DRAINING);
     shutdown_kind(svc, PG_KIND_RECEIVER);
     shutdown_kind(svc, PG_KIND_PROCESSOR);
     shutdown_kind(svc, PG_KIND_EXPORTER);
@@ -815,5 +878,6 @@ void pg_service_free(struct pg_service *svc)
         event_free(svc->drain_timer);
     }
     pg_arena_destroy(svc->arena);
+    pthread_mutex_destroy(&svc->entry_mu);
     free(svc);
 }

@@ -4,6 +4,7 @@
 #ifndef PG_PIPELINE_SERVICE_INTERNAL_H
 #define PG_PIPELINE_SERVICE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +63,11 @@ struct def {
 
 struct pg_service {
     struct pg_arena *arena; /* owned: everything below */
+    /* Receivers with several event loops enter the pipelines from several
+     * threads: every entry (consume, would_block) and every change of
+     * `state` holds this lock, so processors and exporters see one caller
+     * at a time, as they did with one loop. */
+    pthread_mutex_t entry_mu;
     struct pg_config *cfg;  /* borrowed */
     struct pg_host host;
     struct pg_diag *diag;   /* borrowed during build */

@@ -11,17 +11,21 @@
  * request; the translated OTLP request lives in the batch arena handed to
  * the pipeline. Status codes follow the error enum (docs/receiver.md lists
  * where they differ from the collector's and why). */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "codec/codec.h"
+#include "core/cgroup.h"
 #include "core/config.h"
 #include "core/thread_sched.h"
 #include "pipeline/receiver_metrics.h"
@@ -80,7 +84,8 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
         pg_diag_add(ctx->diag, ctx->config, ctx->id, "out of memory");
         return PG_ERR_CONFIG;
     }
-    rx->held_tail = &rx->held;
+    pthread_mutex_init(&rx->log_mu, NULL);
+    pthread_mutex_init(&rx->auth_mu, NULL);
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
     problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pg_pprof_rx_fields, &rx->cfg, path);
     problems += pg_scrape_config_parse(ctx->config_arena, ctx->diag, rx->cfg.scrape,
@@ -257,6 +262,128 @@ static void metrics_init(struct rx *rx)
     }
 }
 
+/* ---- event loops --------------------------------------------------------- */
+
+/* How often a stopped loop looks whether its last connection closed. */
+#define LOOP_DRAIN_POLL_US 10000
+
+static void loop_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx_loop *lp = arg;
+    struct timeval tv = {0, LOOP_DRAIN_POLL_US};
+
+    (void)fd;
+    (void)what;
+    if (pg_httpd_open_connections(lp->httpd) == 0) {
+        __atomic_store_n(&lp->drained, true, __ATOMIC_RELEASE);
+        return;
+    }
+    evtimer_add(lp->drain_ev, &tv);
+}
+
+/* A loop thread: the main thread asked it to stop accepting (it then
+ * drains its connections and says so) or to end its loop. */
+static void loop_cmd(evutil_socket_t fd, short what, void *arg)
+{
+    struct rx_loop *lp = arg;
+    int cmd = __atomic_load_n(&lp->cmd, __ATOMIC_ACQUIRE);
+    uint64_t n;
+
+    (void)what;
+    (void)!read(fd, &n, sizeof(n));
+    if (cmd >= LOOP_STOP && pg_httpd_fd(lp->httpd) >= 0) {
+        pg_rx_held_drain(lp);
+        pg_httpd_stop_accepting(lp->httpd);
+        loop_drain_check(-1, 0, lp);
+    }
+    if (cmd == LOOP_EXIT) {
+        event_base_loopbreak(lp->base);
+    }
+}
+
+static void loop_send(struct rx_loop *lp, int cmd)
+{
+    uint64_t one = 1;
+
+    __atomic_store_n(&lp->cmd, cmd, __ATOMIC_RELEASE);
+    (void)!write(lp->cmd_fd, &one, sizeof(one));
+}
+
+static void *loop_main(void *arg)
+{
+    struct rx_loop *lp = arg;
+    char name[16];
+
+    /* bench/http_load.sh sums the CPU of the threads named so. */
+    snprintf(name, sizeof(name), "pg-loop-%u", lp->idx);
+    (void)pthread_setname_np(pthread_self(), name);
+    (void)pg_sched_latency_thread(LOOP_SLICE_NS);
+    event_base_loop(lp->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+/* Loops to run: server.loops, or one per usable CPU (capped); one when
+ * the pipeline must be entered from the main loop only (@why says why). */
+static size_t loops_wanted(struct rx *rx, char *why, size_t why_size)
+{
+    int64_t n = rx->cfg.server.loops;
+
+    why[0] = '\0';
+    if (n <= 0) {
+        n = pg_usable_cpus();
+        n = n < 1 ? 1 : n > MAX_LOOPS ? MAX_LOOPS : n;
+    }
+    if (n > 1 && (rx->next == NULL || rx->next->any_thread == NULL ||
+                  !rx->next->any_thread(rx->next, why, why_size))) {
+        if (why[0] == '\0') {
+            snprintf(why, why_size, "the pipeline is entered from the main loop only");
+        }
+        return 1;
+    }
+    return (size_t)n;
+}
+
+/* Loop @lp (idx > 0): its own base (no locks: only its thread uses it),
+ * its server on @fd sharing loop 0's caps, and its command eventfd. */
+static enum pg_err loop_setup(struct rx *rx, struct rx_loop *lp, int fd, struct pg_status *st)
+{
+    struct event_config *ec = event_config_new();
+
+    if (ec != NULL) {
+        event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+        lp->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (lp->base == NULL) {
+        close(fd);
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create event loop %u", rx->log_name,
+                             lp->idx);
+    }
+    lp->httpd = pg_httpd_new_sibling(rx->loops[0].httpd, lp->base, fd, lp);
+    lp->cmd_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (lp->httpd == NULL || lp->cmd_fd < 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up event loop %u", rx->log_name,
+                             lp->idx);
+    }
+    lp->cmd_ev = event_new(lp->base, lp->cmd_fd, EV_READ | EV_PERSIST, loop_cmd, lp);
+    lp->drain_ev = evtimer_new(lp->base, loop_drain_check, lp);
+    if (lp->cmd_ev == NULL || lp->drain_ev == NULL || event_add(lp->cmd_ev, NULL) != 0 ||
+        !pg_rx_held_init(lp)) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up event loop %u", rx->log_name,
+                             lp->idx);
+    }
+    return PG_ERR_OK;
+}
+
+static void loop_metrics(struct rx *rx, struct rx_loop *lp)
+{
+    char labels[200];
+
+    snprintf(labels, sizeof(labels), "receiver=\"%s\",loop=\"%u\"", rx->id, lp->idx);
+    lp->m_conns = pg_metric_counter("pprofgate_receiver_loop_connections_total",
+                                    "Connections accepted, by event loop.", labels);
+}
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static enum pg_err rx_start(void *state, struct pg_status *st)
@@ -267,8 +394,12 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     socklen_t sl = sizeof(ss);
     char addr[INET6_ADDRSTRLEN] = "?";
     char where[sizeof(rx->listen_host) + 8]; /* unix:PATH or HOST:PORT, for the log */
+    char one_why[160];
     unsigned port = rx->listen_port;
     uint64_t max_body = s->max_request_body_size;
+    int fds[MAX_LOOPS];
+    size_t n_loops;
+    int made;
 
     metrics_init(rx);
     if (rx->self != NULL) {
@@ -288,6 +419,44 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     if (!rx->cfg.has_server) {
         return PG_ERR_OK;
     }
+    n_loops = loops_wanted(rx, one_why, sizeof(one_why));
+    {
+        char why[256];
+        /* Plain tcp with no host listens on every IPv4 address, as before. */
+        const char *host = s->transport == PG_TRANSPORT_TCP && rx->listen_host[0] == '\0'
+                               ? "0.0.0.0"
+                               : rx->listen_host;
+
+        made = pg_listen_group((enum pg_transport)s->transport, host, port, LISTEN_BACKLOG, fds,
+                               n_loops, why, sizeof(why));
+        if (made < 0) {
+            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s): %s", rx->log_name,
+                                 s->endpoint, pg_transport_names[s->transport], why);
+        }
+        if ((size_t)made < n_loops) {
+            snprintf(one_why, sizeof(one_why), "transport %s has one socket",
+                     pg_transport_names[s->transport]);
+            n_loops = 1;
+        }
+    }
+    rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
+    rx->loops = calloc(n_loops, sizeof(*rx->loops));
+    rx->auth_rl = calloc(1, sizeof(*rx->auth_rl));
+    if (rx->loops == NULL || rx->auth_rl == NULL) {
+        for (size_t i = 0; i < n_loops; i++) {
+            close(fds[i]);
+        }
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
+    rx->n_loops = n_loops;
+    for (size_t i = 0; i < n_loops; i++) {
+        rx->loops[i].rx = rx;
+        rx->loops[i].idx = (unsigned)i;
+        rx->loops[i].cmd_fd = -1;
+        rx->loops[i].done_efd = -1;
+        loop_metrics(rx, &rx->loops[i]);
+    }
+    pg_peer_ratelimit_init(rx->auth_rl, AUTH_FAIL_PER_SEC, AUTH_FAIL_BURST);
     {
         struct pg_httpd_limits lim = {
             .read_header_timeout_ns = s->read_header_timeout,
@@ -304,41 +473,41 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
             .max_requests_per_connection = (size_t)s->max_requests_per_connection,
             .keep_alives = s->keep_alives_enabled,
         };
-        char why[256];
-        /* Plain tcp with no host listens on every IPv4 address, as before. */
-        const char *host = s->transport == PG_TRANSPORT_TCP && rx->listen_host[0] == '\0'
-                               ? "0.0.0.0"
-                               : rx->listen_host;
-        int fd = pg_listen((enum pg_transport)s->transport, host, port, LISTEN_BACKLOG, why,
-                           sizeof(why));
 
-        if (fd < 0) {
-            return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s): %s", rx->log_name,
-                                 s->endpoint, pg_transport_names[s->transport], why);
-        }
-        rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
-        rx->auth_rl = calloc(1, sizeof(*rx->auth_rl));
-        if (rx->auth_rl == NULL) {
-            close(fd);
-            return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
-        }
-        pg_peer_ratelimit_init(rx->auth_rl, AUTH_FAIL_PER_SEC, AUTH_FAIL_BURST);
-        rx->httpd = pg_httpd_new(rx->host->base, fd, rx->ssl_ctx, &lim, &pg_rx_httpd_ops, rx);
-        if (rx->httpd == NULL) {
+        rx->loops[0].base = rx->host->base;
+        rx->loops[0].httpd =
+            pg_httpd_new(rx->host->base, fds[0], rx->ssl_ctx, &lim, &pg_rx_httpd_ops, &rx->loops[0]);
+        if (rx->loops[0].httpd == NULL) {
+            for (size_t i = 1; i < n_loops; i++) {
+                close(fds[i]);
+            }
             return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server",
                                  rx->log_name);
         }
-    }
-    /* This (the loop) thread accepts, answers and translates small pushes
-     * for every client: a short scheduler slice lets it run as soon as it
-     * wakes instead of after the current holder of the CPU (a worker, a
-     * busy neighbour) used up its default ~3 ms slice. */
-    (void)pg_sched_latency_thread(LOOP_SLICE_NS);
-    if (!pg_rx_held_init(rx)) {
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
-    }
+        if (!pg_rx_held_init(&rx->loops[0])) {
+            for (size_t i = 1; i < n_loops; i++) {
+                close(fds[i]);
+            }
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+        }
+        for (size_t i = 1; i < n_loops; i++) {
+            enum pg_err err = loop_setup(rx, &rx->loops[i], fds[i], st);
 
-    if (getsockname(pg_httpd_fd(rx->httpd), (struct sockaddr *)&ss, &sl) == 0) {
+            if (err != PG_ERR_OK) {
+                for (size_t j = i + 1; j < n_loops; j++) {
+                    close(fds[j]);
+                }
+                return err; /* rx_destroy frees what was set up */
+            }
+        }
+    }
+    /* This (the main loop) thread accepts, answers and translates small
+     * pushes: a short scheduler slice lets it run as soon as it wakes
+     * instead of after the current holder of the CPU (a worker, a busy
+     * neighbour) used up its default ~3 ms slice. Other loops set theirs. */
+    (void)pg_sched_latency_thread(LOOP_SLICE_NS);
+
+    if (getsockname(pg_httpd_fd(rx->loops[0].httpd), (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {
             struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
 
@@ -358,6 +527,17 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
             return err; /* rx_destroy joins what started */
         }
     }
+    /* Threads last: from here on each loop runs on its own. */
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        struct rx_loop *lp = &rx->loops[i];
+        int e = pthread_create(&lp->thread, NULL, loop_main, lp);
+
+        if (e != 0) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot start event loop %zu: %s",
+                                 rx->log_name, i, strerror(e));
+        }
+        lp->thread_started = true;
+    }
     if (rx->unix_path) {
         snprintf(where, sizeof(where), "unix:%s", rx->listen_host);
     } else {
@@ -366,7 +546,13 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     /* Integration tests read the bound port from this line (endpoint :0). */
     pg_log_info(rx->log_name, "listening on %s (POST %s, max body %llu bytes, %zu workers, "
                 "%zu connections at most)", where, PPROF_PATH, (unsigned long long)max_body,
-                pg_rx_pool_threads(rx), pg_httpd_connection_cap(rx->httpd));
+                pg_rx_pool_threads(rx), pg_httpd_connection_cap(rx->loops[0].httpd));
+    if (one_why[0] != '\0') {
+        pg_log_info(rx->log_name, "1 event loop (%s)", one_why);
+    } else {
+        pg_log_info(rx->log_name, "%zu event loop%s (SO_REUSEPORT)", rx->n_loops,
+                    rx->n_loops == 1 ? "" : "s");
+    }
     return PG_ERR_OK;
 }
 
@@ -389,11 +575,19 @@ static void rx_shutdown(void *state)
     rx->draining = true;
     pg_pprof_self_stop(rx->self);
     pg_scraper_stop(rx->scraper);
-    pg_rx_held_drain(rx);
-    /* Stop accepting; open connections finish their request and get
-     * Connection: close. Jobs on the workers complete into the pipeline
-     * while the service drains (rx_idle); rx_destroy answers the rest. */
-    pg_httpd_stop_accepting(rx->httpd);
+    /* Stop accepting on every loop; open connections finish their request
+     * and get Connection: close. Jobs on the workers complete into the
+     * pipeline while the service drains (rx_idle); rx_destroy answers the
+     * rest. The other loops do the same on their own threads. */
+    if (rx->n_loops > 0) {
+        pg_rx_held_drain(&rx->loops[0]);
+        pg_httpd_stop_accepting(rx->loops[0].httpd);
+    }
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started) {
+            loop_send(&rx->loops[i], LOOP_STOP);
+        }
+    }
     remove_socket_file(rx);
 }
 
@@ -401,7 +595,21 @@ static bool rx_idle(void *state)
 {
     const struct rx *rx = state;
 
-    return rx == NULL || (!pg_rx_pool_busy(rx) && pg_scraper_idle(rx->scraper));
+    if (rx == NULL) {
+        return true;
+    }
+    /* Every request accepted is answered before the service moves on (a
+     * lingering refusal or a stalled client is cut by the drain deadline). */
+    if (rx->n_loops > 0 && rx->draining && pg_httpd_open_connections(rx->loops[0].httpd) > 0) {
+        return false;
+    }
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started &&
+            !__atomic_load_n(&rx->loops[i].drained, __ATOMIC_ACQUIRE)) {
+            return false; /* a request on that loop is not answered yet */
+        }
+    }
+    return !pg_rx_pool_busy(rx) && pg_scraper_idle(rx->scraper);
 }
 
 static void rx_destroy(void *state)
@@ -414,18 +622,47 @@ static void rx_destroy(void *state)
     pg_pprof_self_destroy(rx->self);
     pg_scraper_destroy(rx->scraper);
     pg_scrape_config_free(&rx->scrape_cfg);
-    pg_rx_held_drain(rx); /* before pg_httpd_free: held jobs hold requests */
-    if (rx->held_ev != NULL) {
-        event_free(rx->held_ev);
+    /* The other loops end first: from here on this thread alone touches
+     * their servers, requests and jobs. */
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started) {
+            loop_send(&rx->loops[i], LOOP_EXIT);
+            pthread_join(rx->loops[i].thread, NULL);
+        }
+    }
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        pg_rx_held_drain(&rx->loops[i]); /* before pg_httpd_free: held jobs hold requests */
+        if (rx->loops[i].held_ev != NULL) {
+            event_free(rx->loops[i].held_ev);
+        }
     }
     pg_rx_pool_destroy(rx); /* before pg_httpd_free: jobs hold requests */
-    pg_httpd_free(rx->httpd);
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        struct rx_loop *lp = &rx->loops[i];
+
+        pg_httpd_free(lp->httpd);
+        if (lp->cmd_ev != NULL) {
+            event_free(lp->cmd_ev);
+        }
+        if (lp->drain_ev != NULL) {
+            event_free(lp->drain_ev);
+        }
+        if (lp->cmd_fd >= 0) {
+            close(lp->cmd_fd);
+        }
+        if (i > 0 && lp->base != NULL) {
+            event_base_free(lp->base);
+        }
+    }
+    free(rx->loops);
     remove_socket_file(rx);
     if (rx->ssl_ctx != NULL) { /* after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
     }
     free(rx->auth_rl);
     pg_auth_free(rx->auth);
+    pthread_mutex_destroy(&rx->log_mu);
+    pthread_mutex_destroy(&rx->auth_mu);
     free(rx);
 }
 

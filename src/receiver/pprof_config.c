@@ -63,6 +63,10 @@ static const struct pg_field server_fields[] = {
     PG_FIELD_RANGE(struct rx_server_cfg, "workers", PG_FT_INT, workers, "-1", -1, MAX_WORKERS,
                    "threads that inflate and translate bodies off the event loop (-1 = one per "
                    "usable CPU, 0 = inline on the loop); see docs/receiver.md"),
+    PG_FIELD_RANGE(struct rx_server_cfg, "loops", PG_FT_INT, loops, "0", 0, MAX_LOOPS,
+                   "event loops (threads) that accept and handle requests, each on its own "
+                   "SO_REUSEPORT socket (0 = one per usable CPU, at most 8; 1 = a single loop); "
+                   "see docs/receiver.md"),
     PG_FIELD_END,
 };
 

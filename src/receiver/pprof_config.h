@@ -13,6 +13,9 @@
 
 /* `server.workers: -1` means one worker per usable CPU (core/cgroup.h), capped here. */
 #define MAX_WORKERS 64
+/* `server.loops: 0` means one event loop per usable CPU, capped here: past a
+ * few loops accept and the shared pipeline lock, not the loops, bound a push. */
+#define MAX_LOOPS 8
 
 struct rx_server_cfg {
     char *endpoint;
@@ -38,6 +41,7 @@ struct rx_server_cfg {
     int64_t max_requests_per_connection;
     uint64_t min_body_rate;
     int64_t workers;
+    int64_t loops;
 };
 
 struct rx_self_cfg {

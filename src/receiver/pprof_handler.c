@@ -57,6 +57,7 @@ static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned 
     uint64_t key = 1469598103934665603ULL ^ (uint64_t)code;
     double now = pg_mono_s();
     size_t slot;
+    bool ok;
 
     for (const char *p = reason ? reason : ""; *p != '\0'; p++) {
         if (*p < '0' || *p > '9') {
@@ -64,16 +65,20 @@ static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned 
         }
     }
     slot = (size_t)(key % (sizeof(rx->reasons) / sizeof(rx->reasons[0])));
-    if (rx->reasons[slot].key == key && rx->reasons[slot].last > 0 &&
-        now - rx->reasons[slot].last < REASON_LOG_INTERVAL_S) {
+    /* Refusals only (never a 204), so one lock for every loop is cheap. */
+    pthread_mutex_lock(&rx->log_mu);
+    ok = !(rx->reasons[slot].key == key && rx->reasons[slot].last > 0 &&
+           now - rx->reasons[slot].last < REASON_LOG_INTERVAL_S);
+    if (!ok) {
         rx->reasons[slot].suppressed++;
-        return false;
+    } else {
+        *suppressed = rx->reasons[slot].key == key ? rx->reasons[slot].suppressed : 0;
+        rx->reasons[slot].key = key;
+        rx->reasons[slot].last = now;
+        rx->reasons[slot].suppressed = 0;
     }
-    *suppressed = rx->reasons[slot].key == key ? rx->reasons[slot].suppressed : 0;
-    rx->reasons[slot].key = key;
-    rx->reasons[slot].last = now;
-    rx->reasons[slot].suppressed = 0;
-    return true;
+    pthread_mutex_unlock(&rx->log_mu);
+    return ok;
 }
 
 /* Every answer, the HTTP layer's own included: counted by code, and a
@@ -81,18 +86,19 @@ static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned 
 static void on_answer(const struct pg_httpd_req *r, int code, const char *reason,
                       const char *peer, void *arg)
 {
-    struct rx *rx = arg;
+    struct rx_loop *lp = arg;
+    struct rx *rx = lp->rx;
     unsigned long suppressed = 0;
 
     (void)r;
-    count_in(rx->codes, &rx->n_codes, sizeof(rx->codes) / sizeof(rx->codes[0]),
+    count_in(lp->codes, &lp->n_codes, sizeof(lp->codes) / sizeof(lp->codes[0]),
              "pprofgate_receiver_http_requests_total", "HTTP requests by status code.", rx->id,
              code);
     if (code < 400) {
         return;
     }
-    count_in(rx->refused_codes, &rx->n_refused_codes,
-             sizeof(rx->refused_codes) / sizeof(rx->refused_codes[0]),
+    count_in(lp->refused_codes, &lp->n_refused_codes,
+             sizeof(lp->refused_codes) / sizeof(lp->refused_codes[0]),
              "otelcol_receiver_refused_requests_total",
              "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, code);
     if (!reason_log_ok(rx, code, reason, &suppressed)) {
@@ -109,7 +115,7 @@ static void on_answer(const struct pg_httpd_req *r, int code, const char *reason
 
 static void on_conn_event(int ev, const char *peer, void *arg)
 {
-    struct rx *rx = arg;
+    struct rx *rx = ((struct rx_loop *)arg)->rx;
     unsigned long suppressed = 0;
 
     if (ev < 0 || ev >= PG_HTTPD_N_EVENTS) {
@@ -126,9 +132,9 @@ static void on_conn_event(int ev, const char *peer, void *arg)
 
 /* ---- requests ---------------------------------------------------------- */
 
-void pg_rx_reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *text)
+void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text)
 {
-    const struct rx_server_cfg *s = &rx->cfg.server;
+    const struct rx_server_cfg *s = &lp->rx->cfg.server;
 
     for (size_t i = 0; i < s->response_headers.n; i++) {
         evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
@@ -136,7 +142,7 @@ void pg_rx_reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *
     pg_httpd_reply(req, code, text ? text : "");
 }
 
-void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
+void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
                 const struct pg_status *st)
 {
     int code = pg_err_http_status(err);
@@ -148,7 +154,7 @@ void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
     if (code == 503 || code == 429) {
         evhttp_add_header(req->out, "Retry-After", "1");
     }
-    pg_rx_reply(rx, req, code, msg);
+    pg_rx_reply(lp, req, code, msg);
 }
 
 /* Content-Encoding over every header line that carries it. */
@@ -174,8 +180,9 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
 /* Loop thread: checks, moves the body out of the request, copies what the
  * batch needs from it, then starts the job (inline or on a worker). Owns
  * @admitted bytes of the memory budget (released when the job ends). */
-static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitted)
+static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t admitted)
 {
+    struct rx *rx = lp->rx;
     struct evkeyvalq *in = req->in;
     struct evbuffer *buf = req->body;
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
@@ -190,11 +197,12 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
         struct pg_status st;
 
         pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
-        pg_rx_fail(rx, req, PG_ERR_NOMEM, &st);
+        pg_rx_fail(lp, req, PG_ERR_NOMEM, &st);
         pg_memlimit_release(admitted);
         return;
     }
     job->req = req;
+    job->loop = lp;
     job->admitted = admitted;
     job->t0 = pg_mono_s();
     job->err = PG_ERR_INTERNAL;
@@ -244,10 +252,10 @@ static void handle_pprof(struct rx *rx, struct pg_httpd_req *req, size_t admitte
                                                         &job->md_st);
         }
     }
-    pg_rx_job_start(rx, job);
+    pg_rx_job_start(lp, job);
     return;
 finish:
-    pg_rx_job_finish(rx, job, false);
+    pg_rx_job_finish(lp, job, false);
 }
 
 /* What a body of @len bytes may cost while it is decoded and translated:
@@ -271,13 +279,13 @@ static size_t admission_estimate(const struct rx *rx, uint64_t len)
     return (size_t)est;
 }
 
-static bool admit(struct rx *rx, struct pg_httpd_req *req, size_t bytes)
+static bool admit(struct rx_loop *lp, struct pg_httpd_req *req, size_t bytes)
 {
     struct pg_status mst;
 
     if (!pg_memlimit_admit(bytes, &mst)) {
         evhttp_add_header(req->out, "Connection", "close");
-        pg_rx_fail(rx, req, mst.code, &mst);
+        pg_rx_fail(lp, req, mst.code, &mst);
         return false;
     }
     req->reserved += bytes;
@@ -289,14 +297,15 @@ static bool admit(struct rx *rx, struct pg_httpd_req *req, size_t bytes)
  * Every refusal here closes the connection without reading the body. */
 static bool on_head(struct pg_httpd_req *req, void *arg)
 {
-    struct rx *rx = arg;
+    struct rx_loop *lp = arg;
+    struct rx *rx = lp->rx;
     struct pg_http_codings codings;
     struct pg_status st;
     char msg[160];
     enum pg_err err;
 
     if (strcmp(req->path, PPROF_PATH) != 0) {
-        pg_rx_reply(rx, req, 404, "404 page not found");
+        pg_rx_reply(lp, req, 404, "404 page not found");
         return false;
     }
     if (rx->auth != NULL) {
@@ -311,31 +320,43 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         }
         if (n_auth > 1) {
             /* Which one counts would differ between a proxy and us. */
-            pg_rx_reply(rx, req, 400, "more than one Authorization header");
+            pg_rx_reply(lp, req, 400, "more than one Authorization header");
             return false;
         }
 
-        if (pg_peer_ratelimit_blocked(rx->auth_rl, key, now)) {
+        /* One lock for every loop: the per-peer budget is global, and
+         * pg_auth reloads its credential files when they change. */
+        bool blocked, ok = false;
+
+        pthread_mutex_lock(&rx->auth_mu);
+        blocked = pg_peer_ratelimit_blocked(rx->auth_rl, key, now);
+        if (!blocked) {
+            ok = pg_auth_check(rx->auth, evhttp_find_header(req->in, "Authorization"), &st);
+            if (!ok) {
+                pg_peer_ratelimit_hit(rx->auth_rl, key, now);
+            }
+        }
+        pthread_mutex_unlock(&rx->auth_mu);
+        if (blocked) {
             evhttp_add_header(req->out, "Retry-After", "1");
-            pg_rx_reply(rx, req, 429, "too many failed authentication attempts; retry later");
+            pg_rx_reply(lp, req, 429, "too many failed authentication attempts; retry later");
             return false;
         }
-        if (!pg_auth_check(rx->auth, evhttp_find_header(req->in, "Authorization"), &st)) {
-            pg_peer_ratelimit_hit(rx->auth_rl, key, now);
+        if (!ok) {
             evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(rx->auth));
-            pg_rx_reply(rx, req, 401, pg_status_text(&st));
+            pg_rx_reply(lp, req, 401, pg_status_text(&st));
             return false;
         }
     }
     if (strcmp(req->method, "POST") != 0) {
         evhttp_add_header(req->out, "Allow", "POST");
         snprintf(msg, sizeof(msg), "method %.20s not allowed, supported: [POST]", req->method);
-        pg_rx_reply(rx, req, 405, msg);
+        pg_rx_reply(lp, req, 405, msg);
         return false;
     }
     err = request_codings(rx, req->in, &codings, &st);
     if (err != PG_ERR_OK) {
-        pg_rx_fail(rx, req, err, &st);
+        pg_rx_fail(lp, req, err, &st);
         return false;
     }
     if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
@@ -343,12 +364,12 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
                  "(%llu bytes)", (unsigned long long)req->content_length,
                  (unsigned long long)rx->cfg.server.max_request_body_size);
-        pg_rx_reply(rx, req, 413, msg);
+        pg_rx_reply(lp, req, 413, msg);
         return false;
     }
     /* Memory before the body: from Content-Length now, or step by step as
      * chunks arrive (on_body). */
-    return admit(rx, req,
+    return admit(lp, req,
                  admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
                                         : req->content_length == PG_HTTP_NO_LENGTH ? 0
                                                                                    : req->content_length));
@@ -356,12 +377,13 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
 
 static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
 {
-    struct rx *rx = arg;
+    struct rx_loop *lp = arg;
+    struct rx *rx = lp->rx;
 
     while (req->chunked && admission_estimate(rx, received) > req->reserved) {
         size_t more = admission_estimate(rx, received + CHUNKED_RESERVE_STEP) - req->reserved;
 
-        if (more == 0 || !admit(rx, req, more)) {
+        if (more == 0 || !admit(lp, req, more)) {
             return more == 0;
         }
     }
@@ -370,11 +392,10 @@ static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
 
 static void on_request(struct pg_httpd_req *req, void *arg)
 {
-    struct rx *rx = arg;
     size_t admitted = req->reserved;
 
     req->reserved = 0; /* the job owns the admission from here */
-    handle_pprof(rx, req, admitted); /* releases it when the request ends */
+    handle_pprof(arg, req, admitted); /* releases it when the request ends */
 }
 
 /* A request that ends before its job took its admission (refused, or the
@@ -388,6 +409,11 @@ static void on_done(struct pg_httpd_req *req, void *arg)
     }
 }
 
+static void on_conn_open(void *arg)
+{
+    pg_metric_add(((struct rx_loop *)arg)->m_conns, 1);
+}
+
 const struct pg_httpd_ops pg_rx_httpd_ops = {
     .on_head = on_head,
     .on_body = on_body,
@@ -395,4 +421,5 @@ const struct pg_httpd_ops pg_rx_httpd_ops = {
     .on_answer = on_answer,
     .on_conn_event = on_conn_event,
     .on_done = on_done,
+    .on_conn_open = on_conn_open,
 };

@@ -7,6 +7,7 @@
 #ifndef PG_RECEIVER_PPROF_INTERNAL_H
 #define PG_RECEIVER_PPROF_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,42 @@ struct code_metric {
 };
 
 struct rx_pool; /* pprof_workers.c */
+struct rx_job;
+
+/* One event loop serving the endpoint: loop 0 is the host's (the main
+ * thread, which also serves the admin endpoints and the exporters), the
+ * others run a thread each ("pg-loop-N") with their own event base and
+ * SO_REUSEPORT socket. A request lives on the loop that accepted it, from
+ * accept to answer; only large bodies visit a worker. Everything here is
+ * that loop's thread's unless marked. */
+struct rx_loop {
+    struct rx *rx;
+    unsigned idx;
+    struct event_base *base;       /* loop 0: the host's (borrowed); else owned */
+    struct pg_httpd *httpd;        /* owned */
+    pthread_t thread;              /* idx > 0 */
+    bool thread_started;
+    int cmd_fd;                    /* eventfd: the main thread's STOP/EXIT (idx > 0) */
+    struct event *cmd_ev, *drain_ev;
+    int cmd;                       /* atomic: LOOP_RUN, LOOP_STOP or LOOP_EXIT */
+    bool drained;                  /* atomic: stopped, no connection left */
+    /* Requests held while an exporter with block_on_overflow is full, oldest
+     * first; owned. The timer polls them while any wait. */
+    struct rx_job *held, **held_tail;
+    struct event *held_ev;
+    /* Jobs the workers finished for this loop (under the pool's lock) and
+     * the eventfd that wakes it. */
+    struct rx_job *done, **done_tail;
+    int done_efd;
+    struct event *done_ev;
+    /* Answers by code: the series are the receiver's (one per code), the
+     * lookup tables this loop's. */
+    struct code_metric codes[16], refused_codes[16];
+    size_t n_codes, n_refused_codes;
+    struct pg_metric *m_conns;     /* connections this loop accepted */
+};
+
+enum { LOOP_RUN = 0, LOOP_STOP, LOOP_EXIT };
 
 struct rx {
     struct rx_cfg cfg;
@@ -54,38 +91,36 @@ struct rx {
     struct pg_pprof_self *self;    /* owned; NULL without `self:` */
     SSL_CTX *ssl_ctx;              /* owned; NULL without server.tls */
     struct pg_auth *auth;          /* owned; NULL without server.auth */
-    struct pg_peer_ratelimit *auth_rl; /* owned; failed attempts per peer */
-    struct pg_httpd *httpd;        /* owned */
+    struct pg_peer_ratelimit *auth_rl; /* owned, under auth_mu: failed attempts per peer */
+    pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl, any loop */
+    struct rx_loop *loops;         /* owned, n_loops of them; loops[0] on the host's base */
+    size_t n_loops;
     bool draining;
 
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
     struct pg_metric *m_abandoned;
-    struct code_metric codes[16], refused_codes[16];
-    size_t n_codes, n_refused_codes;
     struct pg_metric *m_conn_events[PG_HTTPD_N_EVENTS];
+    pthread_mutex_t log_mu;        /* rl and reasons, shared by the loops */
     struct pg_log_ratelimit rl;
-    /* One refusal log line per reason per interval (loop thread). */
+    /* One refusal log line per reason per interval (every loop together). */
     struct {
         uint64_t key;
         double last;
         unsigned long suppressed;
     } reasons[32];
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
-    /* Requests held while an exporter with block_on_overflow is full, oldest
-     * first; owned, loop thread only. The timer polls them while any wait. */
-    struct rx_job *held, **held_tail;
-    struct event *held_ev;
     struct pg_metric *m_held;
     struct pg_scrape_config scrape_cfg; /* owned (pull mode) */
     struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
 };
 
-/* One POST body on its way through translation. The loop thread fills the
+/* One POST body on its way through translation. Its loop's thread fills the
  * inputs and owns the job until it is queued; a worker then owns it (and its
- * arenas) until it is on the done list; the loop thread finishes it. @req is
- * only ever touched on the loop thread. */
+ * arenas) until it is on that loop's done list; the loop's thread finishes
+ * it. @req is only ever touched on that loop's thread. */
 struct rx_job {
     struct rx_job *next;
+    struct rx_loop *loop;          /* where the request lives and the job ends */
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
     size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
@@ -113,34 +148,37 @@ struct rx_job {
 extern const struct pg_httpd_ops pg_rx_httpd_ops;
 /* Sends the answer: 204 empty, else a one-line text/plain reason, with the
  * configured response_headers. */
-void pg_rx_reply(struct rx *rx, struct pg_httpd_req *req, int code, const char *text);
+void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text);
 /* Answers @err with its status code (never below 400) and @st's reason. */
-void pg_rx_fail(struct rx *rx, struct pg_httpd_req *req, enum pg_err err,
+void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
                 const struct pg_status *st);
 
 /* ---- pprof_workers.c: translation jobs ----------------------------------- */
 
 /* Translates @job inline (small bodies, or no workers) or queues it for a
  * worker; either way the job is finished on the loop thread. Takes @job. */
-void pg_rx_job_start(struct rx *rx, struct rx_job *job);
+void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job);
 /* True when a body of @len bytes will be translated by a worker. */
 bool pg_rx_job_queued(const struct rx *rx, size_t len);
 /* Loop thread: runs the pipeline (or holds the job while an exporter is
  * full) and answers; @async when it came back from a worker. Takes @job. */
-void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async);
+void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async);
 /* Starts @workers threads (negative: one per usable CPU, capped at
  * MAX_WORKERS). On failure what started is joined by pg_rx_pool_destroy. */
 enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *st);
-/* Joins the workers; jobs not finished by then are answered 503. Loop
- * thread, before pg_httpd_free (jobs hold requests). */
+/* Watches @lp's completion eventfd; false on failure. */
+bool pg_rx_pool_attach(struct rx *rx, struct rx_loop *lp);
+/* Joins the workers; jobs not finished by then are answered 503. Main
+ * thread, once every other loop's thread has ended, before pg_httpd_free
+ * (jobs hold requests). */
 void pg_rx_pool_destroy(struct rx *rx);
 /* Worker threads started (0 without a pool). */
 size_t pg_rx_pool_threads(const struct rx *rx);
 /* True while a job is queued, running or waiting on the done list. */
 bool pg_rx_pool_busy(const struct rx *rx);
-/* The timer that polls held requests; false on OOM. */
-bool pg_rx_held_init(struct rx *rx);
-/* Answers every held request 503 (exporters take no more data). */
-void pg_rx_held_drain(struct rx *rx);
+/* The timer that polls @lp's held requests; false on OOM. */
+bool pg_rx_held_init(struct rx_loop *lp);
+/* Answers every request @lp holds 503 (exporters take no more data). */
+void pg_rx_held_drain(struct rx_loop *lp);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The pprof receiver's translation jobs: a body is decoded and translated
  * inline on the loop (small pushes) or on a pool of worker threads, then
- * delivered to the pipeline and answered on the loop thread; while an
+ * delivered to the pipeline and answered on the thread of the loop that read
+ * it (each loop has its own held queue and done list); while an
  * exporter with block_on_overflow is full, finished jobs wait in the held
  * queue, unanswered, oldest first. */
 #include <errno.h>
@@ -26,19 +27,17 @@
  * a large profile (small pushes keep their latency under a flood). */
 #define INLINE_MAX_BODY (64 * 1024)
 
-/* Worker threads: a locked todo list in, a locked done list out, and an
- * eventfd that wakes the loop when the done list becomes non-empty. */
+/* Worker threads: a locked todo list in (from every loop), and out a
+ * locked done list per loop (rx_loop.done) with an eventfd that wakes that
+ * loop when its list becomes non-empty. */
 struct rx_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct rx_job *todo, **todo_tail; /* under mu */
-    struct rx_job *done, **done_tail; /* under mu */
     bool stop;                        /* under mu */
     pthread_t *threads;
     size_t n_threads;
-    int efd;
-    struct event *ev;                 /* persistent EV_READ on efd */
-    size_t in_flight;                 /* loop thread only: queued, running or done */
+    size_t in_flight;                 /* atomic: queued, running or done, all loops */
 };
 
 
@@ -137,8 +136,10 @@ static bool client_gone(struct pg_httpd_req *req)
  * will read it: drop the batch (the client retries or not; either way it did
  * not see a 204). The reply (not counted as an answer) only lets the server
  * end the request and the connection. Frees @job. */
-static void abandon(struct rx *rx, struct rx_job *job)
+static void abandon(struct rx_job *job)
 {
+    struct rx *rx = job->loop->rx;
+
     pg_metric_add(rx->m_abandoned, 1);
     if (job->err == PG_ERR_OK) {
         pg_metric_add(rx->m_refused, job->stats.sample_records);
@@ -149,9 +150,12 @@ static void abandon(struct rx *rx, struct rx_job *job)
     job_free(job);
 }
 
-/* Loop thread: hands job->batch to the pipeline and answers. Frees @job. */
-static void deliver(struct rx *rx, struct rx_job *job)
+/* Loop thread: hands job->batch to the pipeline and answers. Frees @job.
+ * Any loop may call the pipeline: the service serialises its entry
+ * (service.c), the heavy part (decode, translate) is already done. */
+static void deliver(struct rx_job *job)
 {
+    struct rx *rx = job->loop->rx;
     struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err;
@@ -160,64 +164,69 @@ static void deliver(struct rx *rx, struct rx_job *job)
     err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
     if (err != PG_ERR_OK) {
         pg_metric_add(rx->m_refused, job->stats.sample_records);
-        pg_rx_fail(rx, req, err, &job->st);
+        pg_rx_fail(job->loop, req, err, &job->st);
     } else {
         pg_metric_add(rx->m_accepted, job->stats.sample_records);
-        pg_rx_reply(rx, req, 204, NULL);
+        pg_rx_reply(job->loop, req, 204, NULL);
     }
     job_free(job);
 }
 
 #define HELD_POLL_MS 10
 
-static void held_arm(struct rx *rx)
+static void held_arm(struct rx_loop *lp)
 {
     struct timeval tv = {0, HELD_POLL_MS * 1000};
 
-    if (rx->held_ev != NULL && !evtimer_pending(rx->held_ev, NULL)) {
-        evtimer_add(rx->held_ev, &tv);
+    if (lp->held_ev != NULL && !evtimer_pending(lp->held_ev, NULL)) {
+        evtimer_add(lp->held_ev, &tv);
     }
 }
 
 /* An exporter with block_on_overflow is full: the request waits, unanswered,
  * as a Go handler would block in the collector. The client's connection
  * stays open; its memory stays charged. */
-static void hold(struct rx *rx, struct rx_job *job)
+static void hold(struct rx_loop *lp, struct rx_job *job)
 {
+    struct rx *rx = lp->rx;
     unsigned long suppressed = 0;
+    bool log;
 
-    if (rx->held == NULL && pg_log_ratelimit_ok(&rx->rl, &suppressed)) {
+    pthread_mutex_lock(&rx->log_mu);
+    log = lp->held == NULL && pg_log_ratelimit_ok(&rx->rl, &suppressed);
+    pthread_mutex_unlock(&rx->log_mu);
+    if (log) {
         pg_log_info(rx->log_name, "holding requests: %s (%lu similar lines suppressed)",
                     pg_status_text(&job->st), suppressed);
     }
     job->held_since = pg_mono_s();
     job->next = NULL;
-    *rx->held_tail = job;
-    rx->held_tail = &job->next;
+    *lp->held_tail = job;
+    lp->held_tail = &job->next;
     pg_metric_add(rx->m_held, 1);
-    held_arm(rx);
+    held_arm(lp);
 }
 
-static struct rx_job *held_pop(struct rx *rx)
+static struct rx_job *held_pop(struct rx_loop *lp)
 {
-    struct rx_job *job = rx->held;
+    struct rx_job *job = lp->held;
 
-    rx->held = job->next;
-    if (rx->held == NULL) {
-        rx->held_tail = &rx->held;
+    lp->held = job->next;
+    if (lp->held == NULL) {
+        lp->held_tail = &lp->held;
     }
     job->next = NULL;
     return job;
 }
 
 /* Answers a held request without delivering it. Frees @job. */
-static void held_refuse(struct rx *rx, struct rx_job *job, enum pg_err err, const char *why)
+static void held_refuse(struct rx_job *job, enum pg_err err, const char *why)
 {
     struct pg_status st;
 
-    pg_metric_add(rx->m_refused, job->stats.sample_records);
+    pg_metric_add(job->loop->rx->m_refused, job->stats.sample_records);
     pg_status_set(&st, err, "%s", why);
-    pg_rx_fail(rx, job->req, err, &st);
+    pg_rx_fail(job->loop, job->req, err, &st);
     job_free(job);
 }
 
@@ -226,64 +235,67 @@ static void held_refuse(struct rx *rx, struct rx_job *job, enum pg_err err, cons
  * deadline for answering a request; 0 = wait as long as the client does). */
 static void on_held_timer(evutil_socket_t fd, short what, void *arg)
 {
-    struct rx *rx = arg;
+    struct rx_loop *lp = arg;
+    struct rx *rx = lp->rx;
     const double limit = (double)rx->cfg.server.write_timeout / 1e9;
 
     (void)fd;
     (void)what;
-    while (rx->held != NULL) {
-        struct rx_job *job = rx->held;
+    while (lp->held != NULL) {
+        struct rx_job *job = lp->held;
         char why[160];
 
         if (client_gone(job->req)) {
-            abandon(rx, held_pop(rx));
+            abandon(held_pop(lp));
             continue;
         }
         if (!pg_consumer_would_block(rx->next, job->batch, &job->st)) {
-            deliver(rx, held_pop(rx));
+            deliver(held_pop(lp));
             continue;
         }
         if (limit > 0 && pg_mono_s() - job->held_since >= limit) {
-            held_pop(rx);
+            held_pop(lp);
             snprintf(why, sizeof(why), "%s; held %.0f s (write_timeout), retry later",
                      pg_status_text(&job->st), limit);
-            held_refuse(rx, job, PG_ERR_BUSY, why);
+            held_refuse(job, PG_ERR_BUSY, why);
             continue;
         }
         break; /* still full: the ones behind it wait too */
     }
-    if (rx->held != NULL) {
-        held_arm(rx);
+    if (lp->held != NULL) {
+        held_arm(lp);
     }
 }
 
 /* Shutdown: exporters stop taking data now, so nobody held gets room. */
-void pg_rx_held_drain(struct rx *rx)
+void pg_rx_held_drain(struct rx_loop *lp)
 {
-    while (rx->held != NULL) {
-        held_refuse(rx, held_pop(rx), PG_ERR_UNAVAILABLE, "shutting down; retry later");
+    while (lp->held != NULL) {
+        held_refuse(held_pop(lp), PG_ERR_UNAVAILABLE, "shutting down; retry later");
     }
 }
 
-bool pg_rx_held_init(struct rx *rx)
+bool pg_rx_held_init(struct rx_loop *lp)
 {
-    rx->held_ev = evtimer_new(rx->host->base, on_held_timer, rx);
-    return rx->held_ev != NULL;
+    lp->held_tail = &lp->held;
+    lp->held_ev = evtimer_new(lp->base, on_held_timer, lp);
+    return lp->held_ev != NULL;
 }
 
 /* Loop thread: runs the pipeline and answers. Frees @job. */
-void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async)
+void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
 {
+    struct rx *rx = lp->rx;
     struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err = job->err;
 
     if (async && client_gone(req)) {
-        abandon(rx, job);
+        abandon(job);
         return;
     }
     if (err != PG_ERR_OK) {
-        pg_rx_fail(rx, req, err, &job->st);
+        pg_rx_fail(lp, req, err, &job->st);
         job_free(job);
         return;
     }
@@ -294,11 +306,11 @@ void pg_rx_job_finish(struct rx *rx, struct rx_job *job, bool async)
     job->admitted = 0;
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
-    if (rx->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
-        hold(rx, job); /* keeps job->batch; answered by on_held_timer() */
+    if (lp->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
+        hold(lp, job); /* keeps job->batch; answered by on_held_timer() */
         return;
     }
-    deliver(rx, job);
+    deliver(job);
 }
 
 /* Workers run at a lower priority than the loop (Linux nice is per
@@ -339,16 +351,20 @@ static void *worker_main(void *arg)
         job->next = NULL;
         job_run(rx, job);
 
-        pthread_mutex_lock(&pool->mu);
-        wake = pool->done == NULL;
-        *pool->done_tail = job;
-        pool->done_tail = &job->next;
-        pthread_mutex_unlock(&pool->mu);
-        if (wake) {
-            uint64_t one = 1;
+        {
+            struct rx_loop *lp = job->loop;
 
-            /* Cannot fail short of a counter overflow; the loop drains it. */
-            (void)!write(pool->efd, &one, sizeof(one));
+            pthread_mutex_lock(&pool->mu);
+            wake = lp->done == NULL;
+            *lp->done_tail = job;
+            lp->done_tail = &job->next;
+            pthread_mutex_unlock(&pool->mu);
+            if (wake) {
+                uint64_t one = 1;
+
+                /* Cannot fail short of a counter overflow; the loop drains it. */
+                (void)!write(lp->done_efd, &one, sizeof(one));
+            }
         }
     }
 }
@@ -356,25 +372,37 @@ static void *worker_main(void *arg)
 /* Loop thread: the eventfd fired; finish every completed job. */
 static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
 {
-    struct rx *rx = arg;
-    struct rx_pool *pool = rx->pool;
+    struct rx_loop *lp = arg;
+    struct rx_pool *pool = lp->rx->pool;
     struct rx_job *list;
     uint64_t n;
 
     (void)what;
     (void)!read(fd, &n, sizeof(n));
     pthread_mutex_lock(&pool->mu);
-    list = pool->done;
-    pool->done = NULL;
-    pool->done_tail = &pool->done;
+    list = lp->done;
+    lp->done = NULL;
+    lp->done_tail = &lp->done;
     pthread_mutex_unlock(&pool->mu);
     while (list != NULL) {
         struct rx_job *job = list;
 
         list = job->next;
-        pool->in_flight--;
-        pg_rx_job_finish(rx, job, true);
+        __atomic_sub_fetch(&pool->in_flight, 1, __ATOMIC_RELEASE);
+        pg_rx_job_finish(lp, job, true);
     }
+}
+
+bool pg_rx_pool_attach(struct rx *rx, struct rx_loop *lp)
+{
+    lp->done_tail = &lp->done;
+    lp->done_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (lp->done_efd < 0) {
+        return false;
+    }
+    (void)rx;
+    lp->done_ev = event_new(lp->base, lp->done_efd, EV_READ | EV_PERSIST, on_jobs_done, lp);
+    return lp->done_ev != NULL && event_add(lp->done_ev, NULL) == 0;
 }
 
 /* What the process can use (affinity and cgroup quota), capped. */
@@ -396,18 +424,17 @@ enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *s
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     pool->todo_tail = &pool->todo;
-    pool->done_tail = &pool->done;
-    pool->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pool->threads = calloc(n, sizeof(*pool->threads));
     rx->pool = pool;
-    if (pool->efd < 0 || pool->threads == NULL) {
+    if (pool->threads == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
                              rx->log_name, strerror(errno));
     }
-    pool->ev = event_new(rx->host->base, pool->efd, EV_READ | EV_PERSIST, on_jobs_done, rx);
-    if (pool->ev == NULL || event_add(pool->ev, NULL) != 0) {
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot watch the worker eventfd",
-                             rx->log_name);
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        if (!pg_rx_pool_attach(rx, &rx->loops[i])) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot watch a worker eventfd: %s",
+                                 rx->log_name, strerror(errno));
+        }
     }
     for (size_t i = 0; i < n; i++) {
         int e = pthread_create(&pool->threads[i], NULL, worker_main, rx);
@@ -426,7 +453,6 @@ enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *s
 void pg_rx_pool_destroy(struct rx *rx)
 {
     struct rx_pool *pool = rx->pool;
-    struct rx_job *lists[2];
 
     if (pool == NULL) {
         return;
@@ -438,24 +464,34 @@ void pg_rx_pool_destroy(struct rx *rx)
     for (size_t i = 0; i < pool->n_threads; i++) {
         pthread_join(pool->threads[i], NULL);
     }
-    lists[0] = pool->done;
-    lists[1] = pool->todo;
-    for (size_t l = 0; l < 2; l++) {
-        while (lists[l] != NULL) {
-            struct rx_job *job = lists[l];
+    for (size_t l = 0; l <= rx->n_loops; l++) {
+        struct rx_job *list = l < rx->n_loops ? rx->loops[l].done : pool->todo;
+
+        if (l < rx->n_loops) {
+            rx->loops[l].done = NULL;
+            rx->loops[l].done_tail = &rx->loops[l].done;
+        }
+        while (list != NULL) {
+            struct rx_job *job = list;
             struct pg_status st;
 
-            lists[l] = job->next;
+            list = job->next;
             pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
-            pg_rx_fail(rx, job->req, PG_ERR_UNAVAILABLE, &st);
+            pg_rx_fail(job->loop, job->req, PG_ERR_UNAVAILABLE, &st);
             job_free(job);
         }
     }
-    if (pool->ev != NULL) {
-        event_free(pool->ev);
-    }
-    if (pool->efd >= 0) {
-        close(pool->efd);
+    for (size_t l = 0; l < rx->n_loops; l++) {
+        struct rx_loop *lp = &rx->loops[l];
+
+        if (lp->done_ev != NULL) {
+            event_free(lp->done_ev);
+            lp->done_ev = NULL;
+        }
+        if (lp->done_efd >= 0) {
+            close(lp->done_efd);
+            lp->done_efd = -1;
+        }
     }
     pthread_cond_destroy(&pool->cv);
     pthread_mutex_destroy(&pool->mu);
@@ -471,7 +507,7 @@ size_t pg_rx_pool_threads(const struct rx *rx)
 
 bool pg_rx_pool_busy(const struct rx *rx)
 {
-    return rx->pool != NULL && rx->pool->in_flight > 0;
+    return rx->pool != NULL && __atomic_load_n(&rx->pool->in_flight, __ATOMIC_ACQUIRE) > 0;
 }
 
 bool pg_rx_job_queued(const struct rx *rx, size_t len)
@@ -479,12 +515,14 @@ bool pg_rx_job_queued(const struct rx *rx, size_t len)
     return rx->pool != NULL && len > INLINE_MAX_BODY;
 }
 
-void pg_rx_job_start(struct rx *rx, struct rx_job *job)
+void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job)
 {
+    struct rx *rx = lp->rx;
+
     if (pg_rx_job_queued(rx, job->len)) {
         struct rx_pool *pool = rx->pool;
 
-        pool->in_flight++;
+        __atomic_add_fetch(&pool->in_flight, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&pool->mu);
         *pool->todo_tail = job;
         pool->todo_tail = &job->next;
@@ -493,5 +531,5 @@ void pg_rx_job_start(struct rx *rx, struct rx_job *job)
         return;
     }
     job_run(rx, job);
-    pg_rx_job_finish(rx, job, false);
+    pg_rx_job_finish(lp, job, false);
 }

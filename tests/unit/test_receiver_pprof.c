@@ -3,10 +3,15 @@
  * consumer: pipeline errors map to 503 + Retry-After (BUSY, UNAVAILABLE) and
  * 500 (PROCESSING), success to 204 with the batch carrying metadata, peer,
  * raw size, receiver id and default service name. Config errors are listed. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -16,6 +21,7 @@
 #include "pipeline/component.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "pg_test.h"
 #include "pg_test_zlib.h"
 
@@ -215,6 +221,12 @@ static void rx_stop(struct rx_fixture *fx)
     pg_log_set_stream(NULL);
     if (fx->state != NULL) {
         pg_receiver_pprof.shutdown(fx->state);
+        /* Idle once every connection it accepted is answered and closed
+         * (other loops drain on their threads): the service polls it so. */
+        for (int spins = 0; spins < 400 && !pg_receiver_pprof.idle(fx->state); spins++) {
+            event_base_loop(fx->base, EVLOOP_NONBLOCK);
+            usleep(5000);
+        }
         CHECK(pg_receiver_pprof.idle(fx->state));
         pg_receiver_pprof.destroy(fx->state);
     }
@@ -240,7 +252,7 @@ PG_TEST(test_status_by_pipeline_answer)
         {PG_ERR_PROCESSING, 500, ""},
         {PG_ERR_INTERNAL, 500, ""},
     };
-    struct fake_next next = {{fake_consume, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
+    struct fake_next next = {{fake_consume, NULL, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
     struct rx_fixture fx;
     size_t gz_len = 0;
     uint8_t *gz = worked_example_gz(&gz_len);
@@ -304,7 +316,7 @@ PG_TEST(test_held_while_exporter_full)
 
     CHECK(gz != NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && gz != NULL; i++) {
-        struct fake_next next = {{fake_consume, fake_would_block}, PG_ERR_OK, 0, 0, "", 0, "",
+        struct fake_next next = {{fake_consume, fake_would_block, NULL}, PG_ERR_OK, 0, 0, "", 0, "",
                                  0, "", "", cases[i].block_polls, 0};
         struct rx_fixture fx;
         struct reply r;
@@ -337,6 +349,133 @@ PG_TEST(test_held_while_exporter_full)
         }
         rx_stop(&fx);
     }
+    free(gz);
+}
+
+/* Several event loops (server.loops: 2) under concurrent clients: every
+ * push answered 204 and consumed once, both loops accepted connections,
+ * and shutdown leaves no loop busy. The consumer says it may be called from
+ * any thread (as the service's fan-out does, behind its entry lock; here a
+ * lock of its own). Under TSan this is the multi-loop race check. */
+struct mt_next {
+    struct pg_consumer base;
+    pthread_mutex_t mu;
+    int calls;
+};
+
+static enum pg_err mt_consume(struct pg_consumer *self, struct pg_batch *b, struct pg_status *st)
+{
+    struct mt_next *f = (struct mt_next *)self;
+
+    (void)st;
+    pthread_mutex_lock(&f->mu);
+    f->calls++;
+    pthread_mutex_unlock(&f->mu);
+    pg_batch_unref(b);
+    return PG_ERR_OK;
+}
+
+static bool mt_any_thread(struct pg_consumer *self, char *why, size_t why_size)
+{
+    (void)self;
+    (void)why;
+    (void)why_size;
+    return true;
+}
+
+#define MT_CLIENTS 8
+#define MT_POSTS 6
+
+struct mt_client {
+    unsigned port;
+    const uint8_t *gz;
+    size_t gz_len;
+    int ok;           /* 204s */
+    int *finished;    /* atomic */
+};
+
+/* One blocking client: MT_POSTS pushes, each on a new connection (so the
+ * kernel spreads them over the loops' sockets). */
+static void *mt_client_main(void *arg)
+{
+    struct mt_client *c = arg;
+
+    for (int i = 0; i < MT_POSTS; i++) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+        char head[256], buf[512];
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int n, got = 0;
+        struct timeval tv = {10, 0};
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0) {
+            break;
+        }
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        n = snprintf(head, sizeof(head),
+                     "POST /v1/pprof HTTP/1.1\r\nHost: gw\r\nContent-Encoding: gzip\r\n"
+                     "Connection: close\r\nContent-Length: %zu\r\n\r\n", c->gz_len);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+            write(fd, head, (size_t)n) == n && write(fd, c->gz, c->gz_len) == (ssize_t)c->gz_len) {
+            while (got < (int)sizeof(buf) - 1 && (n = (int)read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0) {
+                got += n;
+            }
+            buf[got] = '\0';
+            c->ok += strncmp(buf, "HTTP/1.1 204", 12) == 0;
+        }
+        close(fd);
+    }
+    __atomic_add_fetch(c->finished, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+PG_TEST(test_loops_concurrent)
+{
+    static const char yaml[] = "server:\n  endpoint: 127.0.0.1:0\n  loops: 2\n  workers: 1\n";
+    struct mt_next next = {{mt_consume, NULL, mt_any_thread}, PTHREAD_MUTEX_INITIALIZER, 0};
+    struct mt_client cl[MT_CLIENTS];
+    pthread_t th[MT_CLIENTS];
+    struct rx_fixture fx;
+    int finished = 0, ok = 0;
+    size_t gz_len = 0;
+    uint8_t *gz = worked_example_gz(&gz_len);
+
+    CHECK(gz != NULL);
+    if (gz == NULL || !rx_start(&fx, yaml, (struct fake_next *)(void *)&next)) {
+        free(gz);
+        return;
+    }
+    for (int i = 0; i < MT_CLIENTS; i++) {
+        cl[i] = (struct mt_client){fx.port, gz, gz_len, 0, &finished};
+        pthread_create(&th[i], NULL, mt_client_main, &cl[i]);
+    }
+    /* Loop 0 is this thread's base: run it until every client is done. */
+    for (int spins = 0; spins < 10000 && __atomic_load_n(&finished, __ATOMIC_ACQUIRE) < MT_CLIENTS;
+         spins++) {
+        event_base_loop(fx.base, EVLOOP_NONBLOCK);
+        usleep(2000);
+    }
+    for (int i = 0; i < MT_CLIENTS; i++) {
+        pthread_join(th[i], NULL);
+        ok += cl[i].ok;
+    }
+    CHECK_INT(ok, MT_CLIENTS * MT_POSTS);
+    pthread_mutex_lock(&next.mu);
+    CHECK_INT(next.calls, MT_CLIENTS * MT_POSTS);
+    pthread_mutex_unlock(&next.mu);
+    for (unsigned l = 0; l < 2; l++) {
+        char labels[64];
+        int64_t v;
+
+        snprintf(labels, sizeof(labels), "receiver=\"pprof\",loop=\"%u\"", l);
+        v = pg_metric_value(pg_metric_counter("pprofgate_receiver_loop_connections_total", "",
+                                              labels));
+        CHECK(v > 0); /* SO_REUSEPORT spread 48 connections over both loops */
+        if (v <= 0) {
+            fprintf(stderr, "  loop %u accepted %lld connections\n", l, (long long)v);
+        }
+    }
+    rx_stop(&fx); /* shuts down: the other loop drains on its own thread */
     free(gz);
 }
 
@@ -389,4 +528,5 @@ PG_TEST(test_config_errors)
 }
 
 PG_TEST_MAIN(PG_CASE(test_status_by_pipeline_answer), PG_CASE(test_held_while_exporter_full),
+             PG_CASE(test_loops_concurrent),
              PG_CASE(test_config_errors))
