@@ -479,6 +479,19 @@ static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct co
         }                                                                                          \
     } while (0)
 
+/* The same without zeroing, for arrays whose every entry the filling pass writes. Counts
+ * are capped (check_limits), so n * size cannot overflow. */
+#define ALLOC_ARRAY_RAW(ptr, n)                                                                    \
+    do {                                                                                           \
+        if ((n) > 0) {                                                                             \
+            (ptr) = pg_arena_alloc(a, (n) * sizeof(*(ptr)));                                       \
+            if ((ptr) == NULL) {                                                                   \
+                return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,        \
+                                     "pprof: no memory for %zu table entries", (size_t)(n));       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* Pass 2: decode everything but samples. Framing was checked by pass 1. */
 static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
 {
@@ -678,15 +691,12 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
         return err;
     }
     ALLOC_ARRAY(p->sample_types, c.sample_types);
-    ALLOC_ARRAY(p->mappings, c.mappings);
-    ALLOC_ARRAY(p->locations, c.locations);
-    ALLOC_ARRAY(p->functions, c.functions);
-    /* every string slot is written by the filling pass: no need to zero them */
-    if (c.strings > 0 &&
-        (p->strings = pg_arena_alloc(a, c.strings * sizeof(*p->strings))) == NULL) {
-        return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "pprof: no memory for %zu table entries", c.strings);
-    }
+    /* Every mapping, location, function and string slot is written whole by the filling
+     * pass (decode_* zero their entry first): no need to zero the arrays. */
+    ALLOC_ARRAY_RAW(p->mappings, c.mappings);
+    ALLOC_ARRAY_RAW(p->locations, c.locations);
+    ALLOC_ARRAY_RAW(p->functions, c.functions);
+    ALLOC_ARRAY_RAW(p->strings, c.strings);
     ALLOC_ARRAY(p->comments, c.comments);
     p->n_sample_types = c.sample_types;
     p->n_samples = c.samples;
@@ -858,6 +868,35 @@ static inline bool small_varint(const uint8_t **q, const uint8_t *end, uint64_t 
     return false;
 }
 
+/* memcmp(a, b, n) == 0 for the short runs compared per sample (a sample's label bytes,
+ * under 128), eight bytes per step, inline: the libc call cost more than the compare. */
+static inline bool same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t d = 0, x, y;
+    size_t i = 0;
+
+    for (; n - i >= 8; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        d |= x ^ y;
+        if (d != 0) {
+            return false;
+        }
+    }
+    if (i < n) {
+        if (n >= 8) { /* the last eight bytes, overlapping what was compared */
+            memcpy(&x, a + n - 8, 8);
+            memcpy(&y, b + n - 8, 8);
+            d = x ^ y;
+        } else {
+            for (; i < n; i++) {
+                d |= (uint64_t)(a[i] ^ b[i]);
+            }
+        }
+    }
+    return d == 0;
+}
+
 /* Length-delimited field with a one-byte tag @tag and a one-byte length at *@q. */
 static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
                              struct pg_pb *sub)
@@ -909,7 +948,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     /* Samples of one span often follow each other with the same labels: the decoded ones
      * are still in s->labels. */
     if (it->prev_labels != NULL && (size_t)(r.end - r.p) == it->prev_labels_len &&
-        memcmp(r.p, it->prev_labels, it->prev_labels_len) == 0) {
+        same_bytes(r.p, it->prev_labels, it->prev_labels_len)) {
         s->n_labels = it->s.n_labels;
         s->labels_same = true;
         return true;

@@ -971,10 +971,14 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
-    /* As many entries as strings, up to the maximum: zeroing the full memo was most of its
-     * cost for a small profile, whose few pairs fit a small one. */
-    for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < p->n_strings;
-         x->lc_bits++) {
+    /* As many entries as there can be pairs (at most one per sample, and two strings per
+     * pair), up to the maximum: zeroing the full memo was most of its cost for a small
+     * profile, whose few pairs fit a small one. */
+    {
+        size_t pairs = p->n_strings / 2 < ns ? p->n_strings / 2 : ns;
+        for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < pairs;
+             x->lc_bits++) {
+        }
     }
     x->lc = pg_arena_calloc(x->scratch, (size_t)1 << x->lc_bits, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
