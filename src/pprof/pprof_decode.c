@@ -868,6 +868,41 @@ static inline bool small_varint(const uint8_t **q, const uint8_t *end, uint64_t 
     return false;
 }
 
+/* A varint of up to eight bytes that must end before @end, by one 8-byte load at *@q (the
+ * caller guarantees *@q + 8 <= @readable: bytes past @end are masked off, never used).
+ * Sample values (nanoseconds, bytes) are 3-5 byte varints, which the bytewise loop in
+ * pg_pb_varint decodes at ~70 instructions. False when longer or past @end. */
+static inline bool varint_word(const uint8_t **q, const uint8_t *end, uint64_t *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w, m, x;
+    size_t n;
+
+    memcpy(&w, *q, 8);
+    m = ~w & 0x8080808080808080ull; /* the stop bit of each byte that ends a varint */
+    if (m == 0) {
+        return false;
+    }
+    n = ((size_t)__builtin_ctzll(m) + 1) >> 3;
+    if (n > (size_t)(end - *q)) {
+        return false;
+    }
+    /* keep the bytes up to the first stop, then squeeze out every byte's top bit */
+    x = w & (m ^ (m - 1)) & 0x7f7f7f7f7f7f7f7full;
+    x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+    x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+    x = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+    *q += n;
+    *v = x;
+    return true;
+#else
+    (void)q;
+    (void)end;
+    (void)v;
+    return false;
+#endif
+}
+
 /* memcmp(a, b, n) == 0 for the short runs compared per sample (a sample's label bytes,
  * under 128), eight bytes per step, inline: the libc call cost more than the compare. */
 static inline bool same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
@@ -923,6 +958,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
 {
     struct pg_pprof_sample *s = &it->s;
     const size_t nt = p->n_sample_types;
+    const uint8_t *buf_end = p->buf + p->len; /* readable, for varint_word's whole word */
     struct pg_pb sub;
     size_t nv = 0, nl = 0;
     uint64_t v;
@@ -937,8 +973,15 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
         return false;
     }
     while (sub.p < sub.end) {
-        if (nv >= nt || !pg_pb_varint(&sub, &v)) {
+        if (nv >= nt) {
             return false;
+        }
+        if (sub.p[0] < 0x80) {
+            v = *sub.p++;
+        } else if ((size_t)(buf_end - sub.p) < 8 || !varint_word(&sub.p, sub.end, &v)) {
+            if (!pg_pb_varint(&sub, &v)) {
+                return false;
+            }
         }
         values[nv++] = (int64_t)v;
     }

@@ -959,6 +959,58 @@ PG_TEST(four_sample_types_and_values)
     free(p);
 }
 
+/* Sample values of every varint length (1-10 bytes), packed, with the samples in the
+ * middle of the buffer and at its very end (strings first): the word-at-a-time value
+ * decoder and its bytewise fallback give the same values. */
+PG_TEST(sample_values_every_varint_length)
+{
+    static const int64_t vals[] = {0, 1, 127, 128, 16383, 16384, 2097151, 2097152,
+                                   268435455, 268435456, 1LL << 35, (1LL << 42) - 1, 1LL << 49,
+                                   (1LL << 56) - 1, 1LL << 56, INT64_MAX, -1, INT64_MIN};
+    enum { NT = sizeof(vals) / sizeof(vals[0]) };
+    static const uint64_t locs[] = {1}, ln[] = {1, 5};
+
+    for (int pass = 0; pass < 2; pass++) {
+        struct ppb b;
+        struct run r;
+        int64_t rev[NT];
+        size_t len;
+        uint8_t *p;
+
+        ppb_init(&b);
+        b.strings_first = pass;
+        for (int k = 0; k < NT; k++) {
+            char name[8];
+            snprintf(name, sizeof(name), "t%d", k);
+            ppb_value_type(&b, 1, name, "count");
+            rev[k] = vals[NT - 1 - k];
+        }
+        ppb_function(&b, 1, "f", "f.go", 1);
+        ppb_location(&b, 1, 0, 0, ln, 1, 0);
+        ppb_sample(&b, locs, 1, vals, NT, NULL, 0, 1);
+        ppb_sample(&b, locs, 1, rev, NT, NULL, 0, 1);
+        p = ppb_finish(&b, &len);
+        run(&r, p, len);
+        CHECK_INT(r.err, PG_ERR_OK);
+        if (r.err == PG_ERR_OK && SP(&r)->n_profiles == NT) {
+            for (int k = 0; k < NT; k++) {
+                /* profiles[0] and the last swap places (pprof's default type first) */
+                int want = k == 0 ? NT - 1 : k == NT - 1 ? 0 : k;
+                const struct pg_otlp_profile *pr = SP(&r)->profiles[k];
+                CHECK_INT(pr->n_samples, 2);
+                if (pr->n_samples == 2) {
+                    CHECK(pr->samples[0]->values[0] == vals[want]);
+                    CHECK(pr->samples[1]->values[0] == rev[want]);
+                }
+            }
+        } else {
+            CHECK_INT(r.err == PG_ERR_OK ? SP(&r)->n_profiles : 0, NT);
+        }
+        run_free(&r);
+        free(p);
+    }
+}
+
 PG_TEST(profile_attributes_comments_frames)
 {
     struct ppb b;
@@ -1349,7 +1401,7 @@ PG_TEST(owned_body_arena)
     free(plain);
 }
 
-PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
+PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
              PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
              PG_CASE(labels_numeric_multi_and_dropped),
