@@ -969,6 +969,7 @@ PG_TEST(sample_values_every_varint_length)
                                    (1LL << 56) - 1, 1LL << 56, INT64_MAX, -1, INT64_MIN};
     enum { NT = sizeof(vals) / sizeof(vals[0]) };
     static const uint64_t locs[] = {1}, ln[] = {1, 5};
+    char names[NT][8];
 
     for (int pass = 0; pass < 2; pass++) {
         struct ppb b;
@@ -980,9 +981,8 @@ PG_TEST(sample_values_every_varint_length)
         ppb_init(&b);
         b.strings_first = pass;
         for (int k = 0; k < NT; k++) {
-            char name[8];
-            snprintf(name, sizeof(name), "t%d", k);
-            ppb_value_type(&b, 1, name, "count");
+            snprintf(names[k], sizeof(names[k]), "t%d", k); /* the writer keeps the pointer */
+            ppb_value_type(&b, 1, names[k], "count");
             rev[k] = vals[NT - 1 - k];
         }
         ppb_function(&b, 1, "f", "f.go", 1);
