@@ -371,18 +371,23 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
         /* The bulk of a profile: samples, locations, functions and strings with one-byte
          * tags and lengths. Same counts as below, without the general checks' cost. */
         if (r.end - r.p >= 2 && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2) {
-            uint8_t n = r.p[1];
-            switch (r.p[0]) {
-            case 0x12: c->samples++; r.p += 2 + n; continue;
-            case 0x22: c->locations++; r.p += 2 + n; continue;
-            case 0x2a: c->functions++; r.p += 2 + n; continue;
-            case 0x32:
-                c->strings++;
-                c->string_bytes += n;
-                r.p += 2 + n;
-                continue;
+            /* Fields of one kind come in runs (all samples, then all locations ...): each
+             * case stays in a tight loop while the next field has the same tag. */
+            const uint8_t tag = r.p[0];
+#define COUNT_RUN(counter, extra)                                                                  \
+    do {                                                                                           \
+        (counter)++;                                                                               \
+        extra;                                                                                     \
+        r.p += 2 + r.p[1];                                                                         \
+    } while (r.end - r.p >= 2 && r.p[0] == tag && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2)
+            switch (tag) {
+            case 0x12: COUNT_RUN(c->samples, (void)0); continue;
+            case 0x22: COUNT_RUN(c->locations, (void)0); continue;
+            case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
+            case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
             default: break;
             }
+#undef COUNT_RUN
         }
 
         if (!pg_pb_tag(&r, &f, &wt)) {
@@ -505,17 +510,22 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg
         struct pg_pb sub = {NULL, NULL};
         const uint8_t *at = r.p;
 
-        /* Strings and samples with one-byte lengths (framing was checked by pass 1). */
+        /* Strings and samples with one-byte lengths (framing was checked by pass 1), in
+         * runs as pass 1 counts them. */
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
             if (r.p[0] == 0x32) {
-                p->strings[is].p = (const char *)r.p + 2;
-                p->strings[is].len = r.p[1];
-                is++;
-                r.p += 2 + r.p[1];
+                do {
+                    p->strings[is].p = (const char *)r.p + 2;
+                    p->strings[is].len = r.p[1];
+                    is++;
+                    r.p += 2 + r.p[1];
+                } while (r.end - r.p >= 2 && r.p[0] == 0x32 && r.p[1] < 0x80);
                 continue;
             }
             if (r.p[0] == 0x12) {
-                r.p += 2 + r.p[1];
+                do {
+                    r.p += 2 + r.p[1];
+                } while (r.end - r.p >= 2 && r.p[0] == 0x12 && r.p[1] < 0x80);
                 continue;
             }
         }
