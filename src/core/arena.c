@@ -11,15 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Under AddressSanitizer the unused tail of every chunk is poisoned, so an
- * overflow past an arena allocation is caught like one past a malloc. */
-#if defined(__SANITIZE_ADDRESS__)
-#define PG_ARENA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PG_ARENA_ASAN 1
-#endif
-#endif
+/* Under AddressSanitizer (PG_ARENA_ASAN, arena.h) the unused tail of every chunk is
+ * poisoned, so an overflow past an arena allocation is caught like one past a malloc. */
 #ifdef PG_ARENA_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
@@ -39,8 +32,7 @@
 
 struct chunk {
     struct chunk *next;
-    size_t size; /* usable bytes after the header */
-    size_t used;
+    size_t size; /* usable bytes after the header; the head's use is in the bump window */
     /* payload follows, 16-aligned */
 };
 
@@ -51,14 +43,13 @@ struct cleanup {
 };
 
 struct pg_arena {
+    struct pg_arena_bump b; /* first: the inline pg_arena_alloc casts to it */
     struct chunk *head;     /* owned; newest first */
     struct cleanup *cleanups; /* in the arena itself */
     size_t cap;
-    size_t used;            /* bytes handed out */
+    size_t used;            /* bytes handed out, but for b.cur - b.seg */
     size_t footprint;       /* bytes malloc'd */
     size_t next_chunk;      /* size of the next regular chunk (doubles) */
-    void *last;             /* last allocation, for in-place realloc */
-    size_t last_size;
     int hit_cap;
     struct pg_arena *reap_next; /* on the reaper's list */
 };
@@ -288,13 +279,31 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
         return NULL;
     }
     c->size = size;
-    c->used = 0;
     a->footprint += CHUNK_HDR + size;
     POISON(chunk_data(c), size);
     return c;
 }
 
-void *pg_arena_alloc(struct pg_arena *a, size_t size)
+/* Folds the fast path's allocations into a->used. */
+static inline void sync_used(struct pg_arena *a)
+{
+    a->used += (size_t)(a->b.cur - a->b.seg);
+    a->b.seg = a->b.cur;
+}
+
+/* After a slow-path step: the fast path may hand out the rest of the head chunk, but never
+ * past the cap (a->used is in sync). */
+static void set_lim(struct pg_arena *a)
+{
+    uint8_t *end = a->head != NULL ? chunk_data(a->head) + a->head->size : a->b.cur;
+
+    if (a->cap != 0 && (size_t)(end - a->b.cur) > a->cap - a->used) {
+        end = a->b.cur + (a->cap - a->used);
+    }
+    a->b.lim = end;
+}
+
+void *pg_arena_alloc_slow(struct pg_arena *a, size_t size)
 {
     struct chunk *c = a->head;
     size_t need = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
@@ -306,11 +315,12 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
     if (need == 0) {
         need = ARENA_ALIGN;
     }
+    sync_used(a);
     if (a->cap != 0 && (need > a->cap || a->used > a->cap - need)) {
         a->hit_cap = 1;
         return NULL;
     }
-    if (c == NULL || c->size - c->used < need) {
+    if (c == NULL || (size_t)(chunk_data(c) + c->size - a->b.cur) < need) {
         if (need > a->next_chunk / 4) {
             /* Big block: its own chunk, linked behind the current head so the
              * head keeps serving small allocations. */
@@ -328,16 +338,18 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
             if (big == NULL) {
                 return NULL;
             }
-            big->used = need;
             if (c != NULL) {
                 big->next = c->next;
                 c->next = big;
             } else {
+                /* the head until a regular chunk comes: its bump window is empty */
                 big->next = NULL;
                 a->head = big;
+                a->b.cur = a->b.seg = chunk_data(big) + big->size;
             }
             a->used += need;
-            a->last = NULL;
+            a->b.last = NULL;
+            set_lim(a);
             UNPOISON(chunk_data(big), size);
             return chunk_data(big);
         }
@@ -350,12 +362,14 @@ void *pg_arena_alloc(struct pg_arena *a, size_t size)
         }
         c->next = a->head;
         a->head = c;
+        a->b.cur = a->b.seg = chunk_data(c);
     }
-    p = chunk_data(c) + c->used;
-    c->used += need;
+    p = a->b.cur;
+    a->b.cur += need;
+    a->b.seg = a->b.cur;
     a->used += need;
-    a->last = p;
-    a->last_size = need;
+    a->b.last = p;
+    set_lim(a);
     UNPOISON(p, size);
     return p;
 }
@@ -390,16 +404,12 @@ void *pg_arena_realloc(struct pg_arena *a, void *old, size_t old_size, size_t ne
     if (new_size <= old_size) {
         return old;
     }
-    if (old == a->last && a->head != NULL) {
-        struct chunk *c = a->head;
+    if (old == a->b.last && new_size <= SIZE_MAX - ARENA_ALIGN) {
+        /* the last allocation ends at b.cur; b.lim already stops at the cap */
         size_t need = (new_size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-        size_t start = (size_t)((uint8_t *)old - chunk_data(c));
-        size_t grow = need - a->last_size;
-        if (start + need <= c->size &&
-            (a->cap == 0 || (grow <= a->cap && a->used <= a->cap - grow))) {
-            c->used = start + need;
-            a->used += grow;
-            a->last_size = need;
+
+        if (need <= (size_t)(a->b.lim - (uint8_t *)old)) {
+            a->b.cur = (uint8_t *)old + need;
             UNPOISON(old, new_size);
             return old;
         }
@@ -475,7 +485,7 @@ int pg_arena_cleanup_add(struct pg_arena *a, void (*fn)(void *), void *data)
 
 size_t pg_arena_used(const struct pg_arena *a)
 {
-    return a->used;
+    return a->used + (size_t)(a->b.cur - a->b.seg);
 }
 
 size_t pg_arena_footprint(const struct pg_arena *a)

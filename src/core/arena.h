@@ -13,6 +13,25 @@
 
 struct pg_arena;
 
+/* Under AddressSanitizer every allocation goes through the out-of-line path, which
+ * unpoisons exactly what it hands out (the unused tail of a chunk stays poisoned). */
+#if defined(__SANITIZE_ADDRESS__)
+#define PG_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PG_ARENA_ASAN 1
+#endif
+#endif
+
+/* The head chunk's bump window, the first member of struct pg_arena so the inline fast
+ * path below can reach it; only arena.c writes it otherwise. */
+struct pg_arena_bump {
+    uint8_t *cur;  /* next free byte of the head chunk */
+    uint8_t *lim;  /* what may be handed out without the slow path: chunk end or the cap */
+    uint8_t *seg;  /* cur when the slow path last accounted the bytes handed out */
+    void *last;    /* the last allocation (in-place realloc), NULL after a big block */
+};
+
 /* Creates an arena that refuses to hand out more than @cap bytes in total
  * (0 = no cap). Returns NULL on OOM. Owned by the caller: pg_arena_destroy(). */
 struct pg_arena *pg_arena_create(size_t cap);
@@ -22,8 +41,27 @@ void pg_arena_malloc_setup(void);
 /* Runs the cleanups (last registered first), then frees every chunk. NULL ok. */
 void pg_arena_destroy(struct pg_arena *a);
 
-/* 16-byte aligned memory, uninitialised; NULL when over the cap or OOM. */
-void *pg_arena_alloc(struct pg_arena *a, size_t size);
+/* pg_arena_alloc's out-of-line path: a new chunk, a big block, the cap, size 0. */
+void *pg_arena_alloc_slow(struct pg_arena *a, size_t size);
+
+/* 16-byte aligned memory, uninitialised; NULL when over the cap or OOM. Inline bump:
+ * a request allocates a few hundred times, most of them a few dozen bytes. */
+static inline void *pg_arena_alloc(struct pg_arena *a, size_t size)
+{
+#ifndef PG_ARENA_ASAN
+    struct pg_arena_bump *b = (struct pg_arena_bump *)a;
+    size_t need = (size + 15u) & ~(size_t)15u;
+
+    /* need 0 (size 0, or size overflowing the rounding) wraps and takes the slow path */
+    if (need - 1u < (size_t)(b->lim - b->cur)) {
+        void *p = b->cur;
+        b->cur += need;
+        b->last = p;
+        return p;
+    }
+#endif
+    return pg_arena_alloc_slow(a, size);
+}
 void *pg_arena_zalloc(struct pg_arena *a, size_t size);
 /* nmemb*size with overflow check, zeroed. */
 void *pg_arena_calloc(struct pg_arena *a, size_t nmemb, size_t size);

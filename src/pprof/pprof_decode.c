@@ -371,18 +371,23 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
         /* The bulk of a profile: samples, locations, functions and strings with one-byte
          * tags and lengths. Same counts as below, without the general checks' cost. */
         if (r.end - r.p >= 2 && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2) {
-            uint8_t n = r.p[1];
-            switch (r.p[0]) {
-            case 0x12: c->samples++; r.p += 2 + n; continue;
-            case 0x22: c->locations++; r.p += 2 + n; continue;
-            case 0x2a: c->functions++; r.p += 2 + n; continue;
-            case 0x32:
-                c->strings++;
-                c->string_bytes += n;
-                r.p += 2 + n;
-                continue;
+            /* Fields of one kind come in runs (all samples, then all locations ...): each
+             * case stays in a tight loop while the next field has the same tag. */
+            const uint8_t tag = r.p[0];
+#define COUNT_RUN(counter, extra)                                                                  \
+    do {                                                                                           \
+        (counter)++;                                                                               \
+        extra;                                                                                     \
+        r.p += 2 + r.p[1];                                                                         \
+    } while (r.end - r.p >= 2 && r.p[0] == tag && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2)
+            switch (tag) {
+            case 0x12: COUNT_RUN(c->samples, (void)0); continue;
+            case 0x22: COUNT_RUN(c->locations, (void)0); continue;
+            case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
+            case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
             default: break;
             }
+#undef COUNT_RUN
         }
 
         if (!pg_pb_tag(&r, &f, &wt)) {
@@ -479,6 +484,19 @@ static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct co
         }                                                                                          \
     } while (0)
 
+/* The same without zeroing, for arrays whose every entry the filling pass writes. Counts
+ * are capped (check_limits), so n * size cannot overflow. */
+#define ALLOC_ARRAY_RAW(ptr, n)                                                                    \
+    do {                                                                                           \
+        if ((n) > 0) {                                                                             \
+            (ptr) = pg_arena_alloc(a, (n) * sizeof(*(ptr)));                                       \
+            if ((ptr) == NULL) {                                                                   \
+                return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,        \
+                                     "pprof: no memory for %zu table entries", (size_t)(n));       \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* Pass 2: decode everything but samples. Framing was checked by pass 1. */
 static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
 {
@@ -492,17 +510,22 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg
         struct pg_pb sub = {NULL, NULL};
         const uint8_t *at = r.p;
 
-        /* Strings and samples with one-byte lengths (framing was checked by pass 1). */
+        /* Strings and samples with one-byte lengths (framing was checked by pass 1), in
+         * runs as pass 1 counts them. */
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
             if (r.p[0] == 0x32) {
-                p->strings[is].p = (const char *)r.p + 2;
-                p->strings[is].len = r.p[1];
-                is++;
-                r.p += 2 + r.p[1];
+                do {
+                    p->strings[is].p = (const char *)r.p + 2;
+                    p->strings[is].len = r.p[1];
+                    is++;
+                    r.p += 2 + r.p[1];
+                } while (r.end - r.p >= 2 && r.p[0] == 0x32 && r.p[1] < 0x80);
                 continue;
             }
             if (r.p[0] == 0x12) {
-                r.p += 2 + r.p[1];
+                do {
+                    r.p += 2 + r.p[1];
+                } while (r.end - r.p >= 2 && r.p[0] == 0x12 && r.p[1] < 0x80);
                 continue;
             }
         }
@@ -678,15 +701,12 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
         return err;
     }
     ALLOC_ARRAY(p->sample_types, c.sample_types);
-    ALLOC_ARRAY(p->mappings, c.mappings);
-    ALLOC_ARRAY(p->locations, c.locations);
-    ALLOC_ARRAY(p->functions, c.functions);
-    /* every string slot is written by the filling pass: no need to zero them */
-    if (c.strings > 0 &&
-        (p->strings = pg_arena_alloc(a, c.strings * sizeof(*p->strings))) == NULL) {
-        return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "pprof: no memory for %zu table entries", c.strings);
-    }
+    /* Every mapping, location, function and string slot is written whole by the filling
+     * pass (decode_* zero their entry first): no need to zero the arrays. */
+    ALLOC_ARRAY_RAW(p->mappings, c.mappings);
+    ALLOC_ARRAY_RAW(p->locations, c.locations);
+    ALLOC_ARRAY_RAW(p->functions, c.functions);
+    ALLOC_ARRAY_RAW(p->strings, c.strings);
     ALLOC_ARRAY(p->comments, c.comments);
     p->n_sample_types = c.sample_types;
     p->n_samples = c.samples;
@@ -858,6 +878,70 @@ static inline bool small_varint(const uint8_t **q, const uint8_t *end, uint64_t 
     return false;
 }
 
+/* A varint of up to eight bytes that must end before @end, by one 8-byte load at *@q (the
+ * caller guarantees *@q + 8 <= @readable: bytes past @end are masked off, never used).
+ * Sample values (nanoseconds, bytes) are 3-5 byte varints, which the bytewise loop in
+ * pg_pb_varint decodes at ~70 instructions. False when longer or past @end. */
+static inline bool varint_word(const uint8_t **q, const uint8_t *end, uint64_t *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w, m, x;
+    size_t n;
+
+    memcpy(&w, *q, 8);
+    m = ~w & 0x8080808080808080ull; /* the stop bit of each byte that ends a varint */
+    if (m == 0) {
+        return false;
+    }
+    n = ((size_t)__builtin_ctzll(m) + 1) >> 3;
+    if (n > (size_t)(end - *q)) {
+        return false;
+    }
+    /* keep the bytes up to the first stop, then squeeze out every byte's top bit */
+    x = w & (m ^ (m - 1)) & 0x7f7f7f7f7f7f7f7full;
+    x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+    x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+    x = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+    *q += n;
+    *v = x;
+    return true;
+#else
+    (void)q;
+    (void)end;
+    (void)v;
+    return false;
+#endif
+}
+
+/* memcmp(a, b, n) == 0 for the short runs compared per sample (a sample's label bytes,
+ * under 128), eight bytes per step, inline: the libc call cost more than the compare. */
+static inline bool same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    uint64_t d = 0, x, y;
+    size_t i = 0;
+
+    for (; n - i >= 8; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        d |= x ^ y;
+        if (d != 0) {
+            return false;
+        }
+    }
+    if (i < n) {
+        if (n >= 8) { /* the last eight bytes, overlapping what was compared */
+            memcpy(&x, a + n - 8, 8);
+            memcpy(&y, b + n - 8, 8);
+            d = x ^ y;
+        } else {
+            for (; i < n; i++) {
+                d |= (uint64_t)(a[i] ^ b[i]);
+            }
+        }
+    }
+    return d == 0;
+}
+
 /* Length-delimited field with a one-byte tag @tag and a one-byte length at *@q. */
 static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
                              struct pg_pb *sub)
@@ -884,6 +968,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
 {
     struct pg_pprof_sample *s = &it->s;
     const size_t nt = p->n_sample_types;
+    const uint8_t *buf_end = p->buf + p->len; /* readable, for varint_word's whole word */
     struct pg_pb sub;
     size_t nv = 0, nl = 0;
     uint64_t v;
@@ -898,8 +983,15 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
         return false;
     }
     while (sub.p < sub.end) {
-        if (nv >= nt || !pg_pb_varint(&sub, &v)) {
+        if (nv >= nt) {
             return false;
+        }
+        if (sub.p[0] < 0x80) {
+            v = *sub.p++;
+        } else if ((size_t)(buf_end - sub.p) < 8 || !varint_word(&sub.p, sub.end, &v)) {
+            if (!pg_pb_varint(&sub, &v)) {
+                return false;
+            }
         }
         values[nv++] = (int64_t)v;
     }
@@ -909,7 +1001,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     /* Samples of one span often follow each other with the same labels: the decoded ones
      * are still in s->labels. */
     if (it->prev_labels != NULL && (size_t)(r.end - r.p) == it->prev_labels_len &&
-        memcmp(r.p, it->prev_labels, it->prev_labels_len) == 0) {
+        same_bytes(r.p, it->prev_labels, it->prev_labels_len)) {
         s->n_labels = it->s.n_labels;
         s->labels_same = true;
         return true;
@@ -921,7 +1013,40 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
         struct pg_pprof_label *l = &s->labels[nl];
         uint64_t k;
         const uint8_t *q;
-        if (nl >= it->cap_labels || !short_len(&r.p, r.end, 0x1a, &sub)) {
+        if (nl >= it->cap_labels) {
+            return false;
+        }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if ((size_t)(buf_end - r.p) >= 8) {
+            /* The two label encodings SDKs write, matched whole by one 8-byte load:
+             * 1a 04 08 k 10 v, and 1a 05 08 k 10 v0 v1 (a string index past 127). */
+            uint64_t w;
+            size_t n = 0;
+            memcpy(&w, r.p, 8);
+            if ((w & 0x000080ff80ffffffull) == 0x000000100008041aull) {
+                k = (w >> 24) & 0xff;
+                v = (w >> 40) & 0xff;
+                n = 6;
+            } else if ((w & 0x008080ff80ffffffull) == 0x000080100008051aull) {
+                k = (w >> 24) & 0xff;
+                v = ((w >> 40) & 0x7f) | ((w >> 48) & 0xff) << 7;
+                n = 7;
+            }
+            if (n != 0) {
+                if (n > (size_t)(r.end - r.p) || k >= p->n_strings || v >= p->n_strings) {
+                    return false;
+                }
+                l->key = (int64_t)k;
+                l->str = (int64_t)v;
+                l->num = 0;
+                l->num_unit = 0;
+                nl++;
+                r.p += n;
+                continue;
+            }
+        }
+#endif
+        if (!short_len(&r.p, r.end, 0x1a, &sub)) {
             return false;
         }
         q = sub.p;

@@ -11,7 +11,6 @@
 #include "pprof/translate.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -467,58 +466,6 @@ static enum key_kind key_kind(struct xlate *x, int64_t key)
     return (enum key_kind)k;
 }
 
-/* Byte value of every two-character hex pair (any case), 0x100 for anything else: one
- * 16-bit load and one lookup per output byte, and one OR-accumulator both catches a bad
- * digit and tells an all-zero id (no branches: random ids mispredict half of the time).
- * 128 KiB, built once; an id touches at most 484 of its entries (22 x 22 digits). */
-static uint16_t k_hexpair[1 << 16];
-static pthread_once_t k_hexpair_once = PTHREAD_ONCE_INIT;
-
-static void hexpair_init(void)
-{
-    for (unsigned i = 0; i < (1u << 16); i++) {
-        /* indexed by the two characters as one native 16-bit load sees them */
-        uint8_t c[2] = {(uint8_t)(i >> 8), (uint8_t)i};
-        int hi = pg_hex_digit(c[0]), lo = pg_hex_digit(c[1]);
-        uint16_t w;
-        memcpy(&w, c, 2);
-        k_hexpair[w] = (uint16_t)(hi < 0 || lo < 0 ? 0x100 : hi << 4 | lo);
-    }
-}
-
-static inline unsigned hexpair(const uint8_t *p)
-{
-    uint16_t w;
-    memcpy(&w, p, 2);
-    return k_hexpair[w];
-}
-
-/* @n raw bytes from exactly 2n hex digits, any case; false if malformed or all zero.
- * (A SWAR version, 8 digits per step, and a per-digit table both cost more.) */
-static bool parse_hex_id(const struct pg_pprof_str *s, uint8_t *out, size_t n)
-{
-    const uint8_t *p = (const uint8_t *)s->p;
-    unsigned acc = 0;
-
-    if (s->len != 2 * n) {
-        return false;
-    }
-    for (size_t i = 0; i + 4 <= n; i += 4, p += 8) { /* ids are 16 and 8 bytes */
-        unsigned v0 = hexpair(p), v1 = hexpair(p + 2), v2 = hexpair(p + 4), v3 = hexpair(p + 6);
-        acc |= v0 | v1 | v2 | v3;
-        out[i] = (uint8_t)v0;
-        out[i + 1] = (uint8_t)v1;
-        out[i + 2] = (uint8_t)v2;
-        out[i + 3] = (uint8_t)v3;
-    }
-    for (size_t i = n & ~(size_t)3; i < n; i++, p += 2) {
-        unsigned v = hexpair(p);
-        acc |= v;
-        out[i] = (uint8_t)v;
-    }
-    return (acc & 0x100) == 0 && acc != 0;
-}
-
 static inline uint64_t acache_hash(int64_t key, int64_t val, int64_t unit, int32_t is_num)
 {
     /* string indexes are small: two multiply-xor rounds mix them enough */
@@ -730,8 +677,11 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
             uint8_t ids[24];
             int32_t l = -1;
 
-            if (parse_hex_id(&x->p.strings[lab[tr].str], ids, 16) &&
-                parse_hex_id(&x->p.strings[lab[sp].str], ids + 16, 8) &&
+            const struct pg_pprof_str *ts_s = &x->p.strings[lab[tr].str];
+            const struct pg_pprof_str *ss_s = &x->p.strings[lab[sp].str];
+
+            if (pg_hex_id(ts_s->p, ts_s->len, ids, 16) &&
+                pg_hex_id(ss_s->p, ss_s->len, ids + 16, 8) &&
                 (l = pg_dict_link(x->b, ids, ids + 16)) < 0) {
                 return nomem(x, "links");
             }
@@ -1021,10 +971,14 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
     x->seen_n = p->n_strings + FIXED_KEYS;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
-    /* As many entries as strings, up to the maximum: zeroing the full memo was most of its
-     * cost for a small profile, whose few pairs fit a small one. */
-    for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < p->n_strings;
-         x->lc_bits++) {
+    /* As many entries as there can be pairs (at most one per sample, and two strings per
+     * pair), up to the maximum: zeroing the full memo was most of its cost for a small
+     * profile, whose few pairs fit a small one. */
+    {
+        size_t pairs = p->n_strings / 2 < ns ? p->n_strings / 2 : ns;
+        for (x->lc_bits = 4; x->lc_bits < LCACHE_BITS && ((size_t)1 << x->lc_bits) < pairs;
+             x->lc_bits++) {
+        }
     }
     x->lc = pg_arena_calloc(x->scratch, (size_t)1 << x->lc_bits, sizeof(*x->lc));
     x->seen_group = pg_arena_alloc(x->scratch, x->seen_n * sizeof(uint32_t));
@@ -1040,7 +994,6 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     memset(x->loc_otlp, 0xff, p->n_locations * sizeof(int32_t));
     memset(x->fn_otlp, 0xff, p->n_functions * sizeof(int32_t));
     x->attr_folded = -1;
-    (void)pthread_once(&k_hexpair_once, hexpair_init);
     x->trace_len = strlen(x->opts->trace_id_label);
     x->span_len = strlen(x->opts->span_id_label);
 

@@ -959,6 +959,117 @@ PG_TEST(four_sample_types_and_values)
     free(p);
 }
 
+/* Sample values of every varint length (1-10 bytes), packed, with the samples in the
+ * middle of the buffer and at its very end (strings first): the word-at-a-time value
+ * decoder and its bytewise fallback give the same values. */
+PG_TEST(sample_values_every_varint_length)
+{
+    static const int64_t vals[] = {0, 1, 127, 128, 16383, 16384, 2097151, 2097152,
+                                   268435455, 268435456, 1LL << 35, (1LL << 42) - 1, 1LL << 49,
+                                   (1LL << 56) - 1, 1LL << 56, INT64_MAX, -1, INT64_MIN};
+    enum { NT = sizeof(vals) / sizeof(vals[0]) };
+    static const uint64_t locs[] = {1}, ln[] = {1, 5};
+    char names[NT][8];
+
+    for (int pass = 0; pass < 2; pass++) {
+        struct ppb b;
+        struct run r;
+        int64_t rev[NT];
+        size_t len;
+        uint8_t *p;
+
+        ppb_init(&b);
+        b.strings_first = pass;
+        for (int k = 0; k < NT; k++) {
+            snprintf(names[k], sizeof(names[k]), "t%d", k); /* the writer keeps the pointer */
+            ppb_value_type(&b, 1, names[k], "count");
+            rev[k] = vals[NT - 1 - k];
+        }
+        ppb_function(&b, 1, "f", "f.go", 1);
+        ppb_location(&b, 1, 0, 0, ln, 1, 0);
+        ppb_sample(&b, locs, 1, vals, NT, NULL, 0, 1);
+        ppb_sample(&b, locs, 1, rev, NT, NULL, 0, 1);
+        p = ppb_finish(&b, &len);
+        run(&r, p, len);
+        CHECK_INT(r.err, PG_ERR_OK);
+        if (r.err == PG_ERR_OK && SP(&r)->n_profiles == NT) {
+            for (int k = 0; k < NT; k++) {
+                /* profiles[0] and the last swap places (pprof's default type first) */
+                int want = k == 0 ? NT - 1 : k == NT - 1 ? 0 : k;
+                const struct pg_otlp_profile *pr = SP(&r)->profiles[k];
+                CHECK_INT(pr->n_samples, 2);
+                if (pr->n_samples == 2) {
+                    CHECK(pr->samples[0]->values[0] == vals[want]);
+                    CHECK(pr->samples[1]->values[0] == rev[want]);
+                }
+            }
+        } else {
+            CHECK_INT(r.err == PG_ERR_OK ? SP(&r)->n_profiles : 0, NT);
+        }
+        run_free(&r);
+        free(p);
+    }
+}
+
+/* Labels whose key and string indexes are one- or two-byte varints, in the middle of the
+ * buffer and at its very end: the word-matched label shapes (1a 04 .., 1a 05 ..) and the
+ * bytewise ones give the same attributes. */
+PG_TEST(label_index_widths)
+{
+    static const struct {
+        const char *key, *val, *want;
+    } cases[] = {
+        {"key_lo", "val_lo", "key_lo=val_lo"}, /* both under 128: 1a 04 08 k 10 v */
+        {"key_lo", "val_hi", "key_lo=val_hi"}, /* two-byte string: 1a 05 08 k 10 v0 v1 */
+        {"key_hi", "val_lo", "key_hi=val_lo"}, /* two-byte key: the bytewise path */
+        {"key_hi", "val_hi", "key_hi=val_hi"},
+    };
+    enum { NC = sizeof(cases) / sizeof(cases[0]) };
+    static const uint64_t locs[] = {1}, ln[] = {1, 5};
+    static char fill[1200][12];
+
+    for (int pass = 0; pass < 2; pass++) {
+        struct ppb b;
+        struct run r;
+        size_t len;
+        uint8_t *p;
+
+        ppb_init(&b);
+        b.strings_first = pass;
+        ppb_value_type(&b, 1, "samples", "count");
+        ppb_s(&b, "key_lo");
+        ppb_s(&b, "val_lo");
+        for (int i = 0; i < 200; i++) {
+            snprintf(fill[i], sizeof(fill[i]), "filler%d", i); /* the writer keeps pointers */
+            ppb_s(&b, fill[i]);
+        }
+        ppb_function(&b, 1, "f", "f.go", 1);
+        ppb_location(&b, 1, 0, 0, ln, 1, 0);
+        for (int i = 0; i < NC; i++) {
+            const struct ppb_label l = {cases[i].key, cases[i].val, 0, NULL};
+            const int64_t v[] = {i + 1};
+            ppb_sample(&b, locs, 1, v, 1, &l, 1, 1);
+        }
+        /* more strings after them: a wrongly decoded index still lands in the table */
+        for (int i = 200; i < 1200; i++) {
+            snprintf(fill[i], sizeof(fill[i]), "filler%d", i);
+            ppb_s(&b, fill[i]);
+        }
+        p = ppb_finish(&b, &len);
+        run(&r, p, len);
+        CHECK_INT(r.err, PG_ERR_OK);
+        if (r.err == PG_ERR_OK) {
+            for (int i = 0; i < NC; i++) {
+                char buf[128];
+                sample_attrs(&r, 0, (size_t)i, buf, sizeof(buf));
+                CHECK_STR(buf, cases[i].want);
+            }
+        }
+        run_free(&r);
+        free(p);
+    }
+}
+
 PG_TEST(profile_attributes_comments_frames)
 {
     struct ppb b;
@@ -1349,7 +1460,7 @@ PG_TEST(owned_body_arena)
     free(plain);
 }
 
-PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
+PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(label_index_widths), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
              PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
              PG_CASE(labels_numeric_multi_and_dropped),

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * core/arena.c: the inline bump path and the slow path agree on alignment, the byte cap,
+ * the used count and in-place realloc. */
+#include "pg_test.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/arena.h"
+
+/* Allocation sequences against a cap: each step's size and whether it must succeed. */
+PG_TEST(test_alloc_cap_table)
+{
+    static const struct {
+        size_t cap;
+        size_t sizes[6];
+        bool ok[6];
+        size_t used; /* pg_arena_used after the sequence */
+        bool hit;    /* pg_arena_hit_cap after it */
+    } cases[] = {
+        {0, {1, 16, 17, 0, 100, 5000}, {1, 1, 1, 1, 1, 1}, 16 + 16 + 32 + 16 + 112 + 5008, 0},
+        {64, {16, 16, 16, 16, 1, 0}, {1, 1, 1, 1, 0, 0}, 64, 1}, /* exactly at the cap */
+        {64, {48, 32, 16, 0, 0, 0}, {1, 0, 1, 0, 0, 0}, 64, 1},  /* refused, then fits */
+        {100, {90, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}, 96, 1},   /* rounding counts */
+        {1 << 20, {300000, 1, 16, 0, 0, 0}, {1, 1, 1, 1, 1, 1}, 300000 + 16 * 5, 0}, /* big */
+        {0, {SIZE_MAX, SIZE_MAX - 8, 1, 0, 0, 0}, {0, 0, 1, 1, 1, 1}, 16 * 4, 0}, /* overflow */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_arena *a = pg_arena_create(cases[i].cap);
+        PG_REQUIRE(a != NULL);
+        for (size_t k = 0; k < 6; k++) {
+            uint8_t *p = pg_arena_alloc(a, cases[i].sizes[k]);
+            if ((p != NULL) != cases[i].ok[k]) {
+                fprintf(stderr, "  case %zu step %zu: got %p\n", i, k, (void *)p);
+            }
+            CHECK((p != NULL) == cases[i].ok[k]);
+            if (p != NULL) {
+                CHECK(((uintptr_t)p & 15) == 0);
+                memset(p, 0xab, cases[i].sizes[k]); /* writable (ASan checks the bounds) */
+            }
+        }
+        CHECK_INT(pg_arena_used(a), cases[i].used);
+        CHECK(pg_arena_used(a) <= cases[i].cap || cases[i].cap == 0);
+        CHECK(pg_arena_hit_cap(a) == cases[i].hit);
+        pg_arena_destroy(a);
+    }
+}
+
+/* Many small allocations cross chunk boundaries without overlapping: each keeps its bytes. */
+PG_TEST(test_many_small_keep_contents)
+{
+    struct pg_arena *a = pg_arena_create(0);
+    uint32_t *ptrs[5000];
+
+    PG_REQUIRE(a != NULL);
+    for (uint32_t i = 0; i < 5000; i++) {
+        ptrs[i] = pg_arena_alloc(a, 4 + (i % 7) * 8);
+        PG_REQUIRE(ptrs[i] != NULL);
+        for (uint32_t j = 0; j < 1 + (i % 7) * 2; j++) {
+            ptrs[i][j] = i;
+        }
+    }
+    for (uint32_t i = 0; i < 5000; i++) {
+        for (uint32_t j = 0; j < 1 + (i % 7) * 2; j++) {
+            CHECK(ptrs[i][j] == i);
+        }
+    }
+    CHECK(pg_arena_footprint(a) >= pg_arena_used(a));
+    pg_arena_destroy(a);
+}
+
+/* The last allocation grows in place up to the chunk end and never past the cap. */
+PG_TEST(test_realloc_in_place_and_cap)
+{
+    struct pg_arena *a = pg_arena_create(4096);
+    uint8_t *p, *q, *r;
+
+    PG_REQUIRE(a != NULL);
+    p = pg_arena_alloc(a, 10);
+    PG_REQUIRE(p != NULL);
+    memcpy(p, "abcdefghij", 10);
+    q = pg_arena_realloc(a, p, 10, 100);
+    CHECK(q == p); /* the last allocation: extended */
+    CHECK(memcmp(q, "abcdefghij", 10) == 0);
+    CHECK_INT(pg_arena_used(a), 112);
+    r = pg_arena_alloc(a, 8);
+    PG_REQUIRE(r != NULL);
+    CHECK(r == q + 112); /* the next allocation starts after the grown block */
+    q = pg_arena_realloc(a, p, 100, 200);
+    CHECK(q != p && q != NULL); /* no longer the last: copied */
+    CHECK(memcmp(q, "abcdefghij", 10) == 0);
+    /* in place but past the cap: refused, and nothing is charged */
+    CHECK(pg_arena_realloc(a, q, 200, 8192) == NULL);
+    CHECK_INT(pg_arena_used(a), 112 + 16 + 208);
+    CHECK(pg_arena_hit_cap(a));
+    pg_arena_destroy(a);
+}
+
+PG_TEST_MAIN(PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
+             PG_CASE(test_realloc_in_place_and_cap))
