@@ -524,6 +524,7 @@ static const char *http_date(void)
 struct head_out {
     struct evbuffer *ev;
     size_t n;
+    bool spilled; /* part of the head is in @ev already */
     char b[512];
 };
 
@@ -532,6 +533,7 @@ static void put_flush(struct head_out *h)
     if (h->n > 0) {
         evbuffer_add(h->ev, h->b, h->n);
         h->n = 0;
+        h->spilled = true;
     }
 }
 
@@ -569,6 +571,17 @@ static size_t fmt_uint(char *buf, unsigned long long v)
     return n;
 }
 
+/* One sendmsg of @head and @body: bytes the socket took (0 when it took
+ * none or failed; the bufferevent's own write then meets the error). */
+static ssize_t send_head_body(int fd, const void *head, size_t hlen, const void *body, size_t blen)
+{
+    struct iovec iov[2] = {{(void *)head, hlen}, {(void *)body, blen}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = blen > 0 ? 2 : 1};
+    ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+    return n > 0 ? n : 0;
+}
+
 void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, const void *body,
                          size_t len)
 {
@@ -594,6 +607,8 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
     {
         struct head_out h = {.ev = out};
         char num[24];
+        size_t blen = 0;
+        ssize_t sent = 0;
 
         put_str(&h, "HTTP/1.1 ");
         put(&h, num, fmt_uint(num, (unsigned long long)(code < 0 ? 0 : code)));
@@ -628,16 +643,35 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
             put(&h, "\r\n", 2);
         }
         put(&h, "\r\n", 2);
-        put_flush(&h);
-    }
-    if (!no_body && len > 0 && strcmp(r->pub.method, "HEAD") != 0) {
-        evbuffer_add(out, body, len);
+        if (!no_body && len > 0 && strcmp(r->pub.method, "HEAD") != 0) {
+            blen = len;
+        }
+        /* Plain TCP with nothing queued before it (nearly every answer):
+         * straight to the socket, so the output buffer needs no chain;
+         * what the socket does not take is queued as usual. */
+        if (s->ssl_ctx == NULL && !h.spilled && evbuffer_get_length(out) == 0) {
+            sent = send_head_body(c->fd, h.b, h.n, body, blen);
+        }
+        if ((size_t)sent < h.n) {
+            evbuffer_add(out, h.b + sent, h.n - (size_t)sent);
+            sent = 0;
+        } else {
+            sent -= (ssize_t)h.n;
+        }
+        if ((size_t)sent < blen) {
+            evbuffer_add(out, (const char *)body + sent, blen - (size_t)sent);
+        }
     }
     c->state = S_WRITE;
     /* Plain TCP: write now. An answer the socket takes whole (nearly every
      * one) then costs one writev and no epoll changes; it completes from
      * the loop (written_ev), not here, where the caller still holds the
      * request. */
+    if (s->ssl_ctx == NULL && evbuffer_get_length(out) == 0) {
+        set_deadline(c, 0);
+        event_active(c->written_ev, EV_WRITE, 1);
+        return;
+    }
     if (s->ssl_ctx == NULL) {
         int n;
 
