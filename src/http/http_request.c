@@ -155,15 +155,25 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
     size_t n = 0, i = 0, bytes = 0;
     bool have_host = false;
     char *p;
+    /* Lengths measured in the counting pass, kept for the copy (the first
+     * LEN_MEMO headers; any later one is measured again). */
+    enum { LEN_MEMO = 32 };
+    size_t klens[LEN_MEMO], vlens[LEN_MEMO];
 
     md->n = 0;
     md->entries = NULL;
     if (headers != NULL) {
         TAILQ_FOREACH(kv, headers, next)
         {
+            size_t kl = strlen(kv->key), vl = strlen(kv->value);
+
+            if (n < LEN_MEMO) {
+                klens[n] = kl;
+                vlens[n] = vl;
+            }
             n++;
-            bytes += strlen(kv->key) + strlen(kv->value) + 2;
-            if (strcasecmp(kv->key, "host") == 0) {
+            bytes += kl + vl + 2;
+            if (kl == 4 && strcasecmp(kv->key, "host") == 0) {
                 have_host = true;
             }
         }
@@ -187,7 +197,8 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
             /* Header bytes are the client's: made valid UTF-8 (core/utf8)
              * before anything can copy them into an OTLP string. ASCII,
              * nearly every header, is valid as it is. */
-            size_t klen = strlen(kv->key), vlen = strlen(kv->value);
+            size_t klen = i < LEN_MEMO ? klens[i] : strlen(kv->key);
+            size_t vlen = i < LEN_MEMO ? vlens[i] : strlen(kv->value);
             const char *k = p, *v;
 
             lower_copy(p, kv->key, klen);

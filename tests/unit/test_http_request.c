@@ -223,6 +223,22 @@ PG_TEST(test_metadata_from_headers)
     evhttp_clear_headers(&h);
     TAILQ_INIT(&h);
 
+    /* More headers than the length memo holds: every one copied whole. */
+    for (int k = 0; k < 40; k++) {
+        char key[16], val[24];
+
+        snprintf(key, sizeof(key), "X-H%d", k);
+        snprintf(val, sizeof(val), "value-%d", k * 7);
+        evhttp_add_header(&h, key, val);
+    }
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, "gw:1", &md, &st), PG_ERR_OK);
+    CHECK_INT(md.n, 41);
+    CHECK_STR(md.entries[39].key, "x-h39");
+    CHECK_STR(md.entries[39].value, "value-273");
+    CHECK_STR(md.entries[40].value, "gw:1");
+    evhttp_clear_headers(&h);
+    TAILQ_INIT(&h);
+
     /* No headers and no host: empty metadata. */
     CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
     CHECK_INT(md.n, 0);
