@@ -130,15 +130,34 @@ static bool is_ascii(const char *s, size_t n)
     return true;
 }
 
-/* @dst = @s lower-cased (ASCII letters; the C locale's rule). */
-static void lower_copy(char *dst, const char *s, size_t n)
+/* @dst = @s lower-cased (ASCII letters; the C locale's rule), NUL added;
+ * true when every byte was ASCII. Eight bytes a step while they are ASCII:
+ * a byte b < 0x80 is a capital when b + 0x3f carries into bit 7 and
+ * b + 0x25 does not; that bit, shifted to 0x20, lower-cases it. */
+static bool lower_copy(char *dst, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    const uint64_t hi = 0x8080808080808080ULL;
+    bool ascii = true;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+
+        memcpy(&w, s + i, 8);
+        if (w & hi) {
+            break;
+        }
+        w |= (((w + 0x3f3f3f3f3f3f3f3fULL) & ~(w + 0x2525252525252525ULL)) & hi) >> 2;
+        memcpy(dst + i, &w, 8);
+    }
+    for (; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
 
+        ascii = ascii && c < 0x80;
         dst[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
     }
     dst[n] = '\0';
+    return ascii;
 }
 
 static enum pg_err arena_fail(struct pg_arena *arena, struct pg_status *st, const char *what)
@@ -201,9 +220,10 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
             size_t vlen = i < LEN_MEMO ? vlens[i] : strlen(kv->value);
             const char *k = p, *v;
 
-            lower_copy(p, kv->key, klen);
+            bool key_ascii = lower_copy(p, kv->key, klen);
+
             p += klen + 1;
-            if (!is_ascii(k, klen)) {
+            if (!key_ascii) {
                 k = pg_utf8_clean(arena, k, &klen, "request header");
             }
             v = is_ascii(kv->value, vlen) ? kv->value

@@ -223,6 +223,14 @@ PG_TEST(test_metadata_from_headers)
     evhttp_clear_headers(&h);
     TAILQ_INIT(&h);
 
+    /* Lower-casing eight bytes a step: only A-Z change, the bytes around
+     * them ('@', '[', '`', '{') and a non-ASCII tail stay as sent. */
+    evhttp_add_header(&h, "@ABCDEFGHIJKLMNOPQRSTUVWXYZ[`az{~0189-_.Caf\xc3\x89", "v");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
+    CHECK_STR(md.entries[0].key, "@abcdefghijklmnopqrstuvwxyz[`az{~0189-_.caf\xc3\x89");
+    evhttp_clear_headers(&h);
+    TAILQ_INIT(&h);
+
     /* More headers than the length memo holds: every one copied whole. */
     for (int k = 0; k < 40; k++) {
         char key[16], val[24];
