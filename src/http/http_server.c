@@ -764,11 +764,45 @@ static void body_complete(struct pg_httpd_conn *c)
     }
 }
 
+/* head_end over @len contiguous bytes (the usual case: one read holds the
+ * head): memchr instead of an evbuffer search per line. Same rule. */
+static size_t head_end_flat(struct pg_httpd_conn *c, const char *b, size_t len)
+{
+    size_t i = c->scanned;
+
+    for (;;) {
+        const char *nl = i < len ? memchr(b + i, '\n', len - i) : NULL;
+        size_t p;
+
+        if (nl == NULL) {
+            c->scanned = len;
+            return 0;
+        }
+        p = (size_t)(nl - b);
+        if (p + 1 >= len || (b[p + 1] == '\r' && p + 2 >= len)) {
+            c->scanned = p;
+            return 0;
+        }
+        if (b[p + 1] == '\n') {
+            return p + 2;
+        }
+        if (b[p + 1] == '\r' && b[p + 2] == '\n') {
+            return p + 3;
+        }
+        i = p + 1;
+    }
+}
+
 /* Finds the end of the head (the byte after its blank line); 0 = not yet. */
 static size_t head_end(struct pg_httpd_conn *c, struct evbuffer *in)
 {
     size_t len = evbuffer_get_length(in);
     struct evbuffer_ptr p;
+    struct evbuffer_iovec first;
+
+    if (evbuffer_peek(in, -1, NULL, &first, 1) >= 1 && first.iov_len == len) {
+        return head_end_flat(c, first.iov_base, len);
+    }
 
     if (evbuffer_ptr_set(in, &p, c->scanned, EVBUFFER_PTR_SET) != 0) {
         return 0;
