@@ -108,7 +108,7 @@ breakdown() {
     local f=$1 n=$2 total=$3
     local inflate translate pipeline procs exps writer mallocs sys rest
     local head meta reply
-    head=$(incl "$f" "$n" pg_http_parse_head)
+    head=$(incl "$f" "$n" pg_http_parse_head pg_http_parse_head_in)
     meta=$(incl "$f" "$n" pg_http_metadata_from_headers)
     reply=$(incl "$f" "$n" pg_httpd_reply_body)
     inflate=$(incl "$f" "$n" pg_http_decode_body)

@@ -23,7 +23,8 @@
  * @max_cap elements (0 = only the size_t limit). False, with @items and @cap
  * untouched, when @need is over the cap or memory runs out. */
 #define PG_VEC_RESERVE(arena, items, cap, need, min_cap, max_cap)                                  \
-    pg_vec_reserve((arena), &(items), &(cap), sizeof(*(items)), (need), (min_cap), (max_cap))
+    pg_vec_reserve_inline((arena), &(items), &(cap), sizeof(*(items)), (need), (min_cap),          \
+                          (max_cap))
 
 /* Room for one more than @n (the usual push). */
 #define PG_VEC_GROW(arena, items, cap, n, min_cap, max_cap)                                        \
@@ -33,6 +34,17 @@
  * @elem is the element size. */
 bool pg_vec_reserve(struct pg_arena *arena, void *items_slot, size_t *cap, size_t elem,
                     size_t need, size_t min_cap, size_t max_cap);
+
+/* The room check inline (nearly every push fits), the call only to grow:
+ * each argument is evaluated once, as a function call would. */
+static inline bool pg_vec_reserve_inline(struct pg_arena *arena, void *items_slot, size_t *cap,
+                                         size_t elem, size_t need, size_t min_cap, size_t max_cap)
+{
+    if (__builtin_expect(need <= *cap, 1)) {
+        return true;
+    }
+    return pg_vec_reserve(arena, items_slot, cap, elem, need, min_cap, max_cap);
+}
 
 /* The capacity pg_vec_reserve would pick (for callers that size other
  * arrays alongside), or 0 when @need cannot be had. */

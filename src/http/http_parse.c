@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -236,6 +237,23 @@ int pg_http_parse_head(char *buf, size_t len, const struct pg_http_parse_limits 
                        struct evkeyvalq *hdrs, struct pg_http_head *out, char *why,
                        size_t why_size)
 {
+    return pg_http_parse_head_in(buf, len, lim, hdrs, NULL, 0, out, why, why_size);
+}
+
+size_t pg_http_head_lines(const char *buf, size_t len)
+{
+    size_t n = 0;
+
+    for (const char *p = buf, *e = buf + len; (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++) {
+        n++;
+    }
+    return n;
+}
+
+int pg_http_parse_head_in(char *buf, size_t len, const struct pg_http_parse_limits *lim,
+                          struct evkeyvalq *hdrs, struct evkeyval *slots, size_t n_slots,
+                          struct pg_http_head *out, char *why, size_t why_size)
+{
     struct head_state h = {.out = out, .why = why, .why_size = why_size};
     size_t pos = 0;
     bool first = true;
@@ -327,7 +345,19 @@ int pg_http_parse_head(char *buf, size_t len, const struct pg_http_parse_limits 
                 return rc;
             }
             *colon = '\0';
-            if (hdrs != NULL && evhttp_add_header(hdrs, line, v) != 0) {
+            if (hdrs != NULL && slots != NULL) {
+                /* Linked in place: the bytes were checked above as strictly
+                 * as evhttp_add_header would (no CR, LF or NUL). */
+                struct evkeyval *kv;
+
+                if (out->n_headers > n_slots) {
+                    return failf(why, why_size, 431, "more than %zu header lines", n_slots);
+                }
+                kv = &slots[out->n_headers - 1];
+                kv->key = line;
+                kv->value = v;
+                TAILQ_INSERT_TAIL(hdrs, kv, next);
+            } else if (hdrs != NULL && evhttp_add_header(hdrs, line, v) != 0) {
                 return failf(why, why_size, 400, "invalid header \"%.40s\"", line);
             }
         }

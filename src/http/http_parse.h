@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct evkeyval;
 struct evkeyvalq;
 
 #define PG_HTTP_NO_LENGTH UINT64_MAX
@@ -44,6 +45,16 @@ struct pg_http_parse_limits {
 int pg_http_parse_head(char *buf, size_t len, const struct pg_http_parse_limits *lim,
                        struct evkeyvalq *hdrs, struct pg_http_head *out, char *why,
                        size_t why_size);
+
+/* The same without allocating: header @i becomes @slots[i], its key and
+ * value pointing into @buf, linked into @hdrs (which the caller must then
+ * never pass to evhttp_clear_headers). @n_slots at least
+ * pg_http_head_lines(@buf, @len) holds every header; past @n_slots: 431. */
+int pg_http_parse_head_in(char *buf, size_t len, const struct pg_http_parse_limits *lim,
+                          struct evkeyvalq *hdrs, struct evkeyval *slots, size_t n_slots,
+                          struct pg_http_head *out, char *why, size_t why_size);
+/* Line feeds in @buf: an upper bound of its header lines. */
+size_t pg_http_head_lines(const char *buf, size_t len);
 
 /* Incremental chunked-body decoder. Zero it to start. */
 struct pg_http_chunked {

@@ -17,6 +17,9 @@
 #include "codec/codec.h"
 #include "core/utf8.h"
 
+/* Room for any inet_ntop() address (INET6_ADDRSTRLEN is 46). */
+#define INET6_ADDRSTRLEN_MAX 46
+
 /* Copies at most @cap-1 printable bytes of @s[0..n) into @dst for messages. */
 static void printable(char *dst, size_t cap, const char *s, size_t n)
 {
@@ -106,19 +109,55 @@ enum pg_err pg_http_decode_body(struct pg_arena *arena, const uint8_t *in, size_
     return PG_ERR_OK;
 }
 
-static char *lower_dup(struct pg_arena *arena, const char *s)
+/* True when @s[0..n) is plain ASCII (valid UTF-8 as it is), 8 bytes a step. */
+static bool is_ascii(const char *s, size_t n)
 {
-    size_t n = strlen(s);
-    char *d = pg_arena_alloc(arena, n + 1);
+    size_t i = 0;
 
-    if (d == NULL) {
-        return NULL;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL) {
+            return false;
+        }
     }
-    for (size_t i = 0; i < n; i++) {
-        d[i] = (char)tolower((unsigned char)s[i]);
+    for (; i < n; i++) {
+        if ((unsigned char)s[i] & 0x80) {
+            return false;
+        }
     }
-    d[n] = '\0';
-    return d;
+    return true;
+}
+
+/* @dst = @s lower-cased (ASCII letters; the C locale's rule), NUL added;
+ * true when every byte was ASCII. Eight bytes a step while they are ASCII:
+ * a byte b < 0x80 is a capital when b + 0x3f carries into bit 7 and
+ * b + 0x25 does not; that bit, shifted to 0x20, lower-cases it. */
+static bool lower_copy(char *dst, const char *s, size_t n)
+{
+    const uint64_t hi = 0x8080808080808080ULL;
+    bool ascii = true;
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+
+        memcpy(&w, s + i, 8);
+        if (w & hi) {
+            break;
+        }
+        w |= (((w + 0x3f3f3f3f3f3f3f3fULL) & ~(w + 0x2525252525252525ULL)) & hi) >> 2;
+        memcpy(dst + i, &w, 8);
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        ascii = ascii && c < 0x80;
+        dst[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+    }
+    dst[n] = '\0';
+    return ascii;
 }
 
 static enum pg_err arena_fail(struct pg_arena *arena, struct pg_status *st, const char *what)
@@ -132,77 +171,154 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
                                           struct pg_status *st)
 {
     const struct evkeyval *kv;
-    size_t n = 0, i = 0;
+    size_t n = 0, i = 0, bytes = 0;
     bool have_host = false;
+    char *p;
+    /* Lengths measured in the counting pass, kept for the copy (the first
+     * LEN_MEMO headers; any later one is measured again). */
+    enum { LEN_MEMO = 32 };
+    size_t klens[LEN_MEMO], vlens[LEN_MEMO];
 
     md->n = 0;
     md->entries = NULL;
     if (headers != NULL) {
         TAILQ_FOREACH(kv, headers, next)
         {
+            size_t kl = strlen(kv->key), vl = strlen(kv->value);
+
+            if (n < LEN_MEMO) {
+                klens[n] = kl;
+                vlens[n] = vl;
+            }
             n++;
-            if (strcasecmp(kv->key, "host") == 0) {
+            bytes += kl + vl + 2;
+            if (kl == 4 && strcasecmp(kv->key, "host") == 0) {
                 have_host = true;
             }
         }
     }
     if (!have_host && host != NULL) {
         n++;
+        bytes += strlen(host) + 1;
     }
     if (n == 0) {
         return PG_ERR_OK;
     }
+    /* The entries, then every key and value copied into one block. */
     md->entries = pg_arena_calloc(arena, n, sizeof(*md->entries));
-    if (md->entries == NULL) {
+    p = md->entries != NULL ? pg_arena_alloc(arena, bytes) : NULL;
+    if (p == NULL) {
         return arena_fail(arena, st, "request metadata");
     }
     if (headers != NULL) {
         TAILQ_FOREACH(kv, headers, next)
         {
             /* Header bytes are the client's: made valid UTF-8 (core/utf8)
-             * before anything can copy them into an OTLP string. */
-            size_t vlen = strlen(kv->value);
-            const char *v = pg_utf8_clean(arena, kv->value, &vlen, "request header");
-            char *k = lower_dup(arena, kv->key);
-            size_t klen = k != NULL ? strlen(k) : 0;
-            md->entries[i].key = k != NULL ? (char *)pg_utf8_clean(arena, k, &klen, "request header")
-                                           : NULL;
-            md->entries[i].value = v == kv->value ? pg_arena_strdup(arena, v) : (char *)v;
-            if (md->entries[i].key == NULL || md->entries[i].value == NULL) {
+             * before anything can copy them into an OTLP string. ASCII,
+             * nearly every header, is valid as it is. */
+            size_t klen = i < LEN_MEMO ? klens[i] : strlen(kv->key);
+            size_t vlen = i < LEN_MEMO ? vlens[i] : strlen(kv->value);
+            const char *k = p, *v;
+
+            bool key_ascii = lower_copy(p, kv->key, klen);
+
+            p += klen + 1;
+            if (!key_ascii) {
+                k = pg_utf8_clean(arena, k, &klen, "request header");
+            }
+            v = is_ascii(kv->value, vlen) ? kv->value
+                                          : pg_utf8_clean(arena, kv->value, &vlen, "request header");
+            if (v == kv->value) {
+                memcpy(p, v, vlen + 1);
+                v = p;
+                p += vlen + 1;
+            }
+            md->entries[i].key = (char *)k;
+            md->entries[i].value = (char *)v;
+            if (k == NULL || v == NULL) {
                 return arena_fail(arena, st, "request metadata");
             }
             i++;
         }
     }
     if (!have_host && host != NULL) {
+        size_t hlen = strlen(host);
+
+        memcpy(p, host, hlen + 1);
         md->entries[i].key = "host";
-        md->entries[i].value = pg_arena_strdup(arena, host);
-        if (md->entries[i].value == NULL) {
-            return arena_fail(arena, st, "request metadata");
-        }
+        md->entries[i].value = p;
         i++;
     }
     md->n = i;
     return PG_ERR_OK;
 }
 
+/* Decimal digits of @v into @buf (room for 10); their count. */
+static size_t fmt_port(char *buf, unsigned v)
+{
+    char t[10];
+    size_t n = 0;
+
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = t[n - 1 - i];
+    }
+    return n;
+}
+
 int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port)
 {
-    return snprintf(buf, size, strchr(addr, ':') != NULL ? "[%s]:%u" : "%s:%u", addr, port);
+    /* snprintf's contract without its cost: formatted once per connection
+     * and once per push for the batch's peer address. */
+    char tmp[INET6_ADDRSTRLEN_MAX + 16];
+    size_t alen = strlen(addr), n = 0;
+    bool v6 = memchr(addr, ':', alen) != NULL;
+    char num[10];
+    size_t nlen = fmt_port(num, port);
+    size_t total = alen + nlen + 1 + (v6 ? 2 : 0);
+    char *out = size > total ? buf : tmp;
+
+    if (total > INT32_MAX) {
+        return -1;
+    }
+    if (out == tmp && total >= sizeof(tmp)) {
+        /* Only a caller's odd address is this long: the slow way. */
+        return snprintf(buf, size, v6 ? "[%s]:%u" : "%s:%u", addr, port);
+    }
+    if (v6) {
+        out[n++] = '[';
+    }
+    memcpy(out + n, addr, alen);
+    n += alen;
+    if (v6) {
+        out[n++] = ']';
+    }
+    out[n++] = ':';
+    memcpy(out + n, num, nlen);
+    n += nlen;
+    out[n] = '\0';
+    if (out == tmp && size > 0) {
+        memcpy(buf, tmp, size - 1);
+        buf[size - 1] = '\0';
+    }
+    return (int)total;
 }
 
 char *pg_http_format_peer(struct pg_arena *arena, const char *addr, unsigned port)
 {
-    int n;
+    size_t room;
     char *s;
 
     if (addr == NULL) {
         return NULL;
     }
-    n = pg_http_hostport(NULL, 0, addr, port);
-    s = n >= 0 ? pg_arena_alloc(arena, (size_t)n + 1) : NULL;
+    room = strlen(addr) + 2 + 1 + 10 + 1; /* [addr]:port NUL */
+    s = pg_arena_alloc(arena, room);
     if (s != NULL) {
-        pg_http_hostport(s, (size_t)n + 1, addr, port);
+        pg_http_hostport(s, room, addr, port);
     }
     return s;
 }

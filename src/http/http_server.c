@@ -69,14 +69,19 @@ const char *const pg_httpd_event_names[] = {
 
 enum conn_state { S_HEAD = 0, S_BODY, S_CALL, S_WRITE, S_LINGER };
 
+/* Lives in its connection and is reused by each of its requests: between
+ * requests nothing in it is valid. */
 struct req_priv {
     struct pg_httpd_req pub;
-    struct evkeyvalq in, out;
-    char *head; /* the head bytes, parsed in place: method/target/path point here */
-    char *path;
+    struct evkeyvalq in, out; /* in: slots in the connection's head buffer; out: evhttp's */
     struct pg_http_head h;
     bool answered;
 };
+
+/* A connection keeps its head buffer (head bytes, path, header slots) for
+ * the next request up to this size; a larger one (a head near
+ * max_request_header_bytes) is given back when its request ends. */
+#define HEAD_BUF_KEEP (8 * 1024)
 
 struct pg_httpd_conn {
     struct pg_httpd *srv;
@@ -92,6 +97,7 @@ struct pg_httpd_conn {
     char addr[INET6_ADDRSTRLEN];
     unsigned port;
     char peer[INET6_ADDRSTRLEN + 10];
+    bool ss_family_ip;     /* peer is "addr:port" (else "unix") */
     enum conn_state state;
     bool started;          /* HEAD: a byte of this request arrived */
     bool close_after;      /* WRITE: close (or linger) once written */
@@ -102,7 +108,11 @@ struct pg_httpd_conn {
     uint64_t body_got, lingered;
     unsigned n_requests;
     struct pg_http_chunked ch;
-    struct req_priv *req;  /* owned; NULL between requests */
+    struct req_priv *req;  /* &rq while a request is on, else NULL */
+    struct req_priv rq;
+    struct evbuffer *body; /* owned: every request's body, emptied when it ends */
+    char *hbuf;            /* owned: header slots, head bytes, path; see HEAD_BUF_KEEP */
+    size_t hcap;
 };
 
 /* What sibling servers (one per event loop, each with its own listening
@@ -408,28 +418,26 @@ static void req_end(struct pg_httpd_conn *c)
     if (c->srv->ops.on_done != NULL) {
         c->srv->ops.on_done(&r->pub, c->srv->arg);
     }
-    evhttp_clear_headers(&r->in);
+    /* r->in's entries are slots in c->hbuf: nothing to free. */
     evhttp_clear_headers(&r->out);
-    evbuffer_free(r->pub.body);
-    free(r->head);
-    free(r->path);
-    free(r);
+    if (evbuffer_get_length(c->body) > 0) {
+        evbuffer_drain(c->body, evbuffer_get_length(c->body));
+    }
+    if (c->hcap > HEAD_BUF_KEEP) {
+        free(c->hbuf);
+        c->hbuf = NULL;
+        c->hcap = 0;
+    }
 }
 
 static struct req_priv *req_new(struct pg_httpd_conn *c)
 {
-    struct req_priv *r = calloc(1, sizeof(*r));
+    struct req_priv *r = &c->rq;
 
-    if (r == NULL) {
-        return NULL;
-    }
+    memset(r, 0, sizeof(*r));
     TAILQ_INIT(&r->in);
     TAILQ_INIT(&r->out);
-    r->pub.body = evbuffer_new();
-    if (r->pub.body == NULL) {
-        free(r);
-        return NULL;
-    }
+    r->pub.body = c->body;
     r->pub.conn = c;
     r->pub.method = "";
     r->pub.target = "";
@@ -441,6 +449,7 @@ static struct req_priv *req_new(struct pg_httpd_conn *c)
     r->pub.peer_addr = c->addr;
     r->pub.peer_port = c->port;
     r->pub.peer = c->peer;
+    r->pub.peer_hostport = c->ss_family_ip ? c->peer : "unix:0";
     r->pub.peer_key = &c->key;
     r->h.minor = 1;
     c->req = r;
@@ -510,6 +519,69 @@ static const char *http_date(void)
     return buf;
 }
 
+/* An answer's head, gathered in a stack buffer and added to @ev in one
+ * evbuffer_add (more than one only for very long configured headers). */
+struct head_out {
+    struct evbuffer *ev;
+    size_t n;
+    bool spilled; /* part of the head is in @ev already */
+    char b[512];
+};
+
+static void put_flush(struct head_out *h)
+{
+    if (h->n > 0) {
+        evbuffer_add(h->ev, h->b, h->n);
+        h->n = 0;
+        h->spilled = true;
+    }
+}
+
+static void put(struct head_out *h, const char *s, size_t n)
+{
+    if (h->n + n > sizeof(h->b)) {
+        put_flush(h);
+        if (n > sizeof(h->b)) {
+            evbuffer_add(h->ev, s, n);
+            return;
+        }
+    }
+    memcpy(h->b + h->n, s, n);
+    h->n += n;
+}
+
+static void put_str(struct head_out *h, const char *s)
+{
+    put(h, s, strlen(s));
+}
+
+/* Decimal digits of @v into @buf (at least 20 bytes, no NUL); their count. */
+static size_t fmt_uint(char *buf, unsigned long long v)
+{
+    char t[20];
+    size_t n = 0;
+
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = t[n - 1 - i];
+    }
+    return n;
+}
+
+/* One sendmsg of @head and @body: bytes the socket took (0 when it took
+ * none or failed; the bufferevent's own write then meets the error). */
+static ssize_t send_head_body(int fd, const void *head, size_t hlen, const void *body, size_t blen)
+{
+    struct iovec iov[2] = {{(void *)head, hlen}, {(void *)body, blen}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = blen > 0 ? 2 : 1};
+    ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+    return n > 0 ? n : 0;
+}
+
 void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, const void *body,
                          size_t len)
 {
@@ -530,34 +602,76 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
                      header_says_close(&r->out) ||
                      (l->max_requests_per_connection > 0 &&
                       c->n_requests >= l->max_requests_per_connection);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", code, status_text(code),
-                        http_date());
-    TAILQ_FOREACH(kv, &r->out, next)
+    /* The head is put together here and added once (no printf: every
+     * answer passes here). */
     {
-        if (strcasecmp(kv->key, "Connection") != 0 && strcasecmp(kv->key, "Content-Length") != 0) {
-            evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value);
+        struct head_out h = {.ev = out};
+        char num[24];
+        size_t blen = 0;
+        ssize_t sent = 0;
+
+        put_str(&h, "HTTP/1.1 ");
+        put(&h, num, fmt_uint(num, (unsigned long long)(code < 0 ? 0 : code)));
+        put(&h, " ", 1);
+        put_str(&h, status_text(code));
+        put_str(&h, "\r\nDate: ");
+        put_str(&h, http_date());
+        put(&h, "\r\n", 2);
+        TAILQ_FOREACH(kv, &r->out, next)
+        {
+            if (strcasecmp(kv->key, "Connection") != 0 &&
+                strcasecmp(kv->key, "Content-Length") != 0) {
+                put_str(&h, kv->key);
+                put(&h, ": ", 2);
+                put_str(&h, kv->value);
+                put(&h, "\r\n", 2);
+            }
         }
-    }
-    if (c->close_after) {
-        evbuffer_add_printf(out, "Connection: close\r\n");
-    } else if (r->h.minor == 0) {
-        evbuffer_add_printf(out, "Connection: keep-alive\r\n");
-    }
-    if (!no_body) {
-        if (ctype != NULL) {
-            evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
+        if (c->close_after) {
+            put_str(&h, "Connection: close\r\n");
+        } else if (r->h.minor == 0) {
+            put_str(&h, "Connection: keep-alive\r\n");
         }
-        evbuffer_add_printf(out, "Content-Length: %zu\r\n", len);
-    }
-    evbuffer_add(out, "\r\n", 2);
-    if (!no_body && len > 0 && strcmp(r->pub.method, "HEAD") != 0) {
-        evbuffer_add(out, body, len);
+        if (!no_body) {
+            if (ctype != NULL) {
+                put_str(&h, "Content-Type: ");
+                put_str(&h, ctype);
+                put(&h, "\r\n", 2);
+            }
+            put_str(&h, "Content-Length: ");
+            put(&h, num, fmt_uint(num, len));
+            put(&h, "\r\n", 2);
+        }
+        put(&h, "\r\n", 2);
+        if (!no_body && len > 0 && strcmp(r->pub.method, "HEAD") != 0) {
+            blen = len;
+        }
+        /* Plain TCP with nothing queued before it (nearly every answer):
+         * straight to the socket, so the output buffer needs no chain;
+         * what the socket does not take is queued as usual. */
+        if (s->ssl_ctx == NULL && !h.spilled && evbuffer_get_length(out) == 0) {
+            sent = send_head_body(c->fd, h.b, h.n, body, blen);
+        }
+        if ((size_t)sent < h.n) {
+            evbuffer_add(out, h.b + sent, h.n - (size_t)sent);
+            sent = 0;
+        } else {
+            sent -= (ssize_t)h.n;
+        }
+        if ((size_t)sent < blen) {
+            evbuffer_add(out, (const char *)body + sent, blen - (size_t)sent);
+        }
     }
     c->state = S_WRITE;
     /* Plain TCP: write now. An answer the socket takes whole (nearly every
      * one) then costs one writev and no epoll changes; it completes from
      * the loop (written_ev), not here, where the caller still holds the
      * request. */
+    if (s->ssl_ctx == NULL && evbuffer_get_length(out) == 0) {
+        set_deadline(c, 0);
+        event_active(c->written_ev, EV_WRITE, 1);
+        return;
+    }
     if (s->ssl_ctx == NULL) {
         int n;
 
@@ -650,11 +764,45 @@ static void body_complete(struct pg_httpd_conn *c)
     }
 }
 
+/* head_end over @len contiguous bytes (the usual case: one read holds the
+ * head): memchr instead of an evbuffer search per line. Same rule. */
+static size_t head_end_flat(struct pg_httpd_conn *c, const char *b, size_t len)
+{
+    size_t i = c->scanned;
+
+    for (;;) {
+        const char *nl = i < len ? memchr(b + i, '\n', len - i) : NULL;
+        size_t p;
+
+        if (nl == NULL) {
+            c->scanned = len;
+            return 0;
+        }
+        p = (size_t)(nl - b);
+        if (p + 1 >= len || (b[p + 1] == '\r' && p + 2 >= len)) {
+            c->scanned = p;
+            return 0;
+        }
+        if (b[p + 1] == '\n') {
+            return p + 2;
+        }
+        if (b[p + 1] == '\r' && b[p + 2] == '\n') {
+            return p + 3;
+        }
+        i = p + 1;
+    }
+}
+
 /* Finds the end of the head (the byte after its blank line); 0 = not yet. */
 static size_t head_end(struct pg_httpd_conn *c, struct evbuffer *in)
 {
     size_t len = evbuffer_get_length(in);
     struct evbuffer_ptr p;
+    struct evbuffer_iovec first;
+
+    if (evbuffer_peek(in, -1, NULL, &first, 1) >= 1 && first.iov_len == len) {
+        return head_end_flat(c, first.iov_base, len);
+    }
 
     if (evbuffer_ptr_set(in, &p, c->scanned, EVBUFFER_PTR_SET) != 0) {
         return 0;
@@ -741,6 +889,29 @@ static void start_body(struct pg_httpd_conn *c)
     process(c);
 }
 
+/* Bytes of a head of @end bytes and its path, rounded for the slots after. */
+static size_t strs_size(size_t end)
+{
+    return (2 * (end + 1) + _Alignof(struct evkeyval) - 1) & ~(_Alignof(struct evkeyval) - 1);
+}
+
+/* c->hbuf holds at least @need bytes, its content kept; false on OOM. */
+static bool head_buf(struct pg_httpd_conn *c, size_t need)
+{
+    char *b;
+
+    if (need <= c->hcap) {
+        return true;
+    }
+    b = realloc(c->hbuf, need);
+    if (b == NULL) {
+        return false;
+    }
+    c->hbuf = b;
+    c->hcap = need;
+    return true;
+}
+
 static void read_head(struct pg_httpd_conn *c)
 {
     struct pg_httpd *s = c->srv;
@@ -748,7 +919,8 @@ static void read_head(struct pg_httpd_conn *c)
     struct pg_http_parse_limits pl = {s->lim.max_target, s->lim.max_headers};
     struct req_priv *r;
     char why[200];
-    size_t end;
+    char *head;
+    size_t end, lines;
     int code;
 
     if (!c->started) {
@@ -792,14 +964,30 @@ static void read_head(struct pg_httpd_conn *c)
         return;
     }
     r = req_new(c);
-    if (r == NULL || (r->head = malloc(end + 1)) == NULL) {
-        conn_close(c);
-        return;
+    {
+        /* One buffer for the request's strings and header slots, kept by
+         * the connection: [head NUL][path NUL][slots], the path no longer
+         * than the head, the headers at most the head's line feeds. */
+        size_t strs = strs_size(end);
+
+        if (!head_buf(c, strs)) {
+            conn_close(c);
+            return;
+        }
+        head = c->hbuf;
+        evbuffer_remove(in, head, end);
+        head[end] = '\0';
+        lines = pg_http_head_lines(head, end);
+        if (!head_buf(c, strs + lines * sizeof(struct evkeyval))) {
+            conn_close(c);
+            return;
+        }
+        head = c->hbuf;
     }
-    evbuffer_remove(in, r->head, end);
-    r->head[end] = '\0';
     c->n_requests++;
-    code = pg_http_parse_head(r->head, end, &pl, &r->in, &r->h, why, sizeof(why));
+    code = pg_http_parse_head_in(head, end, &pl, &r->in,
+                                 (struct evkeyval *)(void *)(head + strs_size(end)), lines, &r->h,
+                                 why, sizeof(why));
     if (code != 0) {
         refuse(c, code, why);
         return;
@@ -811,15 +999,11 @@ static void read_head(struct pg_httpd_conn *c)
     r->pub.content_length = r->h.chunked ? PG_HTTP_NO_LENGTH : r->h.content_length;
     {
         size_t plen = strcspn(r->h.target, "?");
+        char *path = head + end + 1; /* room for end + 1 bytes */
 
-        r->path = malloc(plen + 1);
-        if (r->path == NULL) {
-            conn_close(c);
-            return;
-        }
-        memcpy(r->path, r->h.target, plen);
-        r->path[plen] = '\0';
-        r->pub.path = r->path;
+        memcpy(path, r->h.target, plen);
+        path[plen] = '\0';
+        r->pub.path = path;
     }
     start_body(c);
 }
@@ -1057,6 +1241,10 @@ static void conn_close(struct pg_httpd_conn *c)
     if (c->read_ev != NULL) {
         event_free(c->read_ev);
     }
+    if (c->body != NULL) {
+        evbuffer_free(c->body);
+    }
+    free(c->hbuf);
     if (c->bev != NULL) {
         bufferevent_free(c->bev); /* closes the fd */
     } else if (c->fd >= 0) {
@@ -1093,7 +1281,8 @@ static void format_peer(struct pg_httpd_conn *c, const struct sockaddr_storage *
     } else {
         snprintf(c->addr, sizeof(c->addr), "unix");
     }
-    if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) {
+    c->ss_family_ip = ss->ss_family == AF_INET || ss->ss_family == AF_INET6;
+    if (c->ss_family_ip) {
         pg_http_hostport(c->peer, sizeof(c->peer), c->addr, c->port);
     } else {
         snprintf(c->peer, sizeof(c->peer), "unix");
@@ -1134,12 +1323,13 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
     c->timer = evtimer_new(s->base, on_timer, c);
+    c->body = evbuffer_new();
     c->written_ev = event_new(s->base, -1, 0, on_written, c);
     if (s->ssl_ctx == NULL) {
         c->read_max = HEAD_READ_BYTES;
         c->read_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_sock_read, c);
     }
-    if (c->bev == NULL || c->timer == NULL || c->written_ev == NULL ||
+    if (c->bev == NULL || c->timer == NULL || c->written_ev == NULL || c->body == NULL ||
         (s->ssl_ctx == NULL && c->read_ev == NULL)) {
         conn_close(c);
         return;

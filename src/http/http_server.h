@@ -66,7 +66,9 @@ struct pg_httpd_req {
     bool chunked;
     const char *peer_addr;       /* "127.0.0.1", "::1", "unix" */
     unsigned peer_port;
-    const char *peer;            /* "127.0.0.1:5555" / "[::1]:5555" for logs */
+    const char *peer;            /* "127.0.0.1:5555" / "[::1]:5555" / "unix" for logs */
+    const char *peer_hostport;   /* pg_http_hostport(peer_addr, peer_port), formatted once
+                                  * per connection: "unix:0" for a unix socket */
     const void *peer_key;        /* struct pg_peer_key (http/conn_limits.h) */
     size_t reserved;             /* free for the handler (admitted bytes) */
     void *user;                  /* free for the handler */

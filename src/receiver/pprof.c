@@ -654,6 +654,9 @@ static void rx_destroy(void *state)
             event_base_free(lp->base);
         }
     }
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        pg_rx_job_cache_free(&rx->loops[i]);
+    }
     free(rx->loops);
     remove_socket_file(rx);
     if (rx->ssl_ctx != NULL) { /* after the connections using it */

@@ -192,7 +192,7 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
     uint8_t *raw;
     bool to_pool;
 
-    job = calloc(1, sizeof(*job));
+    job = pg_rx_job_new(lp);
     if (job == NULL) {
         struct pg_status st;
 
@@ -246,7 +246,7 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
         /* The request belongs to the server and the loop: copy what the
          * batch keeps now (a metadata failure is reported after
          * translation, as it always was). */
-        job->md.peer_addr = pg_http_format_peer(job->arena, req->peer_addr, req->peer_port);
+        job->md.peer_addr = pg_arena_strdup(job->arena, req->peer_hostport);
         if (rx->cfg.server.include_metadata) {
             job->md_err = pg_http_metadata_from_headers(job->arena, in, NULL, &job->md,
                                                         &job->md_st);

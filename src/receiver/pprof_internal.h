@@ -72,6 +72,10 @@ struct rx_loop {
     struct code_metric codes[16], refused_codes[16];
     size_t n_codes, n_refused_codes;
     struct pg_metric *m_conns;     /* connections this loop accepted */
+    /* Ended jobs kept for the next requests (at most JOB_CACHE), owned:
+     * a push then allocates no job. */
+    struct rx_job *free_jobs;
+    size_t n_free_jobs;
 };
 
 enum { LOOP_RUN = 0, LOOP_STOP, LOOP_EXIT };
@@ -155,6 +159,11 @@ void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
 
 /* ---- pprof_workers.c: translation jobs ----------------------------------- */
 
+/* A zeroed job for a request on @lp (from its cache when it has one);
+ * NULL on OOM. Loop thread. */
+struct rx_job *pg_rx_job_new(struct rx_loop *lp);
+/* Frees @lp's cached jobs (teardown, once no job can end any more). */
+void pg_rx_job_cache_free(struct rx_loop *lp);
 /* Translates @job inline (small bodies, or no workers) or queues it for a
  * worker; either way the job is finished on the loop thread. Takes @job. */
 void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job);

@@ -41,9 +41,41 @@ struct rx_pool {
 };
 
 
-/* Ends a job: gives back its memory admission and frees it. */
+/* Jobs a loop keeps for reuse: as many as it has requests in flight at
+ * once in the common case, so memory stays bounded and small. */
+#define JOB_CACHE 8
+
+struct rx_job *pg_rx_job_new(struct rx_loop *lp)
+{
+    struct rx_job *job = lp->free_jobs;
+
+    if (job == NULL) {
+        return calloc(1, sizeof(*job));
+    }
+    lp->free_jobs = job->next;
+    lp->n_free_jobs--;
+    memset(job, 0, sizeof(*job));
+    return job;
+}
+
+void pg_rx_job_cache_free(struct rx_loop *lp)
+{
+    while (lp->free_jobs != NULL) {
+        struct rx_job *job = lp->free_jobs;
+
+        lp->free_jobs = job->next;
+        free(job);
+    }
+    lp->n_free_jobs = 0;
+}
+
+/* Ends a job: gives back its memory admission and frees it (into its
+ * loop's cache when there is room). Loop thread, or the main thread once
+ * every other loop's thread has ended. */
 static void job_free(struct rx_job *job)
 {
+    struct rx_loop *lp = job->loop;
+
     pg_memlimit_release(job->admitted);
     if (job->body != NULL) {
         evbuffer_free(job->body);
@@ -51,6 +83,12 @@ static void job_free(struct rx_job *job)
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
+    if (lp != NULL && lp->n_free_jobs < JOB_CACHE) {
+        job->next = lp->free_jobs;
+        lp->free_jobs = job;
+        lp->n_free_jobs++;
+        return;
+    }
     free(job);
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * libFuzzer target for the HTTP/1.x request parser. The input is a request
  * as a client would send it: the head up to its blank line goes to
- * pg_http_parse_head, the rest to the chunked decoder, fed in pieces whose
+ * pg_http_parse_head (and pg_http_parse_head_in, which must agree with it),
+ * the rest to the chunked decoder, fed in pieces whose
  * sizes come from the head's length. Invariants: an accepted head has a
  * method and target made of allowed bytes, never both framings, and no
  * header value holds CR, LF or NUL; the decoder always makes progress,
@@ -69,6 +70,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else {
         check(code >= 400 && code < 600 && why[0] != '\0');
+    }
+    {
+        /* The allocation-free variant (the server's) agrees: same answer,
+         * same header list, entries inside its own copy of the head. The
+         * slots are exactly the head's line feeds: never too few. */
+        char *head2 = malloc(hl + 1);
+        size_t lines = pg_http_head_lines((const char *)data, hl);
+        struct evkeyval *slots = malloc((lines + 1) * sizeof(*slots));
+        struct evkeyvalq h2;
+        struct pg_http_head out2;
+        char why2[200];
+        const struct evkeyval *a, *b;
+
+        check(head2 != NULL && slots != NULL);
+        TAILQ_INIT(&h2);
+        memcpy(head2, data, hl);
+        head2[hl] = '\0';
+        check(pg_http_parse_head_in(head2, hl, &lim, &h2, slots, lines, &out2, why2,
+                                    sizeof(why2)) == code);
+        check(code == 0 || strcmp(why, why2) == 0);
+        for (a = TAILQ_FIRST(&h), b = TAILQ_FIRST(&h2); code == 0 && a != NULL;
+             a = TAILQ_NEXT(a, next), b = TAILQ_NEXT(b, next)) {
+            check(b != NULL && b >= slots && b < slots + lines);
+            check(b->key >= head2 && b->value >= head2 && b->value <= head2 + hl);
+            check(strcmp(a->key, b->key) == 0 && strcmp(a->value, b->value) == 0);
+        }
+        check(code != 0 || b == NULL);
+        free(slots);
+        free(head2);
     }
     evhttp_clear_headers(&h);
     free(head);

@@ -117,6 +117,36 @@ PG_TEST(test_heads)
         } else {
             CHECK(why[0] != '\0');
         }
+        {
+            /* The allocation-free variant gives the same answer and the
+             * same header list, its entries pointing into the buffer. */
+            char *buf2 = malloc(len + 1);
+            size_t lines = pg_http_head_lines(c->head, len);
+            struct evkeyval *slots = calloc(lines + 1, sizeof(*slots));
+            struct evkeyvalq h2;
+            struct pg_http_head out2;
+            char why2[160] = "";
+            const struct evkeyval *a, *b;
+
+            TAILQ_INIT(&h2);
+            memcpy(buf2, c->head, len);
+            buf2[len] = '\0';
+            CHECK_INT(pg_http_parse_head_in(buf2, len, &lim, &h2, slots, lines, &out2, why2,
+                                            sizeof(why2)),
+                      code);
+            CHECK_STR(why2, why);
+            for (a = TAILQ_FIRST(&h), b = TAILQ_FIRST(&h2); code == 0 && a != NULL;
+                 a = TAILQ_NEXT(a, next), b = TAILQ_NEXT(b, next)) {
+                CHECK(b != NULL && b->key >= buf2 && b->key < buf2 + len);
+                if (b == NULL) {
+                    break;
+                }
+                CHECK_STR(b->key, a->key);
+                CHECK_STR(b->value, a->value);
+            }
+            free(slots);
+            free(buf2);
+        }
         evhttp_clear_headers(&h);
         free(buf);
     }
@@ -142,6 +172,18 @@ PG_TEST(test_head_limits)
     CHECK_STR(out.target, "/p?q=1");
     CHECK_STR(evhttp_find_header(&h, "x-key"), "v");
     evhttp_clear_headers(&h);
+    {
+        /* Fewer slots than header lines: refused, never written past. */
+        char d[] = "GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\n\r\n";
+        struct evkeyval one[1];
+        struct pg_http_parse_limits many = {16, 0};
+
+        TAILQ_INIT(&h);
+        CHECK_INT(pg_http_head_lines(d, strlen(d)), 4);
+        CHECK_INT(pg_http_parse_head_in(d, strlen(d), &many, &h, one, 1, &out, why, sizeof(why)),
+                  431);
+        CHECK_STR(TAILQ_FIRST(&h)->key, "Host");
+    }
 }
 
 /* Feeds @in in pieces of @step bytes; returns the body or NULL on error. */

@@ -205,6 +205,48 @@ PG_TEST(test_metadata_from_headers)
     CHECK_STR(pg_metadata_get(&md, "host", 0), "real:1");
     evhttp_clear_headers(&h);
 
+    evhttp_clear_headers(&h);
+    /* Non-ASCII bytes: valid UTF-8 kept as sent, invalid bytes replaced,
+     * keys lower-cased (ASCII letters only). */
+    TAILQ_INIT(&h);
+    evhttp_add_header(&h, "X-Caf\xc3\xa9", "caf\xc3\xa9");
+    evhttp_add_header(&h, "X-Bad", "a\xff" "b");
+    evhttp_add_header(&h, "X-Long-Ascii", "0123456789abcdefghijklmnopqrstuvwxyz");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
+    CHECK_INT(md.n, 3);
+    CHECK_STR(md.entries[0].key, "x-caf\xc3\xa9");
+    CHECK_STR(md.entries[0].value, "caf\xc3\xa9");
+    CHECK_STR(md.entries[1].value, "a\xef\xbf\xbd" "b");
+    CHECK_STR(md.entries[2].key, "x-long-ascii");
+    CHECK_STR(md.entries[2].value, "0123456789abcdefghijklmnopqrstuvwxyz");
+    CHECK(md.entries[2].value != TAILQ_LAST(&h, evkeyvalq)->value); /* a copy */
+    evhttp_clear_headers(&h);
+    TAILQ_INIT(&h);
+
+    /* Lower-casing eight bytes a step: only A-Z change, the bytes around
+     * them ('@', '[', '`', '{') and a non-ASCII tail stay as sent. */
+    evhttp_add_header(&h, "@ABCDEFGHIJKLMNOPQRSTUVWXYZ[`az{~0189-_.Caf\xc3\x89", "v");
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
+    CHECK_STR(md.entries[0].key, "@abcdefghijklmnopqrstuvwxyz[`az{~0189-_.caf\xc3\x89");
+    evhttp_clear_headers(&h);
+    TAILQ_INIT(&h);
+
+    /* More headers than the length memo holds: every one copied whole. */
+    for (int k = 0; k < 40; k++) {
+        char key[16], val[24];
+
+        snprintf(key, sizeof(key), "X-H%d", k);
+        snprintf(val, sizeof(val), "value-%d", k * 7);
+        evhttp_add_header(&h, key, val);
+    }
+    CHECK_INT(pg_http_metadata_from_headers(arena, &h, "gw:1", &md, &st), PG_ERR_OK);
+    CHECK_INT(md.n, 41);
+    CHECK_STR(md.entries[39].key, "x-h39");
+    CHECK_STR(md.entries[39].value, "value-273");
+    CHECK_STR(md.entries[40].value, "gw:1");
+    evhttp_clear_headers(&h);
+    TAILQ_INIT(&h);
+
     /* No headers and no host: empty metadata. */
     CHECK_INT(pg_http_metadata_from_headers(arena, &h, NULL, &md, &st), PG_ERR_OK);
     CHECK_INT(md.n, 0);
@@ -226,6 +268,34 @@ PG_TEST(test_peer_and_header_checks)
     CHECK_STR(pg_http_format_peer(arena, "127.0.0.1", 5678), "127.0.0.1:5678");
     CHECK_STR(pg_http_format_peer(arena, "::1", 80), "[::1]:80");
     CHECK(pg_http_format_peer(arena, NULL, 80) == NULL);
+    CHECK_STR(pg_http_format_peer(arena, "unix", 0), "unix:0");
+    {
+        /* snprintf's contract: the full length returned, the output cut
+         * to the buffer and always terminated. */
+        static const struct {
+            const char *addr;
+            unsigned port;
+        } hp[] = {{"127.0.0.1", 5678}, {"::1", 80}, {"unix", 0}, {"", 65535},
+                  {"ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", 4294967295u}};
+
+        for (size_t i = 0; i < sizeof(hp) / sizeof(hp[0]); i++) {
+            for (size_t size = 0; size < 64; size++) {
+                char want[64], got[64];
+                int wn = snprintf(want, size, strchr(hp[i].addr, ':') ? "[%s]:%u" : "%s:%u",
+                                  hp[i].addr, hp[i].port);
+                int gn;
+
+                memset(got, 'x', sizeof(got));
+                gn = pg_http_hostport(size ? got : NULL, size, hp[i].addr, hp[i].port);
+                CHECK_INT(gn, wn);
+                if (size > 0) {
+                    CHECK_STR(got, want);
+                }
+                CHECK(size == 0 || (size_t)gn + 1 < size || got[size - 1] == '\0');
+                CHECK(size >= sizeof(got) || got[size] == 'x' || size == 0);
+            }
+        }
+    }
     CHECK(pg_http_header_ok("X-Gateway", "pprofgate"));
     CHECK(pg_http_header_ok("Strict-Transport-Security", "max-age=1"));
     CHECK(!pg_http_header_ok("Bad Header", "x"));

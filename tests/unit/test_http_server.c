@@ -3,7 +3,12 @@
  * fails with EMFILE while connections wait in the backlog. The listener must
  * pause (reported, bounded in number) instead of spinning the loop, and
  * accept the waiting connections once fds are back. Clients run in a child
- * process so their sockets do not count against our limit. */
+ * process so their sockets do not count against our limit.
+ * Also: one keep-alive connection carries requests of very different heads
+ * (the connection reuses its request, head buffer and body buffer), some
+ * pipelined, and every answer must carry its own request's path, header and
+ * body. */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,7 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
 
 #include "pg_test.h"
 #include "http/http_server.h"
@@ -157,4 +164,139 @@ PG_TEST(test_emfile_pauses_accept)
     event_base_free(base);
 }
 
-PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept))
+/* Echoes "path|X-V|body" (200), reading the body out of r->body. */
+static void on_echo(struct pg_httpd_req *r, void *arg)
+{
+    char out[4096];
+    const char *v = evhttp_find_header(r->in, "X-V");
+    int n = snprintf(out, sizeof(out), "%s|%s|", r->path, v != NULL ? v : "-");
+    size_t blen = evbuffer_get_length(r->body);
+
+    (void)arg;
+    if (n < 0 || (size_t)n + blen > sizeof(out)) {
+        pg_httpd_reply(r, 500, "too long");
+        return;
+    }
+    evbuffer_remove(r->body, out + n, blen);
+    pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n + blen);
+}
+
+static bool on_head_ok(struct pg_httpd_req *r, void *arg)
+{
+    (void)r;
+    (void)arg;
+    return true;
+}
+
+/* Client side (child process): sends @req, then reads until it has seen
+ * each of @want (in order) as an answer's body; false on a mismatch. */
+static bool exchange(int fd, const char *req, size_t len, const char *const *want, int n_want)
+{
+    static char got[1 << 16];
+    size_t have = 0, off = 0;
+
+    if (send(fd, req, len, 0) != (ssize_t)len) {
+        return false;
+    }
+    for (int i = 0; i < n_want; i++) {
+        for (;;) {
+            char *end = memmem(got + off, have - off, "\r\n\r\n", 4);
+            char *cl = end != NULL ? memmem(got + off, (size_t)(end - (got + off)),
+                                            "Content-Length: ", 16)
+                                   : NULL;
+            size_t blen = cl != NULL ? strtoul(cl + 16, NULL, 10) : 0;
+
+            if (end != NULL && cl != NULL && (size_t)(end + 4 - got) + blen <= have) {
+                if (blen != strlen(want[i]) || memcmp(end + 4, want[i], blen) != 0) {
+                    fprintf(stderr, "  answer %d: %.*s, want %s\n", i, (int)blen, end + 4,
+                            want[i]);
+                    return false;
+                }
+                off = (size_t)(end + 4 - got) + blen;
+                break;
+            }
+            ssize_t r = recv(fd, got + have, sizeof(got) - have, 0);
+
+            if (r <= 0) {
+                return false;
+            }
+            have += (size_t)r;
+        }
+    }
+    return true;
+}
+
+PG_TEST(test_keepalive_reuse)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .max_body = 4096,
+                                  .max_header_bytes = 32768,
+                                  .max_target = 256,
+                                  .max_headers = 100,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_echo,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_httpd *s;
+    int status = -1;
+    pid_t child;
+
+    CHECK(base != NULL && lfd >= 0);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return;
+    }
+    child = fork();
+    if (child == 0) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        static char big[24576];
+        size_t n = 0;
+        const char *w1[] = {"/a|1|hello"};
+        const char *w2[] = {"/big|2|xy"};
+        const char *w3[] = {"/c|3|", "/d|-|z", "/e|5|12345"};
+        const char *small = "POST /a?q=1 HTTP/1.1\r\nHost: x\r\nX-V: 1\r\n"
+                            "Content-Length: 5\r\n\r\nhello";
+        const char *piped = "GET /c HTTP/1.1\r\nHost: x\r\nX-V: 3\r\n\r\n"
+                            "POST /d HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nz"
+                            "POST /e HTTP/1.1\r\nHost: x\r\nX-V: 5\r\nContent-Length: 5\r\n"
+                            "\r\n12345";
+
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            _exit(2);
+        }
+        /* A head over the kept buffer size (~20 KiB, 90 headers). */
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "POST /big HTTP/1.1\r\nHost: x\r\n");
+        for (int i = 0; i < 90; i++) {
+            n += (size_t)snprintf(big + n, sizeof(big) - n, "X-Pad-%d: %0200d\r\n", i, i);
+        }
+        n += (size_t)snprintf(big + n, sizeof(big) - n,
+                              "X-V: 2\r\nContent-Length: 2\r\n\r\nxy");
+        _exit(exchange(fd, small, strlen(small), w1, 1) && exchange(fd, big, n, w2, 1) &&
+                      exchange(fd, small, strlen(small), w1, 1) &&
+                      exchange(fd, piped, strlen(piped), w3, 3)
+                  ? 0
+                  : 1);
+    }
+    CHECK(child > 0);
+    for (int i = 0; i < 40 && waitpid(child, &status, WNOHANG) == 0; i++) {
+        run_loop(base, 0.05);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT((int)pg_httpd_accepted(s), 1);
+    pg_httpd_free(s);
+    event_base_free(base);
+}
+
+PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse))
