@@ -307,22 +307,6 @@ int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port)
     return (int)total;
 }
 
-char *pg_http_format_peer(struct pg_arena *arena, const char *addr, unsigned port)
-{
-    size_t room;
-    char *s;
-
-    if (addr == NULL) {
-        return NULL;
-    }
-    room = strlen(addr) + 2 + 1 + 10 + 1; /* [addr]:port NUL */
-    s = pg_arena_alloc(arena, room);
-    if (s != NULL) {
-        pg_http_hostport(s, room, addr, port);
-    }
-    return s;
-}
-
 bool pg_http_header_ok(const char *name, const char *value)
 {
     /* RFC 9110 tchar */

@@ -58,8 +58,6 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
 /* "1.2.3.4:5678", or "[::1]:5678" for addresses holding ':', into @buf
  * (snprintf's result). */
 int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port);
-/* The same in @arena; NULL when @addr is NULL or on OOM. */
-char *pg_http_format_peer(struct pg_arena *arena, const char *addr, unsigned port);
 
 /* Validates a header name/value pair from config `response_headers`: a token
  * name and a value without CR/LF/NUL. */

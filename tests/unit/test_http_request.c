@@ -263,12 +263,14 @@ PG_TEST(test_metadata_from_headers)
 
 PG_TEST(test_peer_and_header_checks)
 {
-    struct pg_arena *arena = pg_arena_create(0);
+    char peer[64];
 
-    CHECK_STR(pg_http_format_peer(arena, "127.0.0.1", 5678), "127.0.0.1:5678");
-    CHECK_STR(pg_http_format_peer(arena, "::1", 80), "[::1]:80");
-    CHECK(pg_http_format_peer(arena, NULL, 80) == NULL);
-    CHECK_STR(pg_http_format_peer(arena, "unix", 0), "unix:0");
+    pg_http_hostport(peer, sizeof(peer), "127.0.0.1", 5678);
+    CHECK_STR(peer, "127.0.0.1:5678");
+    pg_http_hostport(peer, sizeof(peer), "::1", 80);
+    CHECK_STR(peer, "[::1]:80");
+    pg_http_hostport(peer, sizeof(peer), "unix", 0);
+    CHECK_STR(peer, "unix:0");
     {
         /* snprintf's contract: the full length returned, the output cut
          * to the buffer and always terminated. */
@@ -301,7 +303,6 @@ PG_TEST(test_peer_and_header_checks)
     CHECK(!pg_http_header_ok("Bad Header", "x"));
     CHECK(!pg_http_header_ok("X-Inject", "a\r\nSet-Cookie: x"));
     CHECK(!pg_http_header_ok("", "x"));
-    pg_arena_destroy(arena);
 }
 
 PG_TEST_MAIN(PG_CASE(test_parse_content_encoding),
