@@ -182,7 +182,7 @@ static inline uint8_t *u64f_write(uint8_t *p, unsigned field, uint64_t v)
     return p;
 }
 
-/* Packed repeated int32 / int64. A short array (most: a sample's values and attributes) is
+/* Packed repeated int32 (a Sample's packed fields are written by bp_pi*_write). A short array is
  * measured again when written instead of taking a cache slot; longer ones cache their
  * payload length. Both passes decide on n alone, so they stay in step. */
 #define PACKED_RECOUNT 8
@@ -232,35 +232,6 @@ static inline uint8_t *pi32_write(struct enc *e, uint8_t *p, unsigned field, con
     }
     for (size_t i = 0; i < n; i++) {
         p = pg_pb_put_varint(p, (uint64_t)(int64_t)v[i]);
-    }
-    return p;
-}
-
-static inline size_t pi64_size(struct enc *e, const int64_t *v, size_t n)
-{
-    size_t slot;
-
-    if (n <= PACKED_RECOUNT) {
-        return n == 0 ? 0 : emb(pi64_len(v, n));
-    }
-    slot = reserve(e);
-    return emb(fill(e, slot, pi64_len(v, n)));
-}
-
-static inline uint8_t *pi64_write(struct enc *e, uint8_t *p, unsigned field, const int64_t *v,
-                                  size_t n)
-{
-    if (n == 0) {
-        return p;
-    }
-    if (n <= PACKED_RECOUNT) {
-        *p++ = TAG(field, PG_PB_LEN);
-        p = pg_pb_put_varint(p, pi64_len(v, n));
-    } else {
-        p = hdr(e, p, field);
-    }
-    for (size_t i = 0; i < n; i++) {
-        p = pg_pb_put_varint(p, (uint64_t)v[i]);
     }
     return p;
 }
@@ -530,24 +501,93 @@ static uint8_t *wr_vt(uint8_t *p, const struct pg_otlp_valuetype *m)
     return UNK_WRITE(m, p);
 }
 
-static size_t sz_sample(struct enc *e, const struct pg_otlp_sample *m)
+/* A Sample takes no size-cache slot: the sizing pass only adds its length to the profile's,
+ * and the writing pass writes it behind a one-byte length that is patched afterwards (moved
+ * up when the body turns out to be 128 bytes or more, which SDK samples never are). Its
+ * packed fields are written the same way, so the values are walked once when written. */
+static inline size_t sample_len(const struct pg_otlp_sample *m)
 {
-    size_t slot = reserve(e);
-    size_t n = i32f_size(m->stack_index) +
-               pi32_size(e, m->attribute_indices, m->n_attribute_indices) +
-               i32f_size(m->link_index) + pi64_size(e, m->values, m->n_values) +
+    size_t n = i32f_size(m->stack_index) + i32f_size(m->link_index) +
                pf64_size(m->n_timestamps_unix_nano);
-    return fill(e, slot, n + UNK_SIZE(m));
+
+    if (m->n_attribute_indices != 0) {
+        n += emb(pi32_len(m->attribute_indices, m->n_attribute_indices));
+    }
+    if (m->n_values != 0) {
+        n += emb(pi64_len(m->values, m->n_values));
+    }
+    return n + UNK_SIZE(m);
 }
 
-static uint8_t *wr_sample(struct enc *e, uint8_t *p, const struct pg_otlp_sample *m)
+/* The body written at @body (one byte after @lenp) is @len bytes long: store the length at
+ * @lenp, moving the body up when it needs more than one byte. Returns the byte after it. */
+static uint8_t *patch_len_slow(uint8_t *lenp, uint8_t *body, size_t len)
 {
+    size_t vl = pg_pb_varint_len(len);
+
+    memmove(lenp + vl, body, len);
+    pg_pb_put_varint(lenp, len);
+    return lenp + vl + len;
+}
+
+static inline uint8_t *patch_len(uint8_t *lenp, uint8_t *end)
+{
+    size_t len = (size_t)(end - lenp - 1);
+
+    if (__builtin_expect(len < 0x80, 1)) {
+        *lenp = (uint8_t)len;
+        return end;
+    }
+    return patch_len_slow(lenp, lenp + 1, len);
+}
+
+static inline uint8_t *bp_pi32_write(uint8_t *p, unsigned field, const int32_t *v, size_t n)
+{
+    uint8_t *lenp;
+
+    if (n == 0) {
+        return p;
+    }
+    *p = TAG(field, PG_PB_LEN);
+    lenp = p + 1;
+    p += 2;
+    for (size_t i = 0; i < n; i++) {
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)v[i]);
+    }
+    return patch_len(lenp, p);
+}
+
+static inline uint8_t *bp_pi64_write(uint8_t *p, unsigned field, const int64_t *v, size_t n)
+{
+    uint8_t *lenp;
+
+    if (n == 0) {
+        return p;
+    }
+    *p = TAG(field, PG_PB_LEN);
+    lenp = p + 1;
+    p += 2;
+    for (size_t i = 0; i < n; i++) {
+        p = pg_pb_put_varint(p, (uint64_t)v[i]);
+    }
+    return patch_len(lenp, p);
+}
+
+/* Writes field 2 of Profile (tag, length, body). Writing the body one byte past its final
+ * place is safe: the exact-size buffer ends after the body's final place. */
+static inline uint8_t *wr_sample(uint8_t *p, const struct pg_otlp_sample *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(2, PG_PB_LEN);
+    p += 2;
     p = i32f_write(p, 1, m->stack_index);
-    p = pi32_write(e, p, 2, m->attribute_indices, m->n_attribute_indices);
+    p = bp_pi32_write(p, 2, m->attribute_indices, m->n_attribute_indices);
     p = i32f_write(p, 3, m->link_index);
-    p = pi64_write(e, p, 4, m->values, m->n_values);
+    p = bp_pi64_write(p, 4, m->values, m->n_values);
     p = pf64_write(p, 5, m->timestamps_unix_nano, m->n_timestamps_unix_nano);
-    return UNK_WRITE(m, p);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
 }
 
 static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
@@ -558,7 +598,7 @@ static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
         n += emb(sz_vt(e, m->sample_type));
     }
     for (size_t i = 0; i < m->n_samples; i++) {
-        n += emb(sz_sample(e, m->samples[i]));
+        n += emb(sample_len(m->samples[i]));
     }
     n += m->time_unix_nano ? 9 : 0;
     n += u64f_size(m->duration_nano);
@@ -581,8 +621,7 @@ static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profi
         p = wr_vt(p, m->sample_type);
     }
     for (size_t i = 0; i < m->n_samples; i++) {
-        p = hdr(e, p, 2);
-        p = wr_sample(e, p, m->samples[i]);
+        p = wr_sample(p, m->samples[i]);
     }
     if (m->time_unix_nano) {
         *p++ = TAG(3, PG_PB_I64);

@@ -160,8 +160,12 @@ PG_TEST(edge_rules_match_protobuf_c)
     struct pg_otlp_profile prof = P(PROFILE);
     struct pg_otlp_profile *profs[1] = {&prof};
     struct pg_otlp_valuetype vt = P(VALUE_TYPE);
-    struct pg_otlp_sample s1 = P(SAMPLE), s2 = P(SAMPLE);
-    struct pg_otlp_sample *samples[2] = {&s1, &s2};
+    struct pg_otlp_sample s1 = P(SAMPLE), s2 = P(SAMPLE), s3 = P(SAMPLE), s4 = P(SAMPLE);
+    struct pg_otlp_sample *samples[4] = {&s1, &s2, &s3, &s4};
+    /* Samples and packed fields of 128 bytes and more (two- and three-byte lengths: the
+     * writer patches a one-byte length and moves the body up). */
+    static int32_t many_neg[20];
+    static int64_t many_vals[2000];
     int32_t neg[3] = {-1, 0, 300};
     int64_t vals[3] = {-5, 0, INT64_MAX};
     int32_t deep[12] = {1, -1, 127, 128, 16383, 16384, INT32_MAX, INT32_MIN, 0, 2, 3, 4};
@@ -264,8 +268,28 @@ PG_TEST(edge_rules_match_protobuf_c)
     s1.timestamps_unix_nano = ts;
     s2.base.n_unknown_fields = 1;
     s2.base.unknown_fields = &unk[1];
+    for (int i = 0; i < 20; i++) {
+        many_neg[i] = -i - 1;
+    }
+    for (int i = 0; i < 2000; i++) {
+        many_vals[i] = INT64_MAX - i;
+    }
+    s3.stack_index = 200;
+    s3.n_attribute_indices = 20; /* 200 bytes packed */
+    s3.attribute_indices = many_neg;
+    s3.link_index = 3;
+    s3.n_values = 14; /* 126 bytes packed, sample 337 bytes */
+    s3.values = many_vals;
+    s3.n_timestamps_unix_nano = 2;
+    s3.timestamps_unix_nano = ts;
+    s4.n_attribute_indices = 12; /* 120 bytes packed */
+    s4.attribute_indices = many_neg;
+    s4.n_values = 2000; /* 18000 bytes packed */
+    s4.values = many_vals;
+    s4.base.n_unknown_fields = 2;
+    s4.base.unknown_fields = unk;
     prof.sample_type = &vt;
-    prof.n_samples = 2;
+    prof.n_samples = 4;
     prof.samples = samples;
     prof.time_unix_nano = 1700000000000000000ull;
     prof.duration_nano = 10;
