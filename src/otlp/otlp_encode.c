@@ -22,7 +22,18 @@ struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */
     size_t n, cap, rd;
     bool nomem, too_big;
+    /* Samples encoded during the sizing pass (malloc'd, freed with the cache); the writing
+     * pass copies each profile's block. Off once it would pass SCRATCH_MAX. */
+    uint8_t *scr;
+    size_t scr_len, scr_cap;
+    bool scr_off;
 };
+
+/* A small request's samples are encoded once, while sizing, and copied when writing (the
+ * copy is cheaper than sizing them). A large request sizes them, then writes them, rather
+ * than hold another copy of its samples (peak memory). */
+#define SCRATCH_MAX ((size_t)256 << 10)
+#define SCRATCH_MIN ((size_t)16 << 10)
 
 /* ---- primitives --------------------------------------------------------- */
 
@@ -590,6 +601,81 @@ static inline uint8_t *wr_sample(uint8_t *p, const struct pg_otlp_sample *m)
     return patch_len(lenp, p);
 }
 
+/* Room for the sample at most: tag and a 10-byte length, stack and link indexes, the packed
+ * fields' tags and lengths, 10 bytes a value, 8 a timestamp. */
+static inline size_t sample_bound(const struct pg_otlp_sample *m)
+{
+    return 66 + 10 * (m->n_attribute_indices + m->n_values) + 8 * m->n_timestamps_unix_nano +
+           UNK_SIZE(m);
+}
+
+static bool scratch_room(struct enc *e, size_t need)
+{
+    size_t cap = e->scr_cap ? e->scr_cap : SCRATCH_MIN;
+    uint8_t *nb;
+
+    while (cap - e->scr_len < need) {
+        cap *= 2;
+        if (cap > SCRATCH_MAX) {
+            return false;
+        }
+    }
+    nb = realloc(e->scr, cap);
+    if (nb == NULL) {
+        return false;
+    }
+    e->scr = nb;
+    e->scr_cap = cap;
+    return true;
+}
+
+/* The Samples of a profile: two cache slots (scratch offset + 1, or 0 when they are to be
+ * written from the structs; and the block's length). Returns the block's length. */
+static size_t sz_samples(struct enc *e, struct pg_otlp_sample *const *s, size_t ns)
+{
+    size_t at = reserve(e), lslot = reserve(e), start = e->scr_len, n = 0;
+
+    if (!e->scr_off) {
+        size_t i;
+        for (i = 0; i < ns; i++) {
+            size_t b = sample_bound(s[i]);
+            if (e->scr_cap - e->scr_len < b && !scratch_room(e, b)) {
+                break;
+            }
+            e->scr_len = (size_t)(wr_sample(e->scr + e->scr_len, s[i]) - e->scr);
+        }
+        if (i == ns) {
+            fill(e, at, start + 1);
+            return fill(e, lslot, e->scr_len - start);
+        }
+        e->scr_off = true; /* too large: this profile and the rest are sized */
+        e->scr_len = start;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        n += emb(sample_len(s[i]));
+    }
+    fill(e, at, 0);
+    return fill(e, lslot, n);
+}
+
+static inline uint8_t *wr_samples(struct enc *e, uint8_t *p, struct pg_otlp_sample *const *s,
+                                  size_t ns)
+{
+    size_t at = e->sz[e->rd], len = e->sz[e->rd + 1];
+
+    e->rd += 2;
+    if (at != 0) {
+        if (len > 0) {
+            memcpy(p, e->scr + at - 1, len);
+        }
+        return p + len;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p = wr_sample(p, s[i]);
+    }
+    return p;
+}
+
 static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
 {
     size_t slot = reserve(e), n = 0;
@@ -597,9 +683,7 @@ static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
     if (m->sample_type != NULL) {
         n += emb(sz_vt(e, m->sample_type));
     }
-    for (size_t i = 0; i < m->n_samples; i++) {
-        n += emb(sample_len(m->samples[i]));
-    }
+    n += sz_samples(e, m->samples, m->n_samples);
     n += m->time_unix_nano ? 9 : 0;
     n += u64f_size(m->duration_nano);
     if (m->period_type != NULL) {
@@ -620,9 +704,7 @@ static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profi
         p = hdr(e, p, 1);
         p = wr_vt(p, m->sample_type);
     }
-    for (size_t i = 0; i < m->n_samples; i++) {
-        p = wr_sample(p, m->samples[i]);
-    }
+    p = wr_samples(e, p, m->samples, m->n_samples);
     if (m->time_unix_nano) {
         *p++ = TAG(3, PG_PB_I64);
         p = pg_pb_put_fixed64(p, m->time_unix_nano);
@@ -904,16 +986,19 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
     total += UNK_SIZE(req);
     if (e.nomem) {
         free(e.sz);
+        free(e.scr);
         return pg_status_set(st, PG_ERR_NOMEM, "no memory to size a %zu-message OTLP request",
                              e.n);
     }
     if (e.too_big) {
         free(e.sz);
+        free(e.scr);
         return pg_status_set(st, PG_ERR_LIMIT, "OTLP request has a message over 4 GiB");
     }
     buf = pg_arena_alloc(arena, total ? total : 1);
     if (buf == NULL) {
         free(e.sz);
+        free(e.scr);
         return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                              "no memory to encode a %zu-byte OTLP request", total);
     }
@@ -928,6 +1013,7 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
     }
     p = UNK_WRITE(req, p);
     free(e.sz);
+    free(e.scr);
     if ((size_t)(p - buf) != total || e.rd != e.n) {
         return pg_status_set(st, PG_ERR_INTERNAL, "OTLP encoder wrote %zu of %zu bytes",
                              (size_t)(p - buf), total);
