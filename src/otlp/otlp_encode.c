@@ -253,7 +253,7 @@ static inline size_t pf64_size(size_t n)
     return n == 0 ? 0 : emb(8 * n);
 }
 
-static uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
+static inline uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
 {
     if (n == 0) {
         return p;
@@ -586,7 +586,8 @@ static inline uint8_t *bp_pi64_write(uint8_t *p, unsigned field, const int64_t *
 
 /* Writes field 2 of Profile (tag, length, body). Writing the body one byte past its final
  * place is safe: the exact-size buffer ends after the body's final place. */
-static inline uint8_t *wr_sample(uint8_t *p, const struct pg_otlp_sample *m)
+static inline __attribute__((always_inline)) uint8_t *wr_sample(uint8_t *p,
+                                                                 const struct pg_otlp_sample *m)
 {
     uint8_t *lenp = p + 1;
 
@@ -635,16 +636,27 @@ static size_t sz_samples(struct enc *e, struct pg_otlp_sample *const *s, size_t 
 {
     size_t at = reserve(e), lslot = reserve(e), start = e->scr_len, n = 0;
 
-    if (!e->scr_off) {
+    if (ns == 0) {
+        fill(e, at, 0);
+        return fill(e, lslot, 0);
+    }
+    if (!e->scr_off && (e->scr != NULL || scratch_room(e, 0))) {
+        uint8_t *q = e->scr + start, *lim = e->scr + e->scr_cap;
         size_t i;
         for (i = 0; i < ns; i++) {
             size_t b = sample_bound(s[i]);
-            if (e->scr_cap - e->scr_len < b && !scratch_room(e, b)) {
-                break;
+            if ((size_t)(lim - q) < b) {
+                e->scr_len = (size_t)(q - e->scr);
+                if (!scratch_room(e, b)) {
+                    break;
+                }
+                q = e->scr + e->scr_len;
+                lim = e->scr + e->scr_cap;
             }
-            e->scr_len = (size_t)(wr_sample(e->scr + e->scr_len, s[i]) - e->scr);
+            q = wr_sample(q, s[i]);
         }
         if (i == ns) {
+            e->scr_len = (size_t)(q - e->scr);
             fill(e, at, start + 1);
             return fill(e, lslot, e->scr_len - start);
         }

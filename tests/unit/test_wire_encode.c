@@ -375,6 +375,55 @@ PG_TEST(edge_rules_match_protobuf_c)
     pg_arena_destroy(a);
 }
 
+/* Sample bytes near and past what the encoder's scratch block holds (256 KiB): 180 KiB come
+ * from the scratch (grown four times); then the second profile runs past it mid-way and is
+ * sized and written instead, and so is the small third one after it. */
+PG_TEST(samples_past_the_scratch_match_protobuf_c)
+{
+    struct pg_otlp_request req = REQ_INIT;
+    struct pg_otlp_resprof rp = RESPROF_INIT, *rps[1] = {&rp};
+    struct pg_otlp_scopeprof sp = P(SCOPE_PROFILES), *sps[1] = {&sp};
+    struct pg_otlp_profile pr[3] = {P(PROFILE), P(PROFILE), P(PROFILE)};
+    struct pg_otlp_profile *prp[3] = {&pr[0], &pr[1], &pr[2]};
+    struct pg_otlp_sample small = P(SAMPLE), big = P(SAMPLE);
+    struct pg_otlp_sample *first[2] = {&small, &small}, *many[40];
+    static int64_t vals[1000];
+    int32_t attrs[3] = {1, 2, 3};
+
+    for (int i = 0; i < 1000; i++) {
+        vals[i] = INT64_MAX - i; /* 9 bytes each */
+    }
+    small.stack_index = 1;
+    small.n_attribute_indices = 3;
+    small.attribute_indices = attrs;
+    small.link_index = 2;
+    small.n_values = 1;
+    small.values = vals + 20;
+    big.stack_index = 5;
+    big.n_values = 1000; /* 9 KiB a sample */
+    big.values = vals;
+    for (int i = 0; i < 40; i++) {
+        many[i] = i % 2 ? &big : &small;
+    }
+    pr[0].n_samples = 2;
+    pr[0].samples = first;
+    pr[1].n_samples = 40;
+    pr[1].samples = many;
+    pr[2].n_samples = 2;
+    pr[2].samples = first;
+    sp.n_profiles = 3;
+    sp.profiles = prp;
+    rp.n_scope_profiles = 1;
+    rp.scope_profiles = sps;
+    req.n_resource_profiles = 1;
+    req.resource_profiles = rps;
+    CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10) / 2);
+    for (int i = 0; i < 40; i++) {
+        many[i] = &big; /* 360 KiB: over the scratch within this profile */
+    }
+    CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10));
+}
+
 PG_TEST(arena_cap_is_a_limit)
 {
     size_t len;
@@ -395,4 +444,4 @@ PG_TEST(arena_cap_is_a_limit)
 
 PG_TEST_MAIN(PG_CASE(every_fixture_matches_protobuf_c),
              PG_CASE(golden_appendix_a_matches_protobuf_c), PG_CASE(edge_rules_match_protobuf_c),
-             PG_CASE(arena_cap_is_a_limit))
+             PG_CASE(samples_past_the_scratch_match_protobuf_c), PG_CASE(arena_cap_is_a_limit))
