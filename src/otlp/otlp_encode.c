@@ -977,6 +977,151 @@ static uint8_t *wr_dict(struct enc *e, uint8_t *p, const struct pg_otlp_dict *m)
     return UNK_WRITE(m, p);
 }
 
+/* ---- dictionary, encoded once ------------------------------------------ */
+
+/* Like the Samples, a small request's dictionary is written while sizing, into the scratch
+ * block after the samples: each table entry behind a one-byte length patched afterwards
+ * (an attribute, whose value may nest, is sized on the spot with cache slots it gives
+ * back). Each entry first makes room for the most it can take. */
+
+static inline uint8_t *bp_mapping(uint8_t *p, const struct pg_otlp_mapping *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(1, PG_PB_LEN);
+    p += 2;
+    p = u64f_write(p, 1, m->memory_start);
+    p = u64f_write(p, 2, m->memory_limit);
+    p = u64f_write(p, 3, m->file_offset);
+    p = i32f_write(p, 4, m->filename_strindex);
+    p = bp_pi32_write(p, 5, m->attribute_indices, m->n_attribute_indices);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
+}
+
+static inline uint8_t *bp_location(uint8_t *p, const struct pg_otlp_location *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(2, PG_PB_LEN);
+    p += 2;
+    p = i32f_write(p, 1, m->mapping_index);
+    p = u64f_write(p, 2, m->address);
+    for (size_t i = 0; i < m->n_lines; i++) {
+        uint8_t *llen = p + 1;
+        *p = TAG(3, PG_PB_LEN);
+        p = patch_len(llen, wr_line(p + 2, m->lines[i]));
+    }
+    p = bp_pi32_write(p, 4, m->attribute_indices, m->n_attribute_indices);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
+}
+
+static inline size_t location_bound(const struct pg_otlp_location *m)
+{
+    size_t b = 55 + 10 * m->n_attribute_indices + UNK_SIZE(m);
+
+    for (size_t i = 0; i < m->n_lines; i++) {
+        b += 44 + UNK_SIZE(m->lines[i]);
+    }
+    return b;
+}
+
+static bool dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t *len)
+{
+    size_t start = e->scr_len, n0 = e->n;
+    bool nomem0 = e->nomem, too_big0 = e->too_big;
+    uint8_t *q, *lim;
+
+#define ROOM(bound)                                                                                \
+    do {                                                                                           \
+        size_t b_ = (bound);                                                                       \
+        if ((size_t)(lim - q) < b_) {                                                              \
+            e->scr_len = (size_t)(q - e->scr);                                                     \
+            if (!scratch_room(e, b_)) {                                                            \
+                goto off;                                                                          \
+            }                                                                                      \
+            q = e->scr + e->scr_len;                                                               \
+            lim = e->scr + e->scr_cap;                                                             \
+        }                                                                                          \
+    } while (0)
+#define BP(field, q, body)                                                                         \
+    do {                                                                                           \
+        uint8_t *lenp_ = (q) + 1;                                                                  \
+        *(q) = TAG(field, PG_PB_LEN);                                                              \
+        (q) = patch_len(lenp_, body);                                                              \
+    } while (0)
+
+    if (e->scr_off || (e->scr == NULL && !scratch_room(e, 0))) {
+        return false;
+    }
+    q = e->scr + start;
+    lim = e->scr + e->scr_cap;
+    for (size_t i = 0; i < m->n_mapping_table; i++) {
+        const struct pg_otlp_mapping *mp = m->mapping_table[i];
+        ROOM(66 + 10 * mp->n_attribute_indices + UNK_SIZE(mp));
+        q = bp_mapping(q, mp);
+    }
+    for (size_t i = 0; i < m->n_location_table; i++) {
+        ROOM(location_bound(m->location_table[i]));
+        q = bp_location(q, m->location_table[i]);
+    }
+    for (size_t i = 0; i < m->n_function_table; i++) {
+        const struct pg_otlp_function *fn = m->function_table[i];
+        ROOM(55 + UNK_SIZE(fn));
+        BP(3, q, wr_function(q + 2, fn));
+    }
+    for (size_t i = 0; i < m->n_link_table; i++) {
+        const struct pg_otlp_link *lk = m->link_table[i];
+        ROOM(33 + lk->trace_id.len + lk->span_id.len + UNK_SIZE(lk));
+        BP(4, q, wr_link(q + 2, lk));
+    }
+    for (size_t i = 0; i < m->n_string_table; i++) {
+        const char *str = m->string_table[i];
+        size_t sl = str != NULL ? strlen(str) : 0;
+        ROOM(11 + sl);
+        *q++ = TAG(5, PG_PB_LEN);
+        q = pg_pb_put_varint(q, sl);
+        if (sl > 0) {
+            memcpy(q, str, sl);
+        }
+        q += sl;
+    }
+    for (size_t i = 0; i < m->n_attribute_table; i++) {
+        size_t s0 = e->n, sz = sz_kvu(e, m->attribute_table[i]);
+        if (e->nomem || e->too_big) {
+            goto off;
+        }
+        ROOM(11 + sz);
+        e->rd = s0;
+        q = hdr(e, q, 6);
+        q = wr_kvu(e, q, m->attribute_table[i]);
+        e->n = s0;
+    }
+    for (size_t i = 0; i < m->n_stack_table; i++) {
+        const struct pg_otlp_stack *sk = m->stack_table[i];
+        ROOM(22 + 10 * sk->n_location_indices + UNK_SIZE(sk));
+        BP(7, q, UNK_WRITE(sk, bp_pi32_write(q + 2, 1, sk->location_indices,
+                                                sk->n_location_indices)));
+    }
+    ROOM(UNK_SIZE(m));
+    q = UNK_WRITE(m, q);
+    e->scr_len = (size_t)(q - e->scr);
+    e->rd = 0;
+    *len = e->scr_len - start;
+    return true;
+off:
+    e->scr_off = true;
+    e->scr_len = start;
+    e->n = n0;
+    e->rd = 0;
+    e->nomem = nomem0; /* sized again by the caller, which tells a real failure */
+    e->too_big = too_big0;
+    return false;
+#undef ROOM
+#undef BP
+}
+
 /* ---- request ------------------------------------------------------------ */
 
 enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_arena *arena,
@@ -993,7 +1138,15 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
         total += emb(sz_resprof(&e, req->resource_profiles[i]));
     }
     if (req->dictionary != NULL) {
-        total += emb(sz_dict(&e, req->dictionary));
+        /* two slots: scratch offset + 1 (0: written from the structs), the dictionary's length */
+        size_t at = reserve(&e), start = e.scr_len, dlen;
+        if (dict_to_scratch(&e, req->dictionary, &dlen)) {
+            fill(&e, at, start + 1);
+            total += emb(fill(&e, reserve(&e), dlen));
+        } else {
+            fill(&e, at, 0);
+            total += emb(sz_dict(&e, req->dictionary));
+        }
     }
     total += UNK_SIZE(req);
     if (e.nomem) {
@@ -1020,8 +1173,14 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
         p = wr_resprof(&e, p, req->resource_profiles[i]);
     }
     if (req->dictionary != NULL) {
+        size_t at = e.sz[e.rd++];
         p = hdr(&e, p, 2);
-        p = wr_dict(&e, p, req->dictionary);
+        if (at != 0) {
+            memcpy(p, e.scr + at - 1, e.sz[e.rd - 1]);
+            p += e.sz[e.rd - 1];
+        } else {
+            p = wr_dict(&e, p, req->dictionary);
+        }
     }
     p = UNK_WRITE(req, p);
     free(e.sz);

@@ -418,6 +418,38 @@ PG_TEST(samples_past_the_scratch_match_protobuf_c)
     req.n_resource_profiles = 1;
     req.resource_profiles = rps;
     CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10) / 2);
+    {
+        /* a dictionary after those samples: in the scratch, then past it */
+        struct pg_otlp_dict dict = P(PROFILES_DICTIONARY);
+        struct pg_otlp_stack stk = P(STACK), *stkp[1] = {&stk};
+        struct pg_otlp_link lk = P(LINK), *lkp[1] = {&lk};
+        static int32_t locs[100];
+        static char long_str[90000];
+        char *strs[3] = {"", "main", long_str};
+        uint8_t id16[16] = {1}, id8[8] = {2};
+
+        for (int i = 0; i < 100; i++) {
+            locs[i] = i * 3; /* 100 + 33 two-byte indexes: a 166-byte stack */
+        }
+        memset(long_str, 'x', sizeof(long_str) - 1);
+        stk.n_location_indices = 100;
+        stk.location_indices = locs;
+        lk.trace_id.len = 16;
+        lk.trace_id.data = id16;
+        lk.span_id.len = 8;
+        lk.span_id.data = id8;
+        dict.n_stack_table = 1;
+        dict.stack_table = stkp;
+        dict.n_link_table = 1;
+        dict.link_table = lkp;
+        dict.n_string_table = 2;
+        dict.string_table = strs;
+        req.dictionary = &dict;
+        check_same(&req, "dictionary in the scratch");
+        dict.n_string_table = 3; /* 90 KB more: past the scratch */
+        CHECK(check_same(&req, "dictionary past the scratch") > ((size_t)256 << 10));
+        req.dictionary = NULL;
+    }
     for (int i = 0; i < 40; i++) {
         many[i] = &big; /* 360 KiB: over the scratch within this profile */
     }
