@@ -1074,6 +1074,19 @@ static bool dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t 
     for (size_t i = 0; i < m->n_link_table; i++) {
         const struct pg_otlp_link *lk = m->link_table[i];
         ROOM(33 + lk->trace_id.len + lk->span_id.len + UNK_SIZE(lk));
+        if (lk->trace_id.len == 16 && lk->span_id.len == 8 && lk->base.n_unknown_fields == 0) {
+            /* the only shape translation writes: fixed bytes, fixed-size copies */
+            q[0] = TAG(4, PG_PB_LEN);
+            q[1] = 28;
+            q[2] = TAG(1, PG_PB_LEN);
+            q[3] = 16;
+            memcpy(q + 4, lk->trace_id.data, 16);
+            q[20] = TAG(2, PG_PB_LEN);
+            q[21] = 8;
+            memcpy(q + 22, lk->span_id.data, 8);
+            q += 30;
+            continue;
+        }
         BP(4, q, wr_link(q + 2, lk));
     }
     for (size_t i = 0; i < m->n_string_table; i++) {

@@ -422,7 +422,11 @@ PG_TEST(samples_past_the_scratch_match_protobuf_c)
         /* a dictionary after those samples: in the scratch, then past it */
         struct pg_otlp_dict dict = P(PROFILES_DICTIONARY);
         struct pg_otlp_stack stk = P(STACK), *stkp[1] = {&stk};
-        struct pg_otlp_link lk = P(LINK), *lkp[1] = {&lk};
+        struct pg_otlp_link lk = P(LINK), lk2 = P(LINK), lk3 = P(LINK);
+        struct pg_otlp_link *lkp[3] = {&lk, &lk2, &lk3};
+        uint8_t unk_var[1] = {0x07};
+        ProtobufCMessageUnknownField unk = {.tag = 9, .wire_type = PROTOBUF_C_WIRE_TYPE_VARINT,
+                                            .len = 1, .data = unk_var};
         static int32_t locs[100];
         static char long_str[90000];
         char *strs[3] = {"", "main", long_str};
@@ -440,7 +444,12 @@ PG_TEST(samples_past_the_scratch_match_protobuf_c)
         lk.span_id.data = id8;
         dict.n_stack_table = 1;
         dict.stack_table = stkp;
-        dict.n_link_table = 1;
+        lk2.trace_id.len = 3; /* not the 16 + 8 shape translation writes */
+        lk2.trace_id.data = id16;
+        lk3 = lk; /* that shape with an unknown field */
+        lk3.base.n_unknown_fields = 1;
+        lk3.base.unknown_fields = &unk;
+        dict.n_link_table = 3;
         dict.link_table = lkp;
         dict.n_string_table = 2;
         dict.string_table = strs;
