@@ -11,6 +11,7 @@
  * not the shared empty default), repeated scalars packed, unknown fields last. */
 #include "otlp/otlp_encode.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,68 @@ struct enc {
  * than hold another copy of its samples (peak memory). */
 #define SCRATCH_MAX ((size_t)256 << 10)
 #define SCRATCH_MIN ((size_t)16 << 10)
+
+/* The size cache and the scratch of a small request are kept for the next request on the
+ * same thread instead of freed (no malloc per SDK push); freed when the thread exits. A
+ * larger request's are freed, so a thread holds at most 48 KiB here. */
+#define KEEP_SZ_CAP 4096
+#define KEEP_SCR_CAP ((size_t)32 << 10)
+
+struct enc_spare {
+    uint32_t *sz;
+    size_t cap;
+    uint8_t *scr;
+    size_t scr_cap;
+};
+
+static __thread struct enc_spare tl_enc;
+static pthread_key_t enc_key;
+static pthread_once_t enc_once = PTHREAD_ONCE_INIT;
+static bool enc_key_ok;
+
+static void enc_spare_free(void *arg)
+{
+    struct enc_spare *sp = arg;
+
+    free(sp->sz);
+    free(sp->scr);
+    memset(sp, 0, sizeof(*sp));
+}
+
+static void enc_key_init(void)
+{
+    enc_key_ok = pthread_key_create(&enc_key, enc_spare_free) == 0;
+}
+
+/* Starts @e with this thread's kept buffers, if any. */
+static void enc_take(struct enc *e)
+{
+    e->sz = tl_enc.sz;
+    e->cap = tl_enc.cap;
+    e->scr = tl_enc.scr;
+    e->scr_cap = tl_enc.scr_cap;
+    memset(&tl_enc, 0, sizeof(tl_enc));
+}
+
+/* Keeps @e's buffers for the next request on this thread when they are small, else frees. */
+static void enc_give(struct enc *e)
+{
+    if (e->cap <= KEEP_SZ_CAP && e->scr_cap <= KEEP_SCR_CAP && tl_enc.sz == NULL &&
+        tl_enc.scr == NULL) {
+        (void)pthread_once(&enc_once, enc_key_init);
+        /* the key's value only marks the thread for the exit-time free (set once) */
+        if (enc_key_ok && (pthread_getspecific(enc_key) != NULL ||
+                           pthread_setspecific(enc_key, &tl_enc) == 0)) {
+            tl_enc.sz = e->sz;
+            tl_enc.cap = e->cap;
+            tl_enc.scr = e->scr;
+            tl_enc.scr_cap = e->scr_cap;
+            return;
+        }
+    }
+    free(e->sz);
+    free(e->scr);
+}
 
 /* ---- primitives --------------------------------------------------------- */
 
@@ -1147,6 +1210,7 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
     *out = NULL;
     *len = 0;
     memset(&e, 0, sizeof(e));
+    enc_take(&e);
     for (size_t i = 0; i < req->n_resource_profiles; i++) {
         total += emb(sz_resprof(&e, req->resource_profiles[i]));
     }
@@ -1163,20 +1227,17 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
     }
     total += UNK_SIZE(req);
     if (e.nomem) {
-        free(e.sz);
-        free(e.scr);
+        enc_give(&e);
         return pg_status_set(st, PG_ERR_NOMEM, "no memory to size a %zu-message OTLP request",
                              e.n);
     }
     if (e.too_big) {
-        free(e.sz);
-        free(e.scr);
+        enc_give(&e);
         return pg_status_set(st, PG_ERR_LIMIT, "OTLP request has a message over 4 GiB");
     }
     buf = pg_arena_alloc(arena, total ? total : 1);
     if (buf == NULL) {
-        free(e.sz);
-        free(e.scr);
+        enc_give(&e);
         return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                              "no memory to encode a %zu-byte OTLP request", total);
     }
@@ -1196,8 +1257,7 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
         }
     }
     p = UNK_WRITE(req, p);
-    free(e.sz);
-    free(e.scr);
+    enc_give(&e);
     if ((size_t)(p - buf) != total || e.rd != e.n) {
         return pg_status_set(st, PG_ERR_INTERNAL, "OTLP encoder wrote %zu of %zu bytes",
                              (size_t)(p - buf), total);
