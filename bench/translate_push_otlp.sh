@@ -6,7 +6,8 @@
 # (insecure, compression as COMPRESSION, default none) to the Node gRPC server
 # (tests/node/grpc_server.mjs, not storing). Each binary runs under callgrind while wrk -c1
 # POSTs BODY for DURATION s (after a 2 s warm-up, not counted); prints instructions per push
-# over all threads and the inclusive share of translation and of the OTLP encoder.
+# over all threads, the inclusive share of translation and of the OTLP encoder, and the
+# encoder's calls (about one per push; more when exports lag behind the pushes).
 # Figures only. usage: bench/translate_push_otlp.sh [BIN...]   (default: build/pprofgate)
 # Env: DURATION (8), BODY (tests/fixtures/sdk/push0.pprof.gz), COMPRESSION (none), WORKERS (0),
 #      TPO_KEEP (a path prefix: each callgrind file is kept as PREFIX.N).
@@ -91,7 +92,7 @@ for bin in "$@"; do
     done
     [ -n "$port" ] || { echo "translate_push_otlp: $bin did not start" >&2; cat "$TMP/gw.$i.log" >&2; exit 1; }
     wrk -t1 -c1 -d2s -s "$TMP/post.lua" "http://127.0.0.1:$port/v1/pprof" > /dev/null 2>&1
-    sleep 1 # the warm-up's exports finish before counting starts
+    sleep 4 # the warm-up's exports (slow under callgrind) finish before counting starts
     callgrind_control -i on "$VPID" > /dev/null 2>&1
     wrk -t1 -c1 -d"${DURATION}s" -s "$TMP/post.lua" "http://127.0.0.1:$port/v1/pprof" > "$TMP/wrk.$i"
     sleep 1 # the last exports leave
