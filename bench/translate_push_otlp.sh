@@ -59,12 +59,14 @@ service:
   telemetry:
     logs: {level: info}
 YAML
-# incl FILE FUNC: inclusive instructions of FUNC over the run (its rows summed)
+# incl FILE FUNC: inclusive instructions of FUNC over the run: its own row only (the one
+# naming its object file). The rows of code inlined into it from headers are already inside
+# that row's inclusive cost; adding them would count them twice.
 incl() {
     (cd / && callgrind_annotate --auto=no --inclusive=yes --threshold=100 --show=Ir \
         --show-percs=no "$1" 2>/dev/null) |
         awk -v re="^$2\$" '/file:function/ { t = 1; next } t && NF == 0 { exit }
-            t && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
+            t && $1 ~ /^[0-9,]+$/ && $NF ~ /^\[.*\]$/ { fn = $2; sub(/^.*:/, "", fn)
                 if (fn ~ re) { ir = $1; gsub(",", "", ir); s += ir } } END { printf "%.0f", s }'
 }
 # calls FILE FUNC: how many times FUNC was called (its callers' counts summed)
