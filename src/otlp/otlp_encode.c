@@ -35,6 +35,10 @@ struct enc {
  * than hold another copy of its samples (peak memory). */
 #define SCRATCH_MAX ((size_t)256 << 10)
 #define SCRATCH_MIN ((size_t)16 << 10)
+/* Bytes a sample takes at least in practice (stack index, a value, header): a profile with
+ * more samples than the rest of the scratch holds at this size is sized, not tried. Only
+ * the path depends on it, never the bytes. */
+#define SAMPLE_TYPICAL 8
 
 /* The size cache and the scratch of a small request are kept for the next request on the
  * same thread instead of freed (no malloc per SDK push); freed when the thread exits. A
@@ -702,6 +706,9 @@ static size_t sz_samples(struct enc *e, struct pg_otlp_sample *const *s, size_t 
     if (ns == 0) {
         fill(e, at, 0);
         return fill(e, lslot, 0);
+    }
+    if (!e->scr_off && ns > (SCRATCH_MAX - e->scr_len) / SAMPLE_TYPICAL) {
+        e->scr_off = true; /* surely past the scratch: do not fill it first */
     }
     if (!e->scr_off && (e->scr != NULL || scratch_room(e, 0))) {
         uint8_t *q = e->scr + start, *lim = e->scr + e->scr_cap;

@@ -378,7 +378,8 @@ PG_TEST(edge_rules_match_protobuf_c)
 
 /* Sample bytes near and past what the encoder's scratch block holds (256 KiB): 180 KiB come
  * from the scratch (grown four times); then the second profile runs past it mid-way and is
- * sized and written instead, and so is the small third one after it. */
+ * sized and written instead, and so is the small third one after it; and a profile of 40 000
+ * samples, which is sized and written without trying the scratch. */
 PG_TEST(samples_past_the_scratch_match_protobuf_c)
 {
     struct pg_otlp_request req = REQ_INIT;
@@ -464,6 +465,16 @@ PG_TEST(samples_past_the_scratch_match_protobuf_c)
         many[i] = &big; /* 360 KiB: over the scratch within this profile */
     }
     CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10));
+    {
+        /* so many samples that the scratch is not even tried for them */
+        static struct pg_otlp_sample *lots[40000];
+        for (int i = 0; i < 40000; i++) {
+            lots[i] = &small;
+        }
+        pr[1].n_samples = 40000;
+        pr[1].samples = lots;
+        CHECK(check_same(&req, "many samples") > 40000 * 10);
+    }
 }
 
 /* A small request's size cache and scratch are kept per thread: encoding on a thread that
