@@ -11,6 +11,7 @@
  * not the shared empty default), repeated scalars packed, unknown fields last. */
 #include "otlp/otlp_encode.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,84 @@ struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */
     size_t n, cap, rd;
     bool nomem, too_big;
+    /* Samples encoded during the sizing pass (malloc'd, freed with the cache); the writing
+     * pass copies each profile's block. Off once it would pass SCRATCH_MAX. */
+    uint8_t *scr;
+    size_t scr_len, scr_cap;
+    bool scr_off;
 };
+
+/* A small request's samples are encoded once, while sizing, and copied when writing (the
+ * copy is cheaper than sizing them). A large request sizes them, then writes them, rather
+ * than hold another copy of its samples (peak memory). */
+#define SCRATCH_MAX ((size_t)256 << 10)
+#define SCRATCH_MIN ((size_t)16 << 10)
+/* Bytes a sample takes at least in practice (stack index, a value, header): a profile with
+ * more samples than the rest of the scratch holds at this size is sized, not tried. Only
+ * the path depends on it, never the bytes. */
+#define SAMPLE_TYPICAL 8
+
+/* The size cache and the scratch of a small request are kept for the next request on the
+ * same thread instead of freed (no malloc per SDK push); freed when the thread exits. A
+ * larger request's are freed, so a thread holds at most 48 KiB here. */
+#define KEEP_SZ_CAP 4096
+#define KEEP_SCR_CAP ((size_t)32 << 10)
+
+struct enc_spare {
+    uint32_t *sz;
+    size_t cap;
+    uint8_t *scr;
+    size_t scr_cap;
+};
+
+static __thread struct enc_spare tl_enc;
+static pthread_key_t enc_key;
+static pthread_once_t enc_once = PTHREAD_ONCE_INIT;
+static bool enc_key_ok;
+
+static void enc_spare_free(void *arg)
+{
+    struct enc_spare *sp = arg;
+
+    free(sp->sz);
+    free(sp->scr);
+    memset(sp, 0, sizeof(*sp));
+}
+
+static void enc_key_init(void)
+{
+    enc_key_ok = pthread_key_create(&enc_key, enc_spare_free) == 0;
+}
+
+/* Starts @e with this thread's kept buffers, if any. */
+static void enc_take(struct enc *e)
+{
+    e->sz = tl_enc.sz;
+    e->cap = tl_enc.cap;
+    e->scr = tl_enc.scr;
+    e->scr_cap = tl_enc.scr_cap;
+    memset(&tl_enc, 0, sizeof(tl_enc));
+}
+
+/* Keeps @e's buffers for the next request on this thread when they are small, else frees. */
+static void enc_give(struct enc *e)
+{
+    if (e->cap <= KEEP_SZ_CAP && e->scr_cap <= KEEP_SCR_CAP && tl_enc.sz == NULL &&
+        tl_enc.scr == NULL) {
+        (void)pthread_once(&enc_once, enc_key_init);
+        /* the key's value only marks the thread for the exit-time free (set once) */
+        if (enc_key_ok && (pthread_getspecific(enc_key) != NULL ||
+                           pthread_setspecific(enc_key, &tl_enc) == 0)) {
+            tl_enc.sz = e->sz;
+            tl_enc.cap = e->cap;
+            tl_enc.scr = e->scr;
+            tl_enc.scr_cap = e->scr_cap;
+            return;
+        }
+    }
+    free(e->sz);
+    free(e->scr);
+}
 
 /* ---- primitives --------------------------------------------------------- */
 
@@ -182,7 +260,7 @@ static inline uint8_t *u64f_write(uint8_t *p, unsigned field, uint64_t v)
     return p;
 }
 
-/* Packed repeated int32 / int64. A short array (most: a sample's values and attributes) is
+/* Packed repeated int32 (a Sample's packed fields are written by bp_pi*_write). A short array is
  * measured again when written instead of taking a cache slot; longer ones cache their
  * payload length. Both passes decide on n alone, so they stay in step. */
 #define PACKED_RECOUNT 8
@@ -236,42 +314,13 @@ static inline uint8_t *pi32_write(struct enc *e, uint8_t *p, unsigned field, con
     return p;
 }
 
-static inline size_t pi64_size(struct enc *e, const int64_t *v, size_t n)
-{
-    size_t slot;
-
-    if (n <= PACKED_RECOUNT) {
-        return n == 0 ? 0 : emb(pi64_len(v, n));
-    }
-    slot = reserve(e);
-    return emb(fill(e, slot, pi64_len(v, n)));
-}
-
-static inline uint8_t *pi64_write(struct enc *e, uint8_t *p, unsigned field, const int64_t *v,
-                                  size_t n)
-{
-    if (n == 0) {
-        return p;
-    }
-    if (n <= PACKED_RECOUNT) {
-        *p++ = TAG(field, PG_PB_LEN);
-        p = pg_pb_put_varint(p, pi64_len(v, n));
-    } else {
-        p = hdr(e, p, field);
-    }
-    for (size_t i = 0; i < n; i++) {
-        p = pg_pb_put_varint(p, (uint64_t)v[i]);
-    }
-    return p;
-}
-
 /* Packed fixed64: the length is known, nothing cached. */
 static inline size_t pf64_size(size_t n)
 {
     return n == 0 ? 0 : emb(8 * n);
 }
 
-static uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
+static inline uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v, size_t n)
 {
     if (n == 0) {
         return p;
@@ -530,24 +579,183 @@ static uint8_t *wr_vt(uint8_t *p, const struct pg_otlp_valuetype *m)
     return UNK_WRITE(m, p);
 }
 
-static size_t sz_sample(struct enc *e, const struct pg_otlp_sample *m)
+/* A Sample takes no size-cache slot: the sizing pass only adds its length to the profile's,
+ * and the writing pass writes it behind a one-byte length that is patched afterwards (moved
+ * up when the body turns out to be 128 bytes or more, which SDK samples never are). Its
+ * packed fields are written the same way, so the values are walked once when written. */
+static inline size_t sample_len(const struct pg_otlp_sample *m)
 {
-    size_t slot = reserve(e);
-    size_t n = i32f_size(m->stack_index) +
-               pi32_size(e, m->attribute_indices, m->n_attribute_indices) +
-               i32f_size(m->link_index) + pi64_size(e, m->values, m->n_values) +
+    size_t n = i32f_size(m->stack_index) + i32f_size(m->link_index) +
                pf64_size(m->n_timestamps_unix_nano);
-    return fill(e, slot, n + UNK_SIZE(m));
+
+    if (m->n_attribute_indices != 0) {
+        n += emb(pi32_len(m->attribute_indices, m->n_attribute_indices));
+    }
+    if (m->n_values != 0) {
+        n += emb(pi64_len(m->values, m->n_values));
+    }
+    return n + UNK_SIZE(m);
 }
 
-static uint8_t *wr_sample(struct enc *e, uint8_t *p, const struct pg_otlp_sample *m)
+/* The body written at @body (one byte after @lenp) is @len bytes long: store the length at
+ * @lenp, moving the body up when it needs more than one byte. Returns the byte after it. */
+static uint8_t *patch_len_slow(uint8_t *lenp, uint8_t *body, size_t len)
 {
+    size_t vl = pg_pb_varint_len(len);
+
+    memmove(lenp + vl, body, len);
+    pg_pb_put_varint(lenp, len);
+    return lenp + vl + len;
+}
+
+static inline uint8_t *patch_len(uint8_t *lenp, uint8_t *end)
+{
+    size_t len = (size_t)(end - lenp - 1);
+
+    if (__builtin_expect(len < 0x80, 1)) {
+        *lenp = (uint8_t)len;
+        return end;
+    }
+    return patch_len_slow(lenp, lenp + 1, len);
+}
+
+static inline uint8_t *bp_pi32_write(uint8_t *p, unsigned field, const int32_t *v, size_t n)
+{
+    uint8_t *lenp;
+
+    if (n == 0) {
+        return p;
+    }
+    *p = TAG(field, PG_PB_LEN);
+    lenp = p + 1;
+    p += 2;
+    for (size_t i = 0; i < n; i++) {
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)v[i]);
+    }
+    return patch_len(lenp, p);
+}
+
+static inline uint8_t *bp_pi64_write(uint8_t *p, unsigned field, const int64_t *v, size_t n)
+{
+    uint8_t *lenp;
+
+    if (n == 0) {
+        return p;
+    }
+    *p = TAG(field, PG_PB_LEN);
+    lenp = p + 1;
+    p += 2;
+    for (size_t i = 0; i < n; i++) {
+        p = pg_pb_put_varint(p, (uint64_t)v[i]);
+    }
+    return patch_len(lenp, p);
+}
+
+/* Writes field 2 of Profile (tag, length, body). Writing the body one byte past its final
+ * place is safe: the exact-size buffer ends after the body's final place. */
+static inline __attribute__((always_inline)) uint8_t *wr_sample(uint8_t *p,
+                                                                 const struct pg_otlp_sample *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(2, PG_PB_LEN);
+    p += 2;
     p = i32f_write(p, 1, m->stack_index);
-    p = pi32_write(e, p, 2, m->attribute_indices, m->n_attribute_indices);
+    p = bp_pi32_write(p, 2, m->attribute_indices, m->n_attribute_indices);
     p = i32f_write(p, 3, m->link_index);
-    p = pi64_write(e, p, 4, m->values, m->n_values);
+    p = bp_pi64_write(p, 4, m->values, m->n_values);
     p = pf64_write(p, 5, m->timestamps_unix_nano, m->n_timestamps_unix_nano);
-    return UNK_WRITE(m, p);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
+}
+
+/* Room for the sample at most: tag and a 10-byte length, stack and link indexes, the packed
+ * fields' tags and lengths, 10 bytes a value, 8 a timestamp. */
+static inline size_t sample_bound(const struct pg_otlp_sample *m)
+{
+    return 66 + 10 * (m->n_attribute_indices + m->n_values) + 8 * m->n_timestamps_unix_nano +
+           UNK_SIZE(m);
+}
+
+static bool scratch_room(struct enc *e, size_t need)
+{
+    size_t cap = e->scr_cap ? e->scr_cap : SCRATCH_MIN;
+    uint8_t *nb;
+
+    while (cap - e->scr_len < need) {
+        cap *= 2;
+        if (cap > SCRATCH_MAX) {
+            return false;
+        }
+    }
+    nb = realloc(e->scr, cap);
+    if (nb == NULL) {
+        return false;
+    }
+    e->scr = nb;
+    e->scr_cap = cap;
+    return true;
+}
+
+/* The Samples of a profile: two cache slots (scratch offset + 1, or 0 when they are to be
+ * written from the structs; and the block's length). Returns the block's length. */
+static size_t sz_samples(struct enc *e, struct pg_otlp_sample *const *s, size_t ns)
+{
+    size_t at = reserve(e), lslot = reserve(e), start = e->scr_len, n = 0;
+
+    if (ns == 0) {
+        fill(e, at, 0);
+        return fill(e, lslot, 0);
+    }
+    if (!e->scr_off && ns > (SCRATCH_MAX - e->scr_len) / SAMPLE_TYPICAL) {
+        e->scr_off = true; /* surely past the scratch: do not fill it first */
+    }
+    if (!e->scr_off && (e->scr != NULL || scratch_room(e, 0))) {
+        uint8_t *q = e->scr + start, *lim = e->scr + e->scr_cap;
+        size_t i;
+        for (i = 0; i < ns; i++) {
+            size_t b = sample_bound(s[i]);
+            if ((size_t)(lim - q) < b) {
+                e->scr_len = (size_t)(q - e->scr);
+                if (!scratch_room(e, b)) {
+                    break;
+                }
+                q = e->scr + e->scr_len;
+                lim = e->scr + e->scr_cap;
+            }
+            q = wr_sample(q, s[i]);
+        }
+        if (i == ns) {
+            e->scr_len = (size_t)(q - e->scr);
+            fill(e, at, start + 1);
+            return fill(e, lslot, e->scr_len - start);
+        }
+        e->scr_off = true; /* too large: this profile and the rest are sized */
+        e->scr_len = start;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        n += emb(sample_len(s[i]));
+    }
+    fill(e, at, 0);
+    return fill(e, lslot, n);
+}
+
+static inline uint8_t *wr_samples(struct enc *e, uint8_t *p, struct pg_otlp_sample *const *s,
+                                  size_t ns)
+{
+    size_t at = e->sz[e->rd], len = e->sz[e->rd + 1];
+
+    e->rd += 2;
+    if (at != 0) {
+        if (len > 0) {
+            memcpy(p, e->scr + at - 1, len);
+        }
+        return p + len;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        p = wr_sample(p, s[i]);
+    }
+    return p;
 }
 
 static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
@@ -557,9 +765,7 @@ static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
     if (m->sample_type != NULL) {
         n += emb(sz_vt(e, m->sample_type));
     }
-    for (size_t i = 0; i < m->n_samples; i++) {
-        n += emb(sz_sample(e, m->samples[i]));
-    }
+    n += sz_samples(e, m->samples, m->n_samples);
     n += m->time_unix_nano ? 9 : 0;
     n += u64f_size(m->duration_nano);
     if (m->period_type != NULL) {
@@ -580,10 +786,7 @@ static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profi
         p = hdr(e, p, 1);
         p = wr_vt(p, m->sample_type);
     }
-    for (size_t i = 0; i < m->n_samples; i++) {
-        p = hdr(e, p, 2);
-        p = wr_sample(e, p, m->samples[i]);
-    }
+    p = wr_samples(e, p, m->samples, m->n_samples);
     if (m->time_unix_nano) {
         *p++ = TAG(3, PG_PB_I64);
         p = pg_pb_put_fixed64(p, m->time_unix_nano);
@@ -844,6 +1047,164 @@ static uint8_t *wr_dict(struct enc *e, uint8_t *p, const struct pg_otlp_dict *m)
     return UNK_WRITE(m, p);
 }
 
+/* ---- dictionary, encoded once ------------------------------------------ */
+
+/* Like the Samples, a small request's dictionary is written while sizing, into the scratch
+ * block after the samples: each table entry behind a one-byte length patched afterwards
+ * (an attribute, whose value may nest, is sized on the spot with cache slots it gives
+ * back). Each entry first makes room for the most it can take. */
+
+static inline uint8_t *bp_mapping(uint8_t *p, const struct pg_otlp_mapping *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(1, PG_PB_LEN);
+    p += 2;
+    p = u64f_write(p, 1, m->memory_start);
+    p = u64f_write(p, 2, m->memory_limit);
+    p = u64f_write(p, 3, m->file_offset);
+    p = i32f_write(p, 4, m->filename_strindex);
+    p = bp_pi32_write(p, 5, m->attribute_indices, m->n_attribute_indices);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
+}
+
+static inline uint8_t *bp_location(uint8_t *p, const struct pg_otlp_location *m)
+{
+    uint8_t *lenp = p + 1;
+
+    *p = TAG(2, PG_PB_LEN);
+    p += 2;
+    p = i32f_write(p, 1, m->mapping_index);
+    p = u64f_write(p, 2, m->address);
+    for (size_t i = 0; i < m->n_lines; i++) {
+        uint8_t *llen = p + 1;
+        *p = TAG(3, PG_PB_LEN);
+        p = patch_len(llen, wr_line(p + 2, m->lines[i]));
+    }
+    p = bp_pi32_write(p, 4, m->attribute_indices, m->n_attribute_indices);
+    p = UNK_WRITE(m, p);
+    return patch_len(lenp, p);
+}
+
+static inline size_t location_bound(const struct pg_otlp_location *m)
+{
+    size_t b = 55 + 10 * m->n_attribute_indices + UNK_SIZE(m);
+
+    for (size_t i = 0; i < m->n_lines; i++) {
+        b += 44 + UNK_SIZE(m->lines[i]);
+    }
+    return b;
+}
+
+static bool dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t *len)
+{
+    size_t start = e->scr_len, n0 = e->n;
+    bool nomem0 = e->nomem, too_big0 = e->too_big;
+    uint8_t *q, *lim;
+
+#define ROOM(bound)                                                                                \
+    do {                                                                                           \
+        size_t b_ = (bound);                                                                       \
+        if ((size_t)(lim - q) < b_) {                                                              \
+            e->scr_len = (size_t)(q - e->scr);                                                     \
+            if (!scratch_room(e, b_)) {                                                            \
+                goto off;                                                                          \
+            }                                                                                      \
+            q = e->scr + e->scr_len;                                                               \
+            lim = e->scr + e->scr_cap;                                                             \
+        }                                                                                          \
+    } while (0)
+#define BP(field, q, body)                                                                         \
+    do {                                                                                           \
+        uint8_t *lenp_ = (q) + 1;                                                                  \
+        *(q) = TAG(field, PG_PB_LEN);                                                              \
+        (q) = patch_len(lenp_, body);                                                              \
+    } while (0)
+
+    if (e->scr_off || (e->scr == NULL && !scratch_room(e, 0))) {
+        return false;
+    }
+    q = e->scr + start;
+    lim = e->scr + e->scr_cap;
+    for (size_t i = 0; i < m->n_mapping_table; i++) {
+        const struct pg_otlp_mapping *mp = m->mapping_table[i];
+        ROOM(66 + 10 * mp->n_attribute_indices + UNK_SIZE(mp));
+        q = bp_mapping(q, mp);
+    }
+    for (size_t i = 0; i < m->n_location_table; i++) {
+        ROOM(location_bound(m->location_table[i]));
+        q = bp_location(q, m->location_table[i]);
+    }
+    for (size_t i = 0; i < m->n_function_table; i++) {
+        const struct pg_otlp_function *fn = m->function_table[i];
+        ROOM(55 + UNK_SIZE(fn));
+        BP(3, q, wr_function(q + 2, fn));
+    }
+    for (size_t i = 0; i < m->n_link_table; i++) {
+        const struct pg_otlp_link *lk = m->link_table[i];
+        ROOM(33 + lk->trace_id.len + lk->span_id.len + UNK_SIZE(lk));
+        if (lk->trace_id.len == 16 && lk->span_id.len == 8 && lk->base.n_unknown_fields == 0) {
+            /* the only shape translation writes: fixed bytes, fixed-size copies */
+            q[0] = TAG(4, PG_PB_LEN);
+            q[1] = 28;
+            q[2] = TAG(1, PG_PB_LEN);
+            q[3] = 16;
+            memcpy(q + 4, lk->trace_id.data, 16);
+            q[20] = TAG(2, PG_PB_LEN);
+            q[21] = 8;
+            memcpy(q + 22, lk->span_id.data, 8);
+            q += 30;
+            continue;
+        }
+        BP(4, q, wr_link(q + 2, lk));
+    }
+    for (size_t i = 0; i < m->n_string_table; i++) {
+        const char *str = m->string_table[i];
+        size_t sl = str != NULL ? strlen(str) : 0;
+        ROOM(11 + sl);
+        *q++ = TAG(5, PG_PB_LEN);
+        q = pg_pb_put_varint(q, sl);
+        if (sl > 0) {
+            memcpy(q, str, sl);
+        }
+        q += sl;
+    }
+    for (size_t i = 0; i < m->n_attribute_table; i++) {
+        size_t s0 = e->n, sz = sz_kvu(e, m->attribute_table[i]);
+        if (e->nomem || e->too_big) {
+            goto off;
+        }
+        ROOM(11 + sz);
+        e->rd = s0;
+        q = hdr(e, q, 6);
+        q = wr_kvu(e, q, m->attribute_table[i]);
+        e->n = s0;
+    }
+    for (size_t i = 0; i < m->n_stack_table; i++) {
+        const struct pg_otlp_stack *sk = m->stack_table[i];
+        ROOM(22 + 10 * sk->n_location_indices + UNK_SIZE(sk));
+        BP(7, q, UNK_WRITE(sk, bp_pi32_write(q + 2, 1, sk->location_indices,
+                                                sk->n_location_indices)));
+    }
+    ROOM(UNK_SIZE(m));
+    q = UNK_WRITE(m, q);
+    e->scr_len = (size_t)(q - e->scr);
+    e->rd = 0;
+    *len = e->scr_len - start;
+    return true;
+off:
+    e->scr_off = true;
+    e->scr_len = start;
+    e->n = n0;
+    e->rd = 0;
+    e->nomem = nomem0; /* sized again by the caller, which tells a real failure */
+    e->too_big = too_big0;
+    return false;
+#undef ROOM
+#undef BP
+}
+
 /* ---- request ------------------------------------------------------------ */
 
 enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_arena *arena,
@@ -856,25 +1217,34 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
     *out = NULL;
     *len = 0;
     memset(&e, 0, sizeof(e));
+    enc_take(&e);
     for (size_t i = 0; i < req->n_resource_profiles; i++) {
         total += emb(sz_resprof(&e, req->resource_profiles[i]));
     }
     if (req->dictionary != NULL) {
-        total += emb(sz_dict(&e, req->dictionary));
+        /* two slots: scratch offset + 1 (0: written from the structs), the dictionary's length */
+        size_t at = reserve(&e), start = e.scr_len, dlen;
+        if (dict_to_scratch(&e, req->dictionary, &dlen)) {
+            fill(&e, at, start + 1);
+            total += emb(fill(&e, reserve(&e), dlen));
+        } else {
+            fill(&e, at, 0);
+            total += emb(sz_dict(&e, req->dictionary));
+        }
     }
     total += UNK_SIZE(req);
     if (e.nomem) {
-        free(e.sz);
+        enc_give(&e);
         return pg_status_set(st, PG_ERR_NOMEM, "no memory to size a %zu-message OTLP request",
                              e.n);
     }
     if (e.too_big) {
-        free(e.sz);
+        enc_give(&e);
         return pg_status_set(st, PG_ERR_LIMIT, "OTLP request has a message over 4 GiB");
     }
     buf = pg_arena_alloc(arena, total ? total : 1);
     if (buf == NULL) {
-        free(e.sz);
+        enc_give(&e);
         return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
                              "no memory to encode a %zu-byte OTLP request", total);
     }
@@ -884,11 +1254,17 @@ enum pg_err pg_otlp_request_encode(const struct pg_otlp_request *req, struct pg_
         p = wr_resprof(&e, p, req->resource_profiles[i]);
     }
     if (req->dictionary != NULL) {
+        size_t at = e.sz[e.rd++];
         p = hdr(&e, p, 2);
-        p = wr_dict(&e, p, req->dictionary);
+        if (at != 0) {
+            memcpy(p, e.scr + at - 1, e.sz[e.rd - 1]);
+            p += e.sz[e.rd - 1];
+        } else {
+            p = wr_dict(&e, p, req->dictionary);
+        }
     }
     p = UNK_WRITE(req, p);
-    free(e.sz);
+    enc_give(&e);
     if ((size_t)(p - buf) != total || e.rd != e.n) {
         return pg_status_set(st, PG_ERR_INTERNAL, "OTLP encoder wrote %zu of %zu bytes",
                              (size_t)(p - buf), total);

@@ -5,6 +5,7 @@
  * rules translation never produces (unknown fields, negative int32s, empty
  * oneof strings and bytes, nested arrays / kvlists, entity refs, timestamps). */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,8 +161,12 @@ PG_TEST(edge_rules_match_protobuf_c)
     struct pg_otlp_profile prof = P(PROFILE);
     struct pg_otlp_profile *profs[1] = {&prof};
     struct pg_otlp_valuetype vt = P(VALUE_TYPE);
-    struct pg_otlp_sample s1 = P(SAMPLE), s2 = P(SAMPLE);
-    struct pg_otlp_sample *samples[2] = {&s1, &s2};
+    struct pg_otlp_sample s1 = P(SAMPLE), s2 = P(SAMPLE), s3 = P(SAMPLE), s4 = P(SAMPLE);
+    struct pg_otlp_sample *samples[4] = {&s1, &s2, &s3, &s4};
+    /* Samples and packed fields of 128 bytes and more (two- and three-byte lengths: the
+     * writer patches a one-byte length and moves the body up). */
+    static int32_t many_neg[20];
+    static int64_t many_vals[2000];
     int32_t neg[3] = {-1, 0, 300};
     int64_t vals[3] = {-5, 0, INT64_MAX};
     int32_t deep[12] = {1, -1, 127, 128, 16383, 16384, INT32_MAX, INT32_MIN, 0, 2, 3, 4};
@@ -264,8 +269,28 @@ PG_TEST(edge_rules_match_protobuf_c)
     s1.timestamps_unix_nano = ts;
     s2.base.n_unknown_fields = 1;
     s2.base.unknown_fields = &unk[1];
+    for (int i = 0; i < 20; i++) {
+        many_neg[i] = -i - 1;
+    }
+    for (int i = 0; i < 2000; i++) {
+        many_vals[i] = INT64_MAX - i;
+    }
+    s3.stack_index = 200;
+    s3.n_attribute_indices = 20; /* 200 bytes packed */
+    s3.attribute_indices = many_neg;
+    s3.link_index = 3;
+    s3.n_values = 14; /* 126 bytes packed, sample 337 bytes */
+    s3.values = many_vals;
+    s3.n_timestamps_unix_nano = 2;
+    s3.timestamps_unix_nano = ts;
+    s4.n_attribute_indices = 12; /* 120 bytes packed */
+    s4.attribute_indices = many_neg;
+    s4.n_values = 2000; /* 18000 bytes packed */
+    s4.values = many_vals;
+    s4.base.n_unknown_fields = 2;
+    s4.base.unknown_fields = unk;
     prof.sample_type = &vt;
-    prof.n_samples = 2;
+    prof.n_samples = 4;
     prof.samples = samples;
     prof.time_unix_nano = 1700000000000000000ull;
     prof.duration_nano = 10;
@@ -351,6 +376,144 @@ PG_TEST(edge_rules_match_protobuf_c)
     pg_arena_destroy(a);
 }
 
+/* Sample bytes near and past what the encoder's scratch block holds (256 KiB): 180 KiB come
+ * from the scratch (grown four times); then the second profile runs past it mid-way and is
+ * sized and written instead, and so is the small third one after it; and a profile of 40 000
+ * samples, which is sized and written without trying the scratch. */
+PG_TEST(samples_past_the_scratch_match_protobuf_c)
+{
+    struct pg_otlp_request req = REQ_INIT;
+    struct pg_otlp_resprof rp = RESPROF_INIT, *rps[1] = {&rp};
+    struct pg_otlp_scopeprof sp = P(SCOPE_PROFILES), *sps[1] = {&sp};
+    struct pg_otlp_profile pr[3] = {P(PROFILE), P(PROFILE), P(PROFILE)};
+    struct pg_otlp_profile *prp[3] = {&pr[0], &pr[1], &pr[2]};
+    struct pg_otlp_sample small = P(SAMPLE), big = P(SAMPLE);
+    struct pg_otlp_sample *first[2] = {&small, &small}, *many[40];
+    static int64_t vals[1000];
+    int32_t attrs[3] = {1, 2, 3};
+
+    for (int i = 0; i < 1000; i++) {
+        vals[i] = INT64_MAX - i; /* 9 bytes each */
+    }
+    small.stack_index = 1;
+    small.n_attribute_indices = 3;
+    small.attribute_indices = attrs;
+    small.link_index = 2;
+    small.n_values = 1;
+    small.values = vals + 20;
+    big.stack_index = 5;
+    big.n_values = 1000; /* 9 KiB a sample */
+    big.values = vals;
+    for (int i = 0; i < 40; i++) {
+        many[i] = i % 2 ? &big : &small;
+    }
+    pr[0].n_samples = 2;
+    pr[0].samples = first;
+    pr[1].n_samples = 40;
+    pr[1].samples = many;
+    pr[2].n_samples = 2;
+    pr[2].samples = first;
+    sp.n_profiles = 3;
+    sp.profiles = prp;
+    rp.n_scope_profiles = 1;
+    rp.scope_profiles = sps;
+    req.n_resource_profiles = 1;
+    req.resource_profiles = rps;
+    CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10) / 2);
+    {
+        /* a dictionary after those samples: in the scratch, then past it */
+        struct pg_otlp_dict dict = P(PROFILES_DICTIONARY);
+        struct pg_otlp_stack stk = P(STACK), *stkp[1] = {&stk};
+        struct pg_otlp_link lk = P(LINK), lk2 = P(LINK), lk3 = P(LINK);
+        struct pg_otlp_link *lkp[3] = {&lk, &lk2, &lk3};
+        uint8_t unk_var[1] = {0x07};
+        ProtobufCMessageUnknownField unk = {.tag = 9, .wire_type = PROTOBUF_C_WIRE_TYPE_VARINT,
+                                            .len = 1, .data = unk_var};
+        static int32_t locs[100];
+        static char long_str[90000];
+        char *strs[3] = {"", "main", long_str};
+        uint8_t id16[16] = {1}, id8[8] = {2};
+
+        for (int i = 0; i < 100; i++) {
+            locs[i] = i * 3; /* 100 + 33 two-byte indexes: a 166-byte stack */
+        }
+        memset(long_str, 'x', sizeof(long_str) - 1);
+        stk.n_location_indices = 100;
+        stk.location_indices = locs;
+        lk.trace_id.len = 16;
+        lk.trace_id.data = id16;
+        lk.span_id.len = 8;
+        lk.span_id.data = id8;
+        dict.n_stack_table = 1;
+        dict.stack_table = stkp;
+        lk2.trace_id.len = 3; /* not the 16 + 8 shape translation writes */
+        lk2.trace_id.data = id16;
+        lk3 = lk; /* that shape with an unknown field */
+        lk3.base.n_unknown_fields = 1;
+        lk3.base.unknown_fields = &unk;
+        dict.n_link_table = 3;
+        dict.link_table = lkp;
+        dict.n_string_table = 2;
+        dict.string_table = strs;
+        req.dictionary = &dict;
+        check_same(&req, "dictionary in the scratch");
+        dict.n_string_table = 3; /* 90 KB more: past the scratch */
+        CHECK(check_same(&req, "dictionary past the scratch") > ((size_t)256 << 10));
+        req.dictionary = NULL;
+    }
+    for (int i = 0; i < 40; i++) {
+        many[i] = &big; /* 360 KiB: over the scratch within this profile */
+    }
+    CHECK(check_same(&req, "past the scratch") > ((size_t)256 << 10));
+    {
+        /* so many samples that the scratch is not even tried for them */
+        static struct pg_otlp_sample *lots[40000];
+        for (int i = 0; i < 40000; i++) {
+            lots[i] = &small;
+        }
+        pr[1].n_samples = 40000;
+        pr[1].samples = lots;
+        CHECK(check_same(&req, "many samples") > 40000 * 10);
+    }
+}
+
+/* A small request's size cache and scratch are kept per thread: encoding on a thread that
+ * then exits must free them (the ASan+UBSan run's leak check fails otherwise), and a kept
+ * set must serve a second, larger request on the same thread. */
+static void *encode_on_thread(void *arg)
+{
+    const char *rel = arg;
+    size_t len;
+    uint8_t *data = read_fixture(rel, &len);
+    struct pg_translate_opts o;
+    struct pg_status st;
+
+    CHECK(data != NULL);
+    if (data != NULL) {
+        for (int i = 0; i < 2; i++) {
+            struct pg_arena *a = pg_arena_create(0);
+            struct pg_otlp_request *req = NULL;
+            pg_translate_opts_default(&o);
+            o.include_original_payload = i == 1;
+            CHECK_INT(pg_pprof_translate(a, data, len, &o, &req, NULL, &st), PG_ERR_OK);
+            if (req != NULL) {
+                check_same(req, rel);
+            }
+            pg_arena_destroy(a);
+        }
+        free(data);
+    }
+    return NULL;
+}
+
+PG_TEST(kept_buffers_freed_at_thread_exit)
+{
+    pthread_t t;
+
+    CHECK_INT(pthread_create(&t, NULL, encode_on_thread, (void *)"sdk/push0.pprof.gz"), 0);
+    CHECK_INT(pthread_join(t, NULL), 0);
+}
+
 PG_TEST(arena_cap_is_a_limit)
 {
     size_t len;
@@ -371,4 +534,5 @@ PG_TEST(arena_cap_is_a_limit)
 
 PG_TEST_MAIN(PG_CASE(every_fixture_matches_protobuf_c),
              PG_CASE(golden_appendix_a_matches_protobuf_c), PG_CASE(edge_rules_match_protobuf_c),
+             PG_CASE(samples_past_the_scratch_match_protobuf_c), PG_CASE(kept_buffers_freed_at_thread_exit),
              PG_CASE(arena_cap_is_a_limit))
