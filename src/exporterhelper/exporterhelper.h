@@ -8,7 +8,9 @@
  * window) and the exporter metrics. An exporter brings only its transport:
  * it turns one encoded OTLP request into a body and sends it, then reports
  * SENT, RETRYABLE (with the server's delay) or PERMANENT.
- * Everything runs on one libevent loop; nothing here is thread-safe. */
+ * pg_exph_consume() and pg_exph_would_block() may be called from any
+ * receiver loop's thread at once; everything else (consumers, timers,
+ * retries, replay, the transport's callbacks) runs on the main loop. */
 #ifndef PG_EXPORTERHELPER_EXPORTERHELPER_H
 #define PG_EXPORTERHELPER_EXPORTERHELPER_H
 
