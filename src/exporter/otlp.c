@@ -507,6 +507,7 @@ const struct pg_component_ops pg_exporter_otlp = {
     .type = "otlp",
     .alias = "otlp_grpc",
     .kind = PG_KIND_EXPORTER,
+    .any_thread = true, /* the helper queues under its lock; sending stays on the main loop */
     .fields = otlp_fields,
     .doc = "OTLP/gRPC ProfilesService/Export with queue, retries, TLS, splitting and batching",
     .create = ox_create,

@@ -6,7 +6,8 @@
  * listeners/connections; shutdown() stops intake and begins flushing; idle()
  * reports when flushing is done; destroy() frees. Start order: extensions,
  * exporters, processors, receivers; stop order is the reverse. Everything runs
- * on the one libevent loop in host->base unless a component says otherwise. */
+ * on the main libevent loop in host->base except the pipeline entry
+ * (process/consume/would_block), which runs on the receiver's loops. */
 #ifndef PG_PIPELINE_COMPONENT_H
 #define PG_PIPELINE_COMPONENT_H
 
@@ -103,6 +104,11 @@ struct pg_component_ops {
     bool (*idle)(void *state);
     /* Frees state; logs what could not be delivered. After shutdown(). */
     void (*destroy)(void *state);
+    /* Processors and exporters: process() / consume() / would_block() may
+     * run on several receiver loops at once, each with its own batch (its
+     * arena the caller's); state shared between calls is atomic or locked.
+     * Without it a receiver keeps one loop. */
+    bool any_thread;
     /* Processors, optional: the first statement/setting that reads request
      * metadata (headers), or NULL. Receivers, optional: non-NULL when their
      * batches carry metadata (the setting that turns it on). The service
