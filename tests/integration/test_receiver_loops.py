@@ -198,7 +198,8 @@ with Gateway(config("      loops: 2\n      workers: 0")) as gw:
 
 
 
-# 5. An otlp exporter no longer keeps the receiver on one loop.
+# 5. An otlp exporter (behind a transform running a regex on every push) no
+# longer keeps the receiver on one loop.
 class GrpcServer:
     """tests/node/grpc_server.mjs: a real OTLP profiles gRPC server."""
 
@@ -237,6 +238,10 @@ receivers:
     server:
       endpoint: "127.0.0.1:0"
 {loops_extra}
+processors:
+  transform:
+    profile_statements:
+      - 'set(resource.attributes["loops.regex"], IsMatch("pg-loop", "^pg-(loop|main)$"))'
 exporters:
   debug:
     verbosity: basic
@@ -250,6 +255,7 @@ service:
   pipelines:
     profiles:
       receivers: [pprof]
+      processors: [transform]
       exporters: [debug, otlp]
   telemetry:
     metrics: {{address: "127.0.0.1:0"}}
@@ -300,6 +306,10 @@ with GrpcServer() as srv, Gateway(otlp_config(srv.port, "      loops: 2",
     res.check("otlp: each push exported once", st["requests"] == 60 and st["duplicates"] == 0,
               (st["requests"], st["duplicates"]))
     res.check("otlp: every sample arrived", st["samples"] == 60 * N_SAMPLES, st["samples"])
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.control}/requests", timeout=10) as r:
+        reqs = r.read().decode()
+    res.check("otlp: the transform's regex ran on every push", reqs.count('"loops.regex"') == 60,
+              reqs.count('"loops.regex"'))
     res.check("otlp: debug saw them all too", wait_count(gw, 60) == 60, gw.debug().count("sample_records="))
     acc = loop_accepts(metrics(gw))
     res.check("otlp: both loops took pushes", acc.get(0, 0) > 0 and acc.get(1, 0) > 0, acc)
