@@ -349,9 +349,18 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
 
 static bool ox_would_block(void *state, const struct pg_batch *batch)
 {
-    const struct ox *ex = state;
+    struct ox *ex = state;
 
     return ex != NULL && pg_exph_would_block(ex->helper, batch);
+}
+
+static void ox_entry_end(void *state)
+{
+    struct ox *ex = state;
+
+    if (ex != NULL) {
+        pg_exph_entry_end(ex->helper);
+    }
 }
 
 static void ox_free(struct ox *ex)
@@ -514,6 +523,7 @@ const struct pg_component_ops pg_exporter_otlp = {
     .start = ox_start,
     .consume = ox_consume,
     .would_block = ox_would_block,
+    .entry_end = ox_entry_end,
     .shutdown = ox_shutdown,
     .idle = ox_idle,
     .destroy = ox_destroy,

@@ -80,6 +80,10 @@ struct pg_exph {
     int sizer;
     uint64_t q_limit;           /* queue_size, in sizer units */
     uint64_t q_used;            /* units of queued, pending and in-flight items */
+    /* block_on_overflow: room would_block() promised to a loop whose push
+     * is on its way to consume() (a ticket per thread), counted as taken so
+     * another loop cannot fill it in between. */
+    uint64_t reserved;
     struct pg_exph_item *pending; /* owned: batch being accumulated (sending_queue.batch) */
     struct event *flush_timer;
     struct event *pump_ev;

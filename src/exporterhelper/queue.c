@@ -145,16 +145,18 @@ static uint64_t push_units(const struct pg_exph *h, const struct pg_batch *b, si
 static bool queue_full(const struct pg_exph *h, uint64_t units)
 {
     if (!h->cfg->queue.enabled || (h->sizer == PG_EXPH_SIZER_REQUESTS && h->spool == NULL)) {
-        return h->q_len >= (h->cfg->queue.enabled ? h->q_cap : 0) + (h->n_consumers - h->busy);
+        return h->q_len + h->reserved >=
+               (h->cfg->queue.enabled ? h->q_cap : 0) + (h->n_consumers - h->busy);
     }
     if (h->spool != NULL && h->sizer != PG_EXPH_SIZER_ITEMS) {
         struct pg_spool_stats ss;
 
         pg_spool_get_stats(h->spool, &ss);
-        return (h->sizer == PG_EXPH_SIZER_REQUESTS ? ss.pending : ss.pending_bytes) + units >
+        return (h->sizer == PG_EXPH_SIZER_REQUESTS ? ss.pending : ss.pending_bytes) +
+                   h->reserved + units >
                h->q_limit;
     }
-    return h->q_used + units > h->q_limit;
+    return h->q_used + h->reserved + units > h->q_limit;
 }
 
 /* With batching, @samples more still fit the open merge (no queue slot needed). */
@@ -180,6 +182,61 @@ static bool push_blocked(const struct pg_exph *h, size_t samples, uint64_t units
     return queue_full(h, h->sizer == PG_EXPH_SIZER_REQUESTS ? 1 : units);
 }
 
+/* block_on_overflow: would_block() answering "room" sets the room aside for
+ * this thread's push until its consume() (or the end of its pipeline entry,
+ * pg_exph_entry_end(), when a processor refused it first): a loop checks,
+ * then consumes, and another loop must not take the room in between. One
+ * ticket per helper per thread; a loop has one push in the entry at a time. */
+#define MAX_TICKETS 8
+struct ticket {
+    const struct pg_exph *h;
+    uint64_t units;
+};
+static __thread struct ticket tl_tickets[MAX_TICKETS];
+static __thread size_t tl_n_tickets;
+
+/* Under h->mu: returns this thread's room on @h, if any. */
+static void ticket_release(struct pg_exph *h)
+{
+    for (size_t i = 0; i < tl_n_tickets; i++) {
+        if (tl_tickets[i].h == h) {
+            h->reserved -= tl_tickets[i].units;
+            tl_tickets[i] = tl_tickets[--tl_n_tickets];
+            return;
+        }
+    }
+}
+
+static bool ticket_held(const struct pg_exph *h)
+{
+    for (size_t i = 0; i < tl_n_tickets; i++) {
+        if (tl_tickets[i].h == h) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Under h->mu. */
+static void ticket_take(struct pg_exph *h, uint64_t units)
+{
+    if (tl_n_tickets == MAX_TICKETS) {
+        return; /* no room set aside: the push is admitted as before */
+    }
+    tl_tickets[tl_n_tickets++] = (struct ticket){h, units};
+    h->reserved += units;
+}
+
+void pg_exph_entry_end(struct pg_exph *h)
+{
+    if (h == NULL || !ticket_held(h)) {
+        return; /* the common case: no lock */
+    }
+    pg_exph_lock(h);
+    ticket_release(h);
+    pg_exph_unlock(h);
+}
+
 /* Under h->mu. @enc: the push encoded for the spool (with storage). */
 static enum pg_err consume_locked(struct pg_exph *h, struct pg_batch *batch, const uint8_t *enc,
                                   size_t enc_len, struct pg_status *st)
@@ -190,6 +247,7 @@ static enum pg_err consume_locked(struct pg_exph *h, struct pg_batch *batch, con
     struct pg_exph_item *it;
     uint64_t sid = 0;
 
+    ticket_release(h); /* the room would_block() set aside is this push's */
     if (h->shutting_down) {
         pg_metric_add(h->m_enqueue_failed, samples);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "exporter %s is shutting down", h->id);
@@ -315,17 +373,24 @@ enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg
 
 /* Mirrors the "full" exit of pg_exph_consume() (a batch that still fits the
  * pending merge is never held). */
-bool pg_exph_would_block(const struct pg_exph *h, const struct pg_batch *batch)
+bool pg_exph_would_block(struct pg_exph *h, const struct pg_batch *batch)
 {
     size_t samples;
+    uint64_t units;
     bool blocked;
 
     if (h == NULL || !h->cfg->queue.block_on_overflow) {
         return false;
     }
     samples = pg_batch_sample_count(batch);
+    units = push_units(h, batch, samples, 0);
     pg_exph_lock(h);
-    blocked = !h->shutting_down && push_blocked(h, samples, push_units(h, batch, samples, 0));
+    ticket_release(h); /* an earlier answer for this thread is void */
+    blocked = !h->shutting_down && push_blocked(h, samples, units);
+    if (!blocked && !h->shutting_down && h->cfg->queue.enabled &&
+        !(batching(h) && fits_pending(h, samples) && h->sizer == PG_EXPH_SIZER_REQUESTS)) {
+        ticket_take(h, h->sizer == PG_EXPH_SIZER_REQUESTS ? 1 : units);
+    }
     pg_exph_unlock(h);
     return blocked;
 }

@@ -96,8 +96,13 @@ struct pg_component_ops {
     enum pg_err (*consume)(void *state, struct pg_batch *batch, struct pg_status *st);
     /* Exporters, optional: true when consume() would refuse @batch for a
      * full queue and the exporter is configured to make the sender wait
-     * (sending_queue.block_on_overflow). Must not change state. */
+     * (sending_queue.block_on_overflow). When false it may set the room
+     * aside for the calling thread's next consume(), so another loop cannot
+     * take it in between; entry_end() gives back what was not used. */
     bool (*would_block)(void *state, const struct pg_batch *batch);
+    /* Exporters, optional: the calling thread's pipeline entry is over
+     * (consumed, refused by a processor, or held after all). */
+    void (*entry_end)(void *state);
     /* Stop intake, begin flushing. Idempotent; safe if start() never ran. */
     void (*shutdown)(void *state);
     /* Optional: true once nothing is in flight (drain finished). */

@@ -110,6 +110,23 @@ static enum pg_err run_pipeline(struct pg_service *svc, struct pipeline *p, stru
     return first;
 }
 
+/* What exporters set aside for this thread's push (would_block) and the
+ * push did not use is given back once its entry is over. */
+static void fanout_entry_end(const struct fanout *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pipeline *p = f->pipes[i];
+
+        for (size_t j = 0; j < p->n_exps; j++) {
+            const struct instance *ei = p->exps[j];
+
+            if (ei->ops->entry_end != NULL) {
+                ei->ops->entry_end(ei->state);
+            }
+        }
+    }
+}
+
 /* Any receiver loop's thread; no lock: each caller brings its own batch. */
 static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *batch,
                                   struct pg_status *st)
@@ -141,6 +158,7 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
             }
         }
     }
+    fanout_entry_end(f);
     return first;
 }
 
@@ -167,6 +185,7 @@ static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *
                                   "%s: sending queue is full (block_on_overflow: the request "
                                   "waits for room)", ei->log_name);
                 }
+                fanout_entry_end(f); /* held: room the others set aside goes back */
                 return true;
             }
         }

@@ -345,6 +345,78 @@ PG_TEST(full_queue_refused_then_stop_abandons)
     fake_close(&f);
 }
 
+/* Another loop's check-then-push, on a thread of its own. */
+struct other_loop {
+    struct fake *f;
+    bool would_block;
+    enum pg_err consumed;
+};
+
+static void *other_loop_main(void *arg)
+{
+    struct other_loop *o = arg;
+    struct pg_batch *b = tb_batch(1, 5, 20, "svc", 99);
+    struct pg_status st;
+
+    o->would_block = pg_exph_would_block(o->f->h, b);
+    pg_status_clear(&st);
+    o->consumed = pg_exph_consume(o->f->h, b, &st);
+    pg_batch_unref(b);
+    return NULL;
+}
+
+static void other_loop_run(struct other_loop *o)
+{
+    pthread_t th;
+
+    PG_REQUIRE(pthread_create(&th, NULL, other_loop_main, o) == 0);
+    pthread_join(th, NULL);
+}
+
+/* block_on_overflow with several loops: the room one loop was told about is
+ * its own until it consumes (or its entry ends), so a loop that checks in
+ * between waits instead of taking it and leaving the first a 503. */
+PG_TEST(block_on_overflow_room_is_set_aside)
+{
+    struct fake f;
+    struct pg_batch *b = tb_batch(1, 5, 20, "svc", 60);
+    struct other_loop o;
+    struct pg_status st;
+
+    PG_REQUIRE(fake_open(&f, "fake/aside",
+                         "sending_queue: {queue_size: 1, num_consumers: 1, "
+                         "block_on_overflow: true}\n",
+                         0));
+    f.hold = true;
+    CHECK_INT(push(&f, 5, "svc", 61), PG_ERR_OK); /* one slot of two left */
+    CHECK(!pg_exph_would_block(f.h, b));         /* ... set aside for this thread */
+    o = (struct other_loop){.f = &f};
+    other_loop_run(&o);
+    CHECK(o.would_block);
+    CHECK_INT(o.consumed, PG_ERR_BUSY);
+    pg_status_clear(&st);
+    CHECK_INT(pg_exph_consume(f.h, b, &st), PG_ERR_OK); /* the room was still there */
+    CHECK(pg_exph_would_block(f.h, b));                /* and now it is full */
+    pg_exph_entry_end(f.h);
+    /* Room not used (a processor refused the push) goes back at the entry's end. */
+    pg_exph_stop(f.h);
+    fake_close(&f);
+    PG_REQUIRE(fake_open(&f, "fake/aside2",
+                         "sending_queue: {queue_size: 1, num_consumers: 1, "
+                         "block_on_overflow: true}\n",
+                         0));
+    f.hold = true;
+    CHECK_INT(push(&f, 5, "svc", 62), PG_ERR_OK);
+    CHECK(!pg_exph_would_block(f.h, b));
+    pg_exph_entry_end(f.h);
+    o = (struct other_loop){.f = &f};
+    other_loop_run(&o);
+    CHECK(!o.would_block);
+    CHECK_INT(o.consumed, PG_ERR_OK);
+    pg_batch_unref(b);
+    fake_close(&f);
+}
+
 PG_TEST(larger_than_whole_queue_is_a_limit)
 {
     struct fake f;
@@ -583,6 +655,7 @@ PG_TEST(config_checks)
 PG_TEST_MAIN(PG_CASE(retryable_then_sent), PG_CASE(permanent_dropped_not_retried),
              PG_CASE(retry_disabled_drops_at_first_failure),
              PG_CASE(full_queue_refused_then_stop_abandons),
+             PG_CASE(block_on_overflow_room_is_set_aside),
              PG_CASE(larger_than_whole_queue_is_a_limit),
              PG_CASE(bisect_drops_only_the_rejected_push), PG_CASE(split_under_max_request_bytes),
              PG_CASE(persistent_queue_replayed_by_the_next_helper),
