@@ -136,6 +136,7 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
     enum svc_state state = get_state(f->svc);
 
     if (state != SVC_RUNNING && state != SVC_DRAINING) {
+        fanout_entry_end(f);
         pg_batch_unref(batch);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "pprofgate is not running yet");
     }
