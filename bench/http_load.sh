@@ -12,7 +12,11 @@
 # Env: DURATION (s, default 60), CONNS (16), THREADS (2), PG_BUILD_DIR (build),
 #      PPROFGATE_BIN, BODY (a .pprof.gz; default the first SDK capture),
 #      WORKERS (receiver server.workers; unset = the receiver's default),
-#      LOOPS (receiver server.loops; unset = the receiver's default, one per CPU).
+#      LOOPS (receiver server.loops; unset = the receiver's default, one per CPU),
+#      OTLP=1 (opt-in: the pipeline also has an otlp exporter, gzip, merging
+#      pushes into requests of 5000+ samples (sending_queue.batch), to a local
+#      sink, tests/node/grpc_server.mjs not storing requests; the sink's CPU
+#      is not pprofgate's but shares the machine, so req/s drops with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -25,6 +29,7 @@ THREADS=${THREADS:-2}
 BODY=${BODY:-}
 WORKERS=${WORKERS:-}
 LOOPS=${LOOPS:-}
+OTLP=${OTLP:-}
 if [ -z "$BODY" ]; then
     for c in tests/fixtures/sdk/push0.pprof.gz ../shared/fixtures/sdk/push0.pprof.gz; do
         [ -f "$c" ] && { BODY=$c; break; }
@@ -84,6 +89,14 @@ kill "$IPID"; wait "$IPID" 2>/dev/null || true
 # 3. pprofgate
 write_gw_config "$TMP/gw.yaml" 127.0.0.1:0 "$WORKERS"
 [ -n "$LOOPS" ] && sed -i "s/^\( *\)endpoint: .*/&\n\1loops: $LOOPS/" "$TMP/gw.yaml"
+if [ "$OTLP" = 1 ]; then
+    PG_GRPC_STORE=0 node tests/node/grpc_server.mjs > "$TMP/sink.log" 2>/dev/null &
+    PIDS+=($!)
+    for _ in $(seq 50); do [ -s "$TMP/sink.log" ] && break; sleep 0.1; done
+    SINK_PORT=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$TMP/sink.log")
+    [ -n "$SINK_PORT" ] || { echo "http_load: the OTLP sink did not start (bash scripts/bootstrap.sh --test)"; exit 2; }
+    sed -i "s/^exporters:\$/exporters:\n  otlp:\n    endpoint: 127.0.0.1:$SINK_PORT\n    tls: {insecure: true}\n    sending_queue: {queue_size: 20, batch: {flush_timeout: 100ms, min_size: 5000, max_size: 20000}}/; s/exporters: \[debug\]/exporters: [debug, otlp]/" "$TMP/gw.yaml"
+fi
 "$BIN" --config "$TMP/gw.yaml" > "$TMP/gw.log" 2>&1 &
 GPID=$!
 PIDS+=($GPID)
@@ -103,10 +116,14 @@ kill "$GPID"; wait "$GPID" 2>/dev/null || true
 
 echo "discard_server: $DRPS req/s"
 grep -E 'Latency|99%' "$TMP/wrk.$DPORT" | sed 's/^/    /'
-echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}, $NLOOPS event loop(s)"
+echo "pprofgate:      $GRPS req/s${NON2XX:+ (non-2xx: $NON2XX)}, $NLOOPS event loop(s)${OTLP:+, debug + otlp exporters}"
 grep -E 'Latency|99%' "$TMP/wrk.$GPORT" | sed 's/^/    /'
 echo "inflate-only:   $IRPS req/s (discard_server + pg_inflate of each body)"
 awk -v g="$GRPS" -v d="$DRPS" 'BEGIN { printf "ratio pprofgate/discard: %.2f (target >= 0.70)\n", g / d }'
+# With OTLP=1 a full sending queue answers 503: what was accepted is what
+# the export path (the main loop's consumers and the sink) kept up with.
+[ -n "$OTLP" ] && awk -v g="$GRPS" -v n="${NON2XX:-0}" -v d="$DURATION" \
+    'BEGIN { printf "pprofgate accepted (2xx): %.0f req/s; the rest 503 from the full sending queue\n", g - n / d }'
 awk -v g="$IRPS" -v d="$DRPS" 'BEGIN { printf "inflate-only/discard: %.2f (one thread)\n", g / d }'
 # Ceiling for any gateway that must at least gunzip: every core busy with
 # inflate-only's work plus wrk's own per-request CPU (the load generator

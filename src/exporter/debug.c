@@ -93,11 +93,11 @@ struct dbg {
     int fds[MAX_OUTPUTS];
     bool owned[MAX_OUTPUTS];
     size_t n_fds;
-    /* consume() side (the pipeline's thread) */
+    /* consume() side: any receiver loop (atomics) */
     long window;          /* monotonic second of the sampling window */
     uint64_t in_window;   /* batches seen in it */
     uint64_t sampled_out; /* sampled away, reported in the log at destroy */
-    struct pg_log_ratelimit rl_drop;
+    struct pg_log_ratelimit rl_drop; /* under mu */
     struct pg_metric *m_dropped;
     struct pg_metric *m_queued; /* gauge: batches waiting for the writer */
     /* the queue, under mu */
@@ -216,11 +216,13 @@ static bool sample_ok(struct dbg *d)
     long sec = (long)(pg_mono_ns() / PG_NS_PER_SEC);
     uint64_t n;
 
-    if (sec != d->window) {
-        d->window = sec;
-        d->in_window = 0;
+    /* The loop that first sees a new second restarts the count; a batch
+     * counted into the old second meanwhile is at most one more printed. */
+    if (__atomic_load_n(&d->window, __ATOMIC_RELAXED) != sec &&
+        __atomic_exchange_n(&d->window, sec, __ATOMIC_RELAXED) != sec) {
+        __atomic_store_n(&d->in_window, 0, __ATOMIC_RELAXED);
     }
-    n = ++d->in_window;
+    n = __atomic_add_fetch(&d->in_window, 1, __ATOMIC_RELAXED);
     if (n <= (uint64_t)d->cfg.sampling_initial) {
         return true;
     }
@@ -467,9 +469,11 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     size_t waiting;
     struct timespec at;
     size_t rps, samples, bytes = 0;
+    bool log_drop = false;
+    unsigned long suppressed = 0;
 
     if (!sample_ok(d)) {
-        d->sampled_out++;
+        __atomic_add_fetch(&d->sampled_out, 1, __ATOMIC_RELAXED);
         return PG_ERR_OK;
     }
     at = pg_real_ts();
@@ -509,15 +513,14 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         }
     } else {
         d->dropped++;
+        log_drop = pg_log_ratelimit_ok(&d->rl_drop, &suppressed);
     }
     dropped = d->dropped;
     waiting = d->q_len;
     pthread_mutex_unlock(&d->mu);
     if (!fits) {
-        unsigned long suppressed = 0;
-
         pg_metric_add(d->m_dropped, 1);
-        if (pg_log_ratelimit_ok(&d->rl_drop, &suppressed)) {
+        if (log_drop) {
             pg_log_warn(d->log_name,
                         "output is not keeping up (%zu batches waiting): batch not printed, "
                         "%llu so far (%lu similar lines suppressed)",
@@ -648,6 +651,7 @@ const struct pg_component_ops pg_exporter_debug = {
     .type = "debug",
     .alias = NULL,
     .kind = PG_KIND_EXPORTER,
+    .any_thread = true, /* the sampler is atomic; the queue to the writer is locked */
     .fields = dbg_fields,
     .doc = "prints received profiles in the collector's debug-exporter formats",
     .create = dbg_create,

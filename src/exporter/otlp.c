@@ -349,9 +349,18 @@ static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_sta
 
 static bool ox_would_block(void *state, const struct pg_batch *batch)
 {
-    const struct ox *ex = state;
+    struct ox *ex = state;
 
     return ex != NULL && pg_exph_would_block(ex->helper, batch);
+}
+
+static void ox_entry_end(void *state)
+{
+    struct ox *ex = state;
+
+    if (ex != NULL) {
+        pg_exph_entry_end(ex->helper);
+    }
 }
 
 static void ox_free(struct ox *ex)
@@ -507,12 +516,14 @@ const struct pg_component_ops pg_exporter_otlp = {
     .type = "otlp",
     .alias = "otlp_grpc",
     .kind = PG_KIND_EXPORTER,
+    .any_thread = true, /* the helper queues under its lock; sending stays on the main loop */
     .fields = otlp_fields,
     .doc = "OTLP/gRPC ProfilesService/Export with queue, retries, TLS, splitting and batching",
     .create = ox_create,
     .start = ox_start,
     .consume = ox_consume,
     .would_block = ox_would_block,
+    .entry_end = ox_entry_end,
     .shutdown = ox_shutdown,
     .idle = ox_idle,
     .destroy = ox_destroy,

@@ -52,10 +52,15 @@ static void send_part(struct pg_exph_consumer *c)
     struct pg_exph *h = c->h;
     struct pg_exph_part *p = &c->parts[c->cur];
     struct pg_status st;
+    enum pg_err err;
 
     pg_status_clear(&st);
     c->in_call = true;
-    if (h->ops->send(h->exporter, c, p->body, p->len, &st) != PG_ERR_OK) {
+    /* The part is this consumer's: pushes may queue meanwhile. */
+    pg_exph_unlock(h);
+    err = h->ops->send(h->exporter, c, p->body, p->len, &st);
+    pg_exph_lock(h);
+    if (err != PG_ERR_OK) {
         c->in_call = false;
         pg_log_error(h->log, "cannot start an export: %s", pg_status_text(&st));
         pg_exph_count_drop(h, "internal", p->samples);
@@ -66,9 +71,13 @@ static void send_part(struct pg_exph_consumer *c)
 
 void pg_exph_on_retry_timer(evutil_socket_t fd, short what, void *arg)
 {
+    struct pg_exph_consumer *c = arg;
+
     (void)fd;
     (void)what;
-    send_part(arg);
+    pg_exph_lock(c->h);
+    send_part(c);
+    pg_exph_unlock(c->h);
 }
 
 /* A permanent rejection of an item merged from several pushes: instead of
@@ -124,7 +133,7 @@ static bool bisect(struct pg_exph_consumer *c, const char *why)
     return true;
 }
 
-void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *r)
+static void send_done_locked(struct pg_exph_consumer *c, const struct pg_exph_result *r)
 {
     struct pg_exph *h = c->h;
     struct pg_exph_part *p;
@@ -178,6 +187,15 @@ void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *
 
         evtimer_add(c->timer, &tv);
     }
+}
+
+void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *r)
+{
+    struct pg_exph *h = c->h;
+
+    pg_exph_lock(h);
+    send_done_locked(c, r);
+    pg_exph_unlock(h);
 }
 
 /* Takes the next item for @c: the previous run's backlog first (one record
@@ -238,6 +256,7 @@ static bool take(struct pg_exph_consumer *c)
 static void consumer_run(struct pg_exph_consumer *c)
 {
     struct pg_exph *h = c->h;
+    bool prepared;
 
     for (;;) {
         if (c->item != NULL && c->cur < c->n_parts) {
@@ -261,7 +280,12 @@ static void consumer_run(struct pg_exph_consumer *c)
             return;
         }
         h->busy++;
-        if (!pg_exph_prepare(c)) {
+        /* Encoding and splitting the taken item is the heavy part: pushes
+         * from the loops queue meanwhile. */
+        pg_exph_unlock(h);
+        prepared = pg_exph_prepare(c);
+        pg_exph_lock(h);
+        if (!prepared) {
             pg_exph_consumer_release(c);
         }
     }

@@ -8,7 +8,9 @@
  * window) and the exporter metrics. An exporter brings only its transport:
  * it turns one encoded OTLP request into a body and sends it, then reports
  * SENT, RETRYABLE (with the server's delay) or PERMANENT.
- * Everything runs on one libevent loop; nothing here is thread-safe. */
+ * pg_exph_consume() and pg_exph_would_block() may be called from any
+ * receiver loop's thread at once; everything else (consumers, timers,
+ * retries, replay, the transport's callbacks) runs on the main loop. */
 #ifndef PG_EXPORTERHELPER_EXPORTERHELPER_H
 #define PG_EXPORTERHELPER_EXPORTERHELPER_H
 
@@ -133,8 +135,14 @@ enum pg_err pg_exph_start(struct pg_exph *h, struct event_base *base, struct pg_
 enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg_status *st);
 
 /* An exporter's would_block(): true when consume() would refuse @batch for a
- * full queue and block_on_overflow is set. Changes nothing. */
-bool pg_exph_would_block(const struct pg_exph *h, const struct pg_batch *batch);
+ * full queue and block_on_overflow is set. When false, the room is set aside
+ * for this thread's next consume() (other loops see it taken) until that
+ * consume() or pg_exph_entry_end(). */
+bool pg_exph_would_block(struct pg_exph *h, const struct pg_batch *batch);
+
+/* An exporter's entry_end(): this thread's pipeline entry is over; room
+ * would_block() set aside and consume() did not use is given back. */
+void pg_exph_entry_end(struct pg_exph *h);
 
 /* An exporter's shutdown(): no more intake; the queue drains until
  * shutdown_timeout, then what is left is dropped (and kept on disk). */

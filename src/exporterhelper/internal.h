@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/time.h>
 
@@ -57,7 +58,14 @@ struct pg_exph_consumer {
     uint64_t win_bytes; /* spooled bytes its item holds, charged to h->win_used */
 };
 
+/* Threads: consume() and would_block() run on any receiver loop; everything
+ * else (consumers, timers, retries, replay, the transport) on the main loop.
+ * `mu` guards the queue state below (the FIFO, the merge, the counters, the
+ * flags); the main loop drops it while it encodes an item it has taken or
+ * hands a part to the transport, so a push waits at most for a list update.
+ * Recursive: a transport may report an outcome from inside send(). */
 struct pg_exph {
+    pthread_mutex_t mu;
     const char *id;
     const char *log;
     const struct pg_exph_config *cfg; /* borrowed */
@@ -72,6 +80,10 @@ struct pg_exph {
     int sizer;
     uint64_t q_limit;           /* queue_size, in sizer units */
     uint64_t q_used;            /* units of queued, pending and in-flight items */
+    /* block_on_overflow: room would_block() promised to a loop whose push
+     * is on its way to consume() (a ticket per thread), counted as taken so
+     * another loop cannot fill it in between. */
+    uint64_t reserved;
     struct pg_exph_item *pending; /* owned: batch being accumulated (sending_queue.batch) */
     struct event *flush_timer;
     struct event *pump_ev;
@@ -104,6 +116,16 @@ struct pg_exph {
 };
 
 /* queue.c */
+static inline void pg_exph_lock(const struct pg_exph *h)
+{
+    pthread_mutex_lock(&((struct pg_exph *)h)->mu);
+}
+
+static inline void pg_exph_unlock(const struct pg_exph *h)
+{
+    pthread_mutex_unlock(&((struct pg_exph *)h)->mu);
+}
+
 void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples);
 void pg_exph_update_gauges(struct pg_exph *h);
 void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it);
@@ -120,8 +142,9 @@ bool pg_exph_prepare(struct pg_exph_consumer *c);
 
 /* persistent_queue.c */
 bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id);
-enum pg_err pg_exph_spool_batch(struct pg_exph *h, struct pg_batch *batch, uint64_t *id,
-                                size_t *enc_len, struct pg_status *st);
+enum pg_err pg_exph_spool_encode(struct pg_exph *h, struct pg_batch *batch,
+                                 struct pg_arena **arena, uint8_t **enc, size_t *enc_len,
+                                 struct pg_status *st);
 void pg_exph_window_init(struct pg_exph *h);
 struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h);
 

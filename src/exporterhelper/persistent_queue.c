@@ -23,27 +23,22 @@ bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id)
     return true;
 }
 
-/* Writes @batch to the spool before it is queued (and so before the 204).
- * BUSY when the spool or the disk is full: the receiver answers 503. The
- * encoding is the only one: the consumer sends these bytes back from disk. */
-enum pg_err pg_exph_spool_batch(struct pg_exph *h, struct pg_batch *batch, uint64_t *id,
-                                size_t *enc_len, struct pg_status *st)
+/* Encodes @batch for the spool, outside the queue's lock (on the caller's
+ * loop); the caller appends the bytes under the lock once the push is
+ * admitted, so the record is on disk before the 204. The encoding is the
+ * only one: the consumer sends these bytes back from disk. *@arena (owned
+ * by the caller) holds *@enc. */
+enum pg_err pg_exph_spool_encode(struct pg_exph *h, struct pg_batch *batch,
+                                 struct pg_arena **arena, uint8_t **enc, size_t *enc_len,
+                                 struct pg_status *st)
 {
-    struct pg_arena *a = pg_arena_create(0);
-    uint8_t *buf;
-    size_t len = 0;
-    enum pg_err err;
-
-    if (a == NULL) {
+    *enc = NULL;
+    *enc_len = 0;
+    *arena = pg_arena_create(0);
+    if (*arena == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "exporter %s: no memory to spool", h->id);
     }
-    err = pg_batch_encode(batch, a, &buf, &len, st);
-    if (err == PG_ERR_OK) {
-        err = pg_spool_append(h->spool, buf, len, id, st);
-    }
-    *enc_len = len;
-    pg_arena_destroy(a);
-    return err;
+    return pg_batch_encode(batch, *arena, enc, enc_len, st);
 }
 
 /* Set once every component started (memory_limiter starts after exporters):

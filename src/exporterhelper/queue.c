@@ -105,7 +105,9 @@ static void on_flush_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
+    pg_exph_lock(arg);
     flush_pending(arg);
+    pg_exph_unlock(arg);
 }
 
 /* Both the pump event and the replay pause timer: consumers look for work. */
@@ -113,7 +115,9 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
+    pg_exph_lock(arg);
     pg_exph_pump(arg);
+    pg_exph_unlock(arg);
 }
 
 /* What one push counts against queue_size. Without storage, bytes are the
@@ -141,16 +145,18 @@ static uint64_t push_units(const struct pg_exph *h, const struct pg_batch *b, si
 static bool queue_full(const struct pg_exph *h, uint64_t units)
 {
     if (!h->cfg->queue.enabled || (h->sizer == PG_EXPH_SIZER_REQUESTS && h->spool == NULL)) {
-        return h->q_len >= (h->cfg->queue.enabled ? h->q_cap : 0) + (h->n_consumers - h->busy);
+        return h->q_len + h->reserved >=
+               (h->cfg->queue.enabled ? h->q_cap : 0) + (h->n_consumers - h->busy);
     }
     if (h->spool != NULL && h->sizer != PG_EXPH_SIZER_ITEMS) {
         struct pg_spool_stats ss;
 
         pg_spool_get_stats(h->spool, &ss);
-        return (h->sizer == PG_EXPH_SIZER_REQUESTS ? ss.pending : ss.pending_bytes) + units >
+        return (h->sizer == PG_EXPH_SIZER_REQUESTS ? ss.pending : ss.pending_bytes) +
+                   h->reserved + units >
                h->q_limit;
     }
-    return h->q_used + units > h->q_limit;
+    return h->q_used + h->reserved + units > h->q_limit;
 }
 
 /* With batching, @samples more still fit the open merge (no queue slot needed). */
@@ -176,7 +182,64 @@ static bool push_blocked(const struct pg_exph *h, size_t samples, uint64_t units
     return queue_full(h, h->sizer == PG_EXPH_SIZER_REQUESTS ? 1 : units);
 }
 
-enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg_status *st)
+/* block_on_overflow: would_block() answering "room" sets the room aside for
+ * this thread's push until its consume() (or the end of its pipeline entry,
+ * pg_exph_entry_end(), when a processor refused it first): a loop checks,
+ * then consumes, and another loop must not take the room in between. One
+ * ticket per helper per thread; a loop has one push in the entry at a time. */
+#define MAX_TICKETS 8
+struct ticket {
+    const struct pg_exph *h;
+    uint64_t units;
+};
+static __thread struct ticket tl_tickets[MAX_TICKETS];
+static __thread size_t tl_n_tickets;
+
+/* Under h->mu: returns this thread's room on @h, if any. */
+static void ticket_release(struct pg_exph *h)
+{
+    for (size_t i = 0; i < tl_n_tickets; i++) {
+        if (tl_tickets[i].h == h) {
+            h->reserved -= tl_tickets[i].units;
+            tl_tickets[i] = tl_tickets[--tl_n_tickets];
+            return;
+        }
+    }
+}
+
+static bool ticket_held(const struct pg_exph *h)
+{
+    for (size_t i = 0; i < tl_n_tickets; i++) {
+        if (tl_tickets[i].h == h) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Under h->mu. */
+static void ticket_take(struct pg_exph *h, uint64_t units)
+{
+    if (tl_n_tickets == MAX_TICKETS) {
+        return; /* no room set aside: the push is admitted as before */
+    }
+    tl_tickets[tl_n_tickets++] = (struct ticket){h, units};
+    h->reserved += units;
+}
+
+void pg_exph_entry_end(struct pg_exph *h)
+{
+    if (h == NULL || !ticket_held(h)) {
+        return; /* the common case: no lock */
+    }
+    pg_exph_lock(h);
+    ticket_release(h);
+    pg_exph_unlock(h);
+}
+
+/* Under h->mu. @enc: the push encoded for the spool (with storage). */
+static enum pg_err consume_locked(struct pg_exph *h, struct pg_batch *batch, const uint8_t *enc,
+                                  size_t enc_len, struct pg_status *st)
 {
     size_t samples = pg_batch_sample_count(batch);
     bool merge = batching(h);
@@ -184,6 +247,7 @@ enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg
     struct pg_exph_item *it;
     uint64_t sid = 0;
 
+    ticket_release(h); /* the room would_block() set aside is this push's */
     if (h->shutting_down) {
         pg_metric_add(h->m_enqueue_failed, samples);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "exporter %s is shutting down", h->id);
@@ -208,8 +272,7 @@ enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg
     }
     if (h->spool != NULL) {
         /* On disk before the 204; the batch itself is not kept. */
-        size_t enc_len = 0;
-        enum pg_err serr = pg_exph_spool_batch(h, batch, &sid, &enc_len, st);
+        enum pg_err serr = pg_spool_append(h->spool, enc, enc_len, &sid, st);
 
         if (serr != PG_ERR_OK) {
             pg_metric_add(h->m_enqueue_failed, samples);
@@ -280,17 +343,56 @@ full:
                          h->spool != NULL ? ", counted on disk" : "");
 }
 
+/* Any loop's thread. With storage the push is encoded first, outside the
+ * lock (wasted only when it is then refused); admission, the spool append
+ * and the enqueue are one step under h->mu, so concurrent pushes cannot
+ * pass queue_size together. */
+enum pg_err pg_exph_consume(struct pg_exph *h, struct pg_batch *batch, struct pg_status *st)
+{
+    struct pg_arena *enc_arena = NULL;
+    uint8_t *enc = NULL;
+    size_t enc_len = 0;
+    enum pg_err err;
+
+    if (h->spool != NULL) {
+        err = pg_exph_spool_encode(h, batch, &enc_arena, &enc, &enc_len, st);
+        if (err != PG_ERR_OK) {
+            pg_metric_add(h->m_enqueue_failed, pg_batch_sample_count(batch));
+            pg_arena_destroy(enc_arena);
+            return err;
+        }
+    }
+    pg_exph_lock(h);
+    err = consume_locked(h, batch, enc, enc_len, st);
+    pg_exph_unlock(h);
+    if (enc_arena != NULL) {
+        pg_arena_destroy(enc_arena);
+    }
+    return err;
+}
+
 /* Mirrors the "full" exit of pg_exph_consume() (a batch that still fits the
  * pending merge is never held). */
-bool pg_exph_would_block(const struct pg_exph *h, const struct pg_batch *batch)
+bool pg_exph_would_block(struct pg_exph *h, const struct pg_batch *batch)
 {
     size_t samples;
+    uint64_t units;
+    bool blocked;
 
-    if (h == NULL || !h->cfg->queue.block_on_overflow || h->shutting_down) {
+    if (h == NULL || !h->cfg->queue.block_on_overflow) {
         return false;
     }
     samples = pg_batch_sample_count(batch);
-    return push_blocked(h, samples, push_units(h, batch, samples, 0));
+    units = push_units(h, batch, samples, 0);
+    pg_exph_lock(h);
+    ticket_release(h); /* an earlier answer for this thread is void */
+    blocked = !h->shutting_down && push_blocked(h, samples, units);
+    if (!blocked && !h->shutting_down && h->cfg->queue.enabled &&
+        !(batching(h) && fits_pending(h, samples) && h->sizer == PG_EXPH_SIZER_REQUESTS)) {
+        ticket_take(h, h->sizer == PG_EXPH_SIZER_REQUESTS ? 1 : units);
+    }
+    pg_exph_unlock(h);
+    return blocked;
 }
 
 struct pg_exph *pg_exph_new(const struct pg_exph_params *p)
@@ -311,6 +413,14 @@ struct pg_exph *pg_exph_new(const struct pg_exph_params *p)
     h->sizer = p->cfg->queue.sizer;
     h->n_consumers = (size_t)p->cfg->queue.num_consumers;
     h->seed = (uint64_t)pg_mono_ns();
+    {
+        pthread_mutexattr_t ma;
+
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+        pthread_mutex_init(&h->mu, &ma);
+        pthread_mutexattr_destroy(&ma);
+    }
     snprintf(h->labels, sizeof(h->labels), "exporter=\"%s\"", p->id);
     return h;
 }
@@ -435,7 +545,9 @@ static void on_shutdown_deadline(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    pg_exph_lock(h);
     lost = abort_all(h, "shutdown");
+    pg_exph_unlock(h);
     if (lost > 0) {
         pg_log_error(h->log, "shutdown deadline passed: dropped %zu samples not yet delivered",
                      lost);
@@ -446,14 +558,18 @@ void pg_exph_shutdown(struct pg_exph *h)
 {
     struct timeval tv = pg_ns_to_tv(h->cfg->shutdown_timeout);
 
+    pg_exph_lock(h);
     if (h->shutting_down) {
+        pg_exph_unlock(h);
         return;
     }
     h->shutting_down = true;
     if (!h->started) {
+        pg_exph_unlock(h);
         return;
     }
     flush_pending(h);
+    pg_exph_unlock(h);
     h->shutdown_timer = evtimer_new(h->base, on_shutdown_deadline, h);
     if (h->shutdown_timer != NULL) {
         evtimer_add(h->shutdown_timer, &tv);
@@ -462,12 +578,21 @@ void pg_exph_shutdown(struct pg_exph *h)
 
 bool pg_exph_idle(const struct pg_exph *h)
 {
-    return h->aborted || !h->started || (h->q_len == 0 && h->pending == NULL && h->busy == 0);
+    bool idle;
+
+    pg_exph_lock(h);
+    idle = h->aborted || !h->started || (h->q_len == 0 && h->pending == NULL && h->busy == 0);
+    pg_exph_unlock(h);
+    return idle;
 }
 
 void pg_exph_stop(struct pg_exph *h)
 {
-    size_t lost = abort_all(h, "shutdown");
+    size_t lost;
+
+    pg_exph_lock(h);
+    lost = abort_all(h, "shutdown");
+    pg_exph_unlock(h);
 
     if (lost > 0) {
         pg_log_error(h->log, "exporter stopped with %zu samples undelivered", lost);
@@ -504,5 +629,6 @@ void pg_exph_free(struct pg_exph *h)
         event_free(h->shutdown_timer);
     }
     pg_spool_close(h->spool); /* after every item released */
+    pthread_mutex_destroy(&h->mu);
     free(h);
 }

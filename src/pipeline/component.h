@@ -6,7 +6,8 @@
  * listeners/connections; shutdown() stops intake and begins flushing; idle()
  * reports when flushing is done; destroy() frees. Start order: extensions,
  * exporters, processors, receivers; stop order is the reverse. Everything runs
- * on the one libevent loop in host->base unless a component says otherwise. */
+ * on the main libevent loop in host->base except the pipeline entry
+ * (process/consume/would_block), which runs on the receiver's loops. */
 #ifndef PG_PIPELINE_COMPONENT_H
 #define PG_PIPELINE_COMPONENT_H
 
@@ -95,14 +96,24 @@ struct pg_component_ops {
     enum pg_err (*consume)(void *state, struct pg_batch *batch, struct pg_status *st);
     /* Exporters, optional: true when consume() would refuse @batch for a
      * full queue and the exporter is configured to make the sender wait
-     * (sending_queue.block_on_overflow). Must not change state. */
+     * (sending_queue.block_on_overflow). When false it may set the room
+     * aside for the calling thread's next consume(), so another loop cannot
+     * take it in between; entry_end() gives back what was not used. */
     bool (*would_block)(void *state, const struct pg_batch *batch);
+    /* Exporters, optional: the calling thread's pipeline entry is over
+     * (consumed, refused by a processor, or held after all). */
+    void (*entry_end)(void *state);
     /* Stop intake, begin flushing. Idempotent; safe if start() never ran. */
     void (*shutdown)(void *state);
     /* Optional: true once nothing is in flight (drain finished). */
     bool (*idle)(void *state);
     /* Frees state; logs what could not be delivered. After shutdown(). */
     void (*destroy)(void *state);
+    /* Processors and exporters: process() / consume() / would_block() may
+     * run on several receiver loops at once, each with its own batch (its
+     * arena the caller's); state shared between calls is atomic or locked.
+     * Without it a receiver keeps one loop. */
+    bool any_thread;
     /* Processors, optional: the first statement/setting that reads request
      * metadata (headers), or NULL. Receivers, optional: non-NULL when their
      * batches carry metadata (the setting that turns it on). The service

@@ -45,14 +45,25 @@ const struct pg_component_ops *pg_component_find(const struct pg_component_ops *
     return NULL;
 }
 
+static enum svc_state get_state(const struct pg_service *svc)
+{
+    return __atomic_load_n(&svc->state, __ATOMIC_ACQUIRE);
+}
+
+/* Main thread. */
+static void set_state(struct pg_service *svc, enum svc_state state)
+{
+    __atomic_store_n(&svc->state, state, __ATOMIC_RELEASE);
+}
+
 bool pg_host_ready(const struct pg_host *host)
 {
-    return host != NULL && host->service != NULL && host->service->state == SVC_RUNNING;
+    return host != NULL && host->service != NULL && get_state(host->service) == SVC_RUNNING;
 }
 
 bool pg_service_running(const struct pg_service *svc)
 {
-    return svc->state == SVC_RUNNING;
+    return get_state(svc) == SVC_RUNNING;
 }
 
 /* ---- the data path ---------------------------------------------------- */
@@ -99,13 +110,33 @@ static enum pg_err run_pipeline(struct pg_service *svc, struct pipeline *p, stru
     return first;
 }
 
-static enum pg_err fanout_consume_locked(struct pg_consumer *self, struct pg_batch *batch,
-                                         struct pg_status *st)
+/* What exporters set aside for this thread's push (would_block) and the
+ * push did not use is given back once its entry is over. */
+static void fanout_entry_end(const struct fanout *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pipeline *p = f->pipes[i];
+
+        for (size_t j = 0; j < p->n_exps; j++) {
+            const struct instance *ei = p->exps[j];
+
+            if (ei->ops->entry_end != NULL) {
+                ei->ops->entry_end(ei->state);
+            }
+        }
+    }
+}
+
+/* Any receiver loop's thread; no lock: each caller brings its own batch. */
+static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *batch,
+                                  struct pg_status *st)
 {
     struct fanout *f = (struct fanout *)self;
     enum pg_err first = PG_ERR_OK;
+    enum svc_state state = get_state(f->svc);
 
-    if (f->svc->state != SVC_RUNNING && f->svc->state != SVC_DRAINING) {
+    if (state != SVC_RUNNING && state != SVC_DRAINING) {
+        fanout_entry_end(f);
         pg_batch_unref(batch);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "pprofgate is not running yet");
     }
@@ -128,18 +159,19 @@ static enum pg_err fanout_consume_locked(struct pg_consumer *self, struct pg_bat
             }
         }
     }
+    fanout_entry_end(f);
     return first;
 }
 
 /* Asks every exporter of every pipeline fed by this receiver; the first one
  * that would make the sender wait names itself in @st. Processors are not
  * asked: they never hold data back. */
-static bool fanout_would_block_locked(struct pg_consumer *self, const struct pg_batch *batch,
-                                      struct pg_status *st)
+static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *batch,
+                               struct pg_status *st)
 {
     struct fanout *f = (struct fanout *)self;
 
-    if (f->svc->state != SVC_RUNNING) {
+    if (get_state(f->svc) != SVC_RUNNING) {
         return false; /* consume() answers for a service that is not running */
     }
     for (size_t i = 0; i < f->n; i++) {
@@ -154,6 +186,7 @@ static bool fanout_would_block_locked(struct pg_consumer *self, const struct pg_
                                   "%s: sending queue is full (block_on_overflow: the request "
                                   "waits for room)", ei->log_name);
                 }
+                fanout_entry_end(f); /* held: room the others set aside goes back */
                 return true;
             }
         }
@@ -161,38 +194,15 @@ static bool fanout_would_block_locked(struct pg_consumer *self, const struct pg_
     return false;
 }
 
-static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *batch,
-                                  struct pg_status *st)
+/* Every processor and exporter behind this receiver must take calls from
+ * several loops at once (pg_component_ops.any_thread). */
+static bool instance_any_thread(const struct instance *in, char *why, size_t why_size)
 {
-    struct pg_service *svc = ((struct fanout *)self)->svc;
-    enum pg_err err;
-
-    pthread_mutex_lock(&svc->entry_mu);
-    err = fanout_consume_locked(self, batch, st);
-    pthread_mutex_unlock(&svc->entry_mu);
-    return err;
-}
-
-static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *batch,
-                               struct pg_status *st)
-{
-    struct pg_service *svc = ((struct fanout *)self)->svc;
-    bool busy;
-
-    pthread_mutex_lock(&svc->entry_mu);
-    busy = fanout_would_block_locked(self, batch, st);
-    pthread_mutex_unlock(&svc->entry_mu);
-    return busy;
-}
-
-/* Exporters whose consume() touches nothing the main loop's callbacks touch
- * (under entry_mu they see one caller at a time): debug hands batches to
- * its writer thread under its own lock. Processors keep no loop state. An
- * exporter that sends from the main loop (otlp: its queue, retries and
- * connection live there) keeps the receivers on that loop. */
-static bool exporter_any_thread(const struct instance *ei)
-{
-    return strcmp(ei->ops->type, "debug") == 0;
+    if (in->ops->any_thread) {
+        return true;
+    }
+    snprintf(why, why_size, "%s takes data on the main loop only", in->log_name);
+    return false;
 }
 
 static bool fanout_any_thread(struct pg_consumer *self, char *why, size_t why_size)
@@ -202,23 +212,18 @@ static bool fanout_any_thread(struct pg_consumer *self, char *why, size_t why_si
     for (size_t i = 0; i < f->n; i++) {
         const struct pipeline *p = f->pipes[i];
 
+        for (size_t j = 0; j < p->n_procs; j++) {
+            if (!instance_any_thread(p->procs[j], why, why_size)) {
+                return false;
+            }
+        }
         for (size_t j = 0; j < p->n_exps; j++) {
-            if (!exporter_any_thread(p->exps[j])) {
-                snprintf(why, why_size, "exporter %s sends from the main loop",
-                         p->exps[j]->id);
+            if (!instance_any_thread(p->exps[j], why, why_size)) {
                 return false;
             }
         }
     }
     return true;
-}
-
-/* Main thread: a change every pipeline entry sees whole. */
-static void set_state(struct pg_service *svc, enum svc_state state)
-{
-    pthread_mutex_lock(&svc->entry_mu);
-    svc->state = state;
-    pthread_mutex_unlock(&svc->entry_mu);
 }
 
 /* ---- building ----------------------------------------------------------- */
@@ -492,7 +497,6 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         free(svc);
         return NULL;
     }
-    pthread_mutex_init(&svc->entry_mu, NULL);
     svc->cfg = cfg;
     svc->diag = diag;
     svc->host.base = base;
@@ -813,10 +817,14 @@ static void destroy_all(struct pg_service *svc)
     }
 }
 
-static bool all_idle(struct pg_service *svc)
+/* Every component of @kind (or of every kind, -1) has nothing in flight. */
+static bool kind_idle(struct pg_service *svc, int kind)
 {
     for (size_t i = 0; i < svc->n_order; i++) {
         struct instance *in = svc->order[i];
+        if (kind >= 0 && in->kind != (enum pg_kind)kind) {
+            continue;
+        }
         if (in->created && in->ops->idle != NULL && !in->ops->idle(in->state)) {
             return false;
         }
@@ -828,11 +836,22 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_service *svc = arg;
     struct timeval tv = {0, DRAIN_POLL_MS * 1000};
-    bool idle = all_idle(svc);
+    bool late = pg_mono_ns() >= svc->drain_deadline_ns;
+    bool idle;
 
     (void)fd;
     (void)what;
-    if (!idle && pg_mono_ns() < svc->drain_deadline_ns) {
+    /* Exporters refuse intake once told to shut down: they are told only
+     * when every receiver loop has answered what it accepted (and whatever
+     * they consumed is queued), so nothing accepted meets a closed exporter.
+     * Their consumers keep sending meanwhile. */
+    if (!svc->exporters_shut &&
+        (late || (kind_idle(svc, PG_KIND_RECEIVER) && kind_idle(svc, PG_KIND_PROCESSOR)))) {
+        shutdown_kind(svc, PG_KIND_EXPORTER);
+        svc->exporters_shut = true;
+    }
+    idle = svc->exporters_shut && kind_idle(svc, -1);
+    if (!idle && !late) {
         event_add(svc->drain_timer, &tv);
         return;
     }
@@ -851,14 +870,13 @@ void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns)
 {
     struct timeval tv = {0, 0};
 
-    if (svc->state == SVC_DRAINING || svc->state == SVC_STOPPED) {
+    if (get_state(svc) == SVC_DRAINING || get_state(svc) == SVC_STOPPED) {
         return;
     }
     pg_log_info("service", "shutting down: receivers stop accepting, exporters drain");
     set_state(svc, SVC_DRAINING);
     shutdown_kind(svc, PG_KIND_RECEIVER);
     shutdown_kind(svc, PG_KIND_PROCESSOR);
-    shutdown_kind(svc, PG_KIND_EXPORTER);
     svc->drain_deadline_ns = pg_mono_ns() + deadline_ns;
     svc->drain_timer = evtimer_new(svc->host.base, drain_tick, svc);
     if (svc->drain_timer == NULL) {
@@ -878,6 +896,5 @@ void pg_service_free(struct pg_service *svc)
         event_free(svc->drain_timer);
     }
     pg_arena_destroy(svc->arena);
-    pthread_mutex_destroy(&svc->entry_mu);
     free(svc);
 }

@@ -4,7 +4,6 @@
 #ifndef PG_PIPELINE_SERVICE_INTERNAL_H
 #define PG_PIPELINE_SERVICE_INTERNAL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,11 +62,6 @@ struct def {
 
 struct pg_service {
     struct pg_arena *arena; /* owned: everything below */
-    /* Receivers with several event loops enter the pipelines from several
-     * threads: every entry (consume, would_block) and every change of
-     * `state` holds this lock, so processors and exporters see one caller
-     * at a time, as they did with one loop. */
-    pthread_mutex_t entry_mu;
     struct pg_config *cfg;  /* borrowed */
     struct pg_host host;
     struct pg_diag *diag;   /* borrowed during build */
@@ -77,7 +71,12 @@ struct pg_service {
     size_t n_pipes;
     struct instance **order; /* start order: extensions, exporters, processors, receivers */
     size_t n_order;
+    /* Read by every loop at the pipeline entry (atomics; written by the
+     * main thread). The entry itself takes no lock: receivers with several
+     * loops run processors and exporters concurrently, each call on its own
+     * batch, and components marked any_thread keep their shared state safe. */
     enum svc_state state;
+    bool exporters_shut; /* shutdown: exporters told once receivers are idle */
     struct event *drain_timer;
     int64_t drain_deadline_ns;
     struct pg_metric *m_fallbacks;

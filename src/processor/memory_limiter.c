@@ -141,6 +141,7 @@ static void ml_destroy(void *state)
 const struct pg_component_ops pg_processor_memory_limiter = {
     .type = "memory_limiter",
     .kind = PG_KIND_PROCESSOR,
+    .any_thread = true, /* pg_memlimit_* are atomics; the metric too */
     .fields = ml_fields,
     .doc = "refuses data (503 Retry-After) before memory passes limit_mib",
     .create = ml_create,

@@ -220,6 +220,7 @@ static enum pg_err f_replace_pattern(const struct ottl_expr *call, struct pg_ott
     PCRE2_SIZE outlen;
     PCRE2_UCHAR *buf;
     enum pg_err err = pg_ottl_path_get(ARG(call, 0), env, &cur, st);
+    pcre2_match_data *md;
     int rc;
 
     (void)out;
@@ -235,6 +236,10 @@ static enum pg_err f_replace_pattern(const struct ottl_expr *call, struct pg_ott
     if (rep.t != PG_OTTL_STR) {
         return want(st, "replace_pattern", "string replacement", &rep);
     }
+    md = pg_ottl_regex_md(re);
+    if (md == NULL) {
+        return pg_ottl_oom(env, st);
+    }
     cap = cur.u.s.n * 2 + rep.u.s.n + 64;
     for (int attempt = 0; attempt < 2; attempt++) {
         buf = pg_arena_alloc(env->a, cap);
@@ -245,7 +250,7 @@ static enum pg_err f_replace_pattern(const struct ottl_expr *call, struct pg_ott
         rc = pcre2_substitute(re->code, (PCRE2_SPTR)cur.u.s.p, cur.u.s.n, 0,
                               PCRE2_SUBSTITUTE_GLOBAL | PCRE2_SUBSTITUTE_OVERFLOW_LENGTH |
                                   PCRE2_SUBSTITUTE_UNSET_EMPTY,
-                              re->md, re->mctx, (PCRE2_SPTR)rep.u.s.p, rep.u.s.n, buf, &outlen);
+                              md, re->mctx, (PCRE2_SPTR)rep.u.s.p, rep.u.s.n, buf, &outlen);
         if (rc != PCRE2_ERROR_NOMEMORY) {
             break;
         }

@@ -48,8 +48,8 @@ struct ottl_key {
 
 struct ottl_regex {
     pcre2_code *code;
-    pcre2_match_data *md;       /* preallocated: evaluation reuses it */
-    pcre2_match_context *mctx;  /* carries the match and depth limits */
+    uint32_t pairs;             /* ovector pairs a match needs (captures + 1) */
+    pcre2_match_context *mctx;  /* carries the match and depth limits; read-only once built */
     const char *pattern;
 };
 
@@ -188,6 +188,14 @@ void pg_ottl_attrs_filter(const struct ottl_attrs *at, const bool *keep);
 /* Replaces all entries with @m. */
 enum pg_err pg_ottl_attrs_replace(const struct ottl_attrs *at, struct pg_ottl_env *env,
                                   const struct pg_ottl_map *m, bool lit, struct pg_status *st);
+
+/* The calling thread's match data, with room for @re's captures (grown on
+ * demand, reused by every later match on the thread): compiled patterns are
+ * shared by every receiver loop, match data is not. NULL when out of memory. */
+pcre2_match_data *pg_ottl_regex_md(const struct ottl_regex *re);
+
+/* Sets @re->pairs and warms this thread's match data (after compile). */
+void pg_ottl_regex_ready(struct ottl_regex *re);
 
 /* Regex search with the compiled limits: 1 match, 0 none, <0 error (st set). */
 int pg_ottl_regex_search(const struct ottl_regex *re, const char *s, size_t n,

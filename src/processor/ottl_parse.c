@@ -689,7 +689,6 @@ static void regex_free(void *p)
 {
     struct ottl_regex *re = p;
 
-    pcre2_match_data_free(re->md);
     pcre2_match_context_free(re->mctx);
     pcre2_code_free(re->code);
 }
@@ -713,9 +712,8 @@ static struct ottl_regex *compile_regex(struct parser *ps, const struct ottl_exp
         fail(ps, lit->col + 1 + (int)eoff, "invalid regular expression: %s", (char *)msg);
         return NULL;
     }
-    re->md = pcre2_match_data_create_from_pattern(re->code, NULL);
     re->mctx = pcre2_match_context_create(NULL);
-    if (re->md == NULL || re->mctx == NULL ||
+    if (re->mctx == NULL ||
         pg_arena_cleanup_add(ps->a, regex_free, re) != 0) {
         regex_free(re);
         fail(ps, lit->col, "out of memory compiling a regular expression");
@@ -726,8 +724,7 @@ static struct ottl_regex *compile_regex(struct parser *ps, const struct ottl_exp
     pcre2_set_match_limit(re->mctx, REGEX_MATCH_LIMIT);
     pcre2_set_depth_limit(re->mctx, REGEX_DEPTH_LIMIT);
     pcre2_set_heap_limit(re->mctx, REGEX_HEAP_LIMIT_KIB);
-    /* Warm the match data once so later matches reuse its frames. */
-    (void)pcre2_match(re->code, (PCRE2_SPTR) "", 0, 0, 0, re->md, re->mctx);
+    pg_ottl_regex_ready(re);
     return re;
 }
 

@@ -284,8 +284,13 @@ static enum pg_err value_to_any(struct pg_ottl_env *env, const struct pg_ottl_va
                                 int depth, struct pg_otlp_anyvalue **out, struct pg_status *st)
 {
     static const struct pg_otlp_anyvalue init = ANYVALUE_INIT;
-    struct pg_otlp_anyvalue *av = pg_arena_alloc(env->a, sizeof(*av));
+    struct pg_otlp_anyvalue *av;
 
+    /* Defined on every path, failures included: callers test the error, but
+     * once this is inlined GCC (-O2 and up) cannot tell and warns that a
+     * failed call's value reaches intern_attr()'s comparison. */
+    *out = NULL;
+    av = pg_arena_alloc(env->a, sizeof(*av));
     if (av == NULL) {
         return pg_ottl_oom(env, st);
     }

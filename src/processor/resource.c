@@ -4,6 +4,7 @@
  * values from config, from another attribute or from request metadata
  * (from_context: metadata.<header>), so operators can pin k8s.pod.name and
  * friends from config and env. Shares the attribute view with OTTL. */
+#include <pthread.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ struct ra_state {
     struct ra_config cfg;
     size_t n;
     struct ra_action *actions;
+    pthread_mutex_t rl_mu; /* rl: the loops share it (process() runs on any loop) */
     struct pg_log_ratelimit rl;
 };
 
@@ -82,7 +84,6 @@ static void re_free(void *p)
 {
     struct ottl_regex *re = p;
 
-    pcre2_match_data_free(re->md);
     pcre2_match_context_free(re->mctx);
     pcre2_code_free(re->code);
 }
@@ -107,9 +108,8 @@ static struct ottl_regex *compile_re(const struct pg_component_ctx *ctx, const c
                     (size_t)eoff, (char *)msg);
         return NULL;
     }
-    re->md = pcre2_match_data_create_from_pattern(re->code, NULL);
     re->mctx = pcre2_match_context_create(NULL);
-    if (re->md == NULL || re->mctx == NULL ||
+    if (re->mctx == NULL ||
         pg_arena_cleanup_add(ctx->config_arena, re_free, re) != 0) {
         re_free(re);
         pg_diag_add(ctx->diag, at, path, "out of memory");
@@ -119,7 +119,7 @@ static struct ottl_regex *compile_re(const struct pg_component_ctx *ctx, const c
     pcre2_set_match_limit(re->mctx, 100000);
     pcre2_set_depth_limit(re->mctx, 10000);
     pcre2_set_heap_limit(re->mctx, 1024);
-    (void)pcre2_match(re->code, (PCRE2_SPTR) "", 0, 0, 0, re->md, re->mctx);
+    pg_ottl_regex_ready(re);
     return re;
 }
 
@@ -304,6 +304,7 @@ static enum pg_err ra_create(const struct pg_component_ctx *ctx, void **state)
     }
     t->n = list->n;
     t->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 10.0);
+    pthread_mutex_init(&t->rl_mu, NULL);
     *state = t;
     return PG_ERR_OK;
 }
@@ -387,6 +388,7 @@ static enum pg_err extract(const struct ra_action *a, struct ottl_attrs *at,
     uint32_t esize = 0;
     PCRE2_SPTR table = NULL;
     PCRE2_SIZE *ov;
+    pcre2_match_data *md;
     enum pg_err err;
     int rc;
 
@@ -397,7 +399,11 @@ static enum pg_err extract(const struct ra_action *a, struct ottl_attrs *at,
     if (err != PG_ERR_OK || v.t != PG_OTTL_STR) {
         return err;
     }
-    rc = pcre2_match(a->re->code, (PCRE2_SPTR)v.u.s.p, v.u.s.n, 0, 0, a->re->md, a->re->mctx);
+    md = pg_ottl_regex_md(a->re);
+    if (md == NULL) {
+        return pg_ottl_oom(env, st);
+    }
+    rc = pcre2_match(a->re->code, (PCRE2_SPTR)v.u.s.p, v.u.s.n, 0, 0, md, a->re->mctx);
     if (rc == PCRE2_ERROR_NOMATCH) {
         return PG_ERR_OK;
     }
@@ -405,7 +411,7 @@ static enum pg_err extract(const struct ra_action *a, struct ottl_attrs *at,
         return pg_status_set(st, PG_ERR_PROCESSING, "extract %s: regex /%s/ failed (%d)", a->key,
                              a->re->pattern, rc);
     }
-    ov = pcre2_get_ovector_pointer(a->re->md);
+    ov = pcre2_get_ovector_pointer(md);
     pcre2_pattern_info(a->re->code, PCRE2_INFO_NAMECOUNT, &count);
     pcre2_pattern_info(a->re->code, PCRE2_INFO_NAMEENTRYSIZE, &esize);
     pcre2_pattern_info(a->re->code, PCRE2_INFO_NAMETABLE, &table);
@@ -539,7 +545,12 @@ static enum pg_err ra_process(void *state, struct pg_batch **batch, struct pg_st
             if (err == PG_ERR_PROCESSING) {
                 /* Like the collector: a failing action is logged, the data flows on. */
                 unsigned long sup = 0;
-                if (pg_log_ratelimit_ok(&t->rl, &sup)) {
+                bool log;
+
+                pthread_mutex_lock(&t->rl_mu);
+                log = pg_log_ratelimit_ok(&t->rl, &sup);
+                pthread_mutex_unlock(&t->rl_mu);
+                if (log) {
                     pg_log_warn(t->log_name, "attributes[%zu]: %s", i, st ? st->msg : "");
                 }
                 pg_status_clear(st);
@@ -576,6 +587,7 @@ const struct pg_component_ops pg_processor_resource = {
     .type = "resource",
     .alias = NULL,
     .kind = PG_KIND_PROCESSOR,
+    .any_thread = true,
     .fields = ra_fields,
     .doc = "insert/update/upsert/delete/hash/extract resource attributes (collector actions)",
     .create = ra_create,

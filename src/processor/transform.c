@@ -4,6 +4,7 @@
  * create() and run over every batch. error_mode propagate fails the request
  * (the receiver answers 500); ignore logs a rate-limited warning; silent
  * carries on quietly. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,7 @@ struct tf_state {
     struct tf_config cfg;
     size_t ngroups;
     struct tf_group *groups;
+    pthread_mutex_t rl_mu; /* rl: the loops share it (process() runs on any loop) */
     struct pg_log_ratelimit rl;
     struct pg_metric *m_errors;
     struct pg_metric *m_skipped_pairs;
@@ -291,6 +293,7 @@ static enum pg_err tf_create(const struct pg_component_ctx *ctx, void **state)
                                  "profiles only");
     }
     t->rl = (struct pg_log_ratelimit)PG_LOG_RATELIMIT_INIT(1.0, 10.0);
+    pthread_mutex_init(&t->rl_mu, NULL);
     snprintf(labels, sizeof(labels), "processor=\"%s\"", ctx->id);
     t->m_errors = pg_metric_counter("pprofgate_processor_transform_errors_total",
                                     "Statements that failed at run time", labels);
@@ -308,6 +311,7 @@ static enum pg_err on_error(struct tf_state *t, enum tf_mode mode, const char *t
 {
     unsigned long suppressed = 0;
     char reason[PG_STATUS_MSG_MAX];
+    bool log = false;
 
     if (err == PG_ERR_NOMEM || err == PG_ERR_LIMIT || err == PG_ERR_INTERNAL) {
         return err; /* resource exhaustion is never "ignored" */
@@ -320,7 +324,12 @@ static enum pg_err on_error(struct tf_state *t, enum tf_mode mode, const char *t
         return pg_status_set(st, PG_ERR_PROCESSING, "failed to execute statement: %.*s%s, %s",
                              (int)(tl > 72 ? 69 : tl), text, tl > 72 ? "..." : "", reason);
     }
-    if (mode == MODE_IGNORE && pg_log_ratelimit_ok(&t->rl, &suppressed)) {
+    if (mode == MODE_IGNORE) {
+        pthread_mutex_lock(&t->rl_mu);
+        log = pg_log_ratelimit_ok(&t->rl, &suppressed);
+        pthread_mutex_unlock(&t->rl_mu);
+    }
+    if (log) {
         pg_log_warn(t->log_name, "failed to execute statement: %s, %s (error_mode=ignore%s)",
                     text, reason, suppressed ? ", earlier warnings suppressed" : "");
     }
@@ -456,6 +465,7 @@ const struct pg_component_ops pg_processor_transform = {
     .type = "transform",
     .alias = NULL,
     .kind = PG_KIND_PROCESSOR,
+    .any_thread = true,
     .fields = tf_fields,
     .doc = "OTTL profile_statements (collector-compatible, plus ParseResourceAttributes)",
     .create = tf_create,

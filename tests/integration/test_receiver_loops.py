@@ -6,18 +6,26 @@ clients are served by more than one loop (per-loop accept counters in
 /metrics, loop threads named pg-loop-N), that max_connections and
 max_connections_per_peer hold across loops together, that `loops: 1` still
 serves with no loop thread, and that SIGTERM drains requests in flight on
-every loop: each gets its 204 and reaches the exporter, and the exit is 0."""
+every loop: each gets its 204 and reaches the exporter, and the exit is 0.
+With an otlp exporter (to the real gRPC server tests/node/grpc_server.mjs)
+the loops stay several: concurrent distinct pushes arrive exactly once, a
+full sending queue answers 503 + Retry-After and delivers every 204, and a
+SIGTERM with requests half-sent on both loops queues and delivers them all."""
 
+import json
 import os
 import re
+import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from pg_harness import Gateway, Results, basic_config, fixture, post, read  # noqa: E402
+from pg_harness import SOURCE_DIR, Gateway, Results, basic_config, fixture, post, read  # noqa: E402
+from pg_pprof import big_pprof  # noqa: E402
 
 res = Results()
 
@@ -96,6 +104,9 @@ def wait_count(gw, n, timeout=10):
 with Gateway(config("      loops: 2")) as gw:
     res.check("log says 2 event loops", gw.wait_log(r"2 event loops \(SO_REUSEPORT\)") is not None,
               gw.log()[-800:])
+    deadline = time.time() + 3  # the thread names itself once running
+    while loop_threads(gw) != ["pg-loop-1"] and time.time() < deadline:
+        time.sleep(0.05)
     res.check("one pg-loop thread besides the main loop", loop_threads(gw) == ["pg-loop-1"],
               loop_threads(gw))
     st = concurrent_posts(gw.port, 60, 12)
@@ -184,5 +195,171 @@ with Gateway(config("      loops: 2\n      workers: 0")) as gw:
     res.check("exit 0 after draining", rc == 0, (rc, gw.log()[-1500:]))
     res.check("all 16 reached the exporter", gw.debug().count("sample_records=") == 16,
               gw.debug().count("sample_records="))
+
+
+
+# 5. An otlp exporter (behind a transform running a regex on every push) no
+# longer keeps the receiver on one loop.
+class GrpcServer:
+    """tests/node/grpc_server.mjs: a real OTLP profiles gRPC server."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen(["node", os.path.join(SOURCE_DIR, "tests", "node", "grpc_server.mjs"),
+                                      *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        info = json.loads(self.proc.stdout.readline())
+        self.port, self.control = info["grpc_port"], info["control_port"]
+
+    def stats(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.control}/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def wait(self, cond, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end and not cond(self.stats()):
+            time.sleep(0.1)
+        return self.stats()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def otlp_config(port, loops_extra, queue):
+    return f"""
+receivers:
+  pprof:
+    server:
+      endpoint: "127.0.0.1:0"
+{loops_extra}
+processors:
+  transform:
+    profile_statements:
+      - 'set(resource.attributes["loops.regex"], IsMatch("pg-loop", "^pg-(loop|main)$"))'
+exporters:
+  debug:
+    verbosity: basic
+    output_paths: ["{{debug}}"]
+  otlp:
+    endpoint: 127.0.0.1:{port}
+    tls: {{insecure: true}}
+    retry_on_failure: {{initial_interval: 100ms, max_interval: 300ms}}
+    sending_queue: {queue}
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      processors: [transform]
+      exporters: [debug, otlp]
+  telemetry:
+    metrics: {{address: "127.0.0.1:0"}}
+"""
+
+
+N_SAMPLES = 40
+# Distinct bodies (function names differ), so the server's duplicate count
+# sees a push delivered twice.
+BODIES = [big_pprof(12, N_SAMPLES, tag=i) for i in range(60)]
+
+
+def distinct_posts(port, bodies, conc):
+    out, lock, todo = [], threading.Lock(), list(bodies)
+
+    def run():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                body = todo.pop()
+            try:
+                st, hd, _ = post(port, "/v1/pprof", body, {"Connection": "close"}, timeout=30)
+            except Exception as e:  # noqa: BLE001 - recorded as a failure
+                st, hd = repr(e), {}
+            with lock:
+                out.append((st, hd.get("retry-after")))
+
+    threads = [threading.Thread(target=run) for _ in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+if shutil.which("node") is None or not os.path.isdir(os.path.join(SOURCE_DIR, "tests", "node", "node_modules")):
+    print("skip: otlp with several loops needs node and tests/node/node_modules (scripts/bootstrap.sh --test)")
+    res.finish()
+
+with GrpcServer() as srv, Gateway(otlp_config(srv.port, "      loops: 2",
+                                              "{queue_size: 1000, num_consumers: 4}")) as gw:
+    res.check("otlp: still 2 event loops", gw.wait_log(r"2 event loops \(SO_REUSEPORT\)") is not None,
+              gw.log()[-800:])
+    out = distinct_posts(gw.port, BODIES, 12)
+    res.check("otlp: 60 concurrent distinct pushes all 204", [s for s, _ in out].count(204) == 60, out)
+    st = srv.wait(lambda s: s["requests"] >= 60)
+    res.check("otlp: each push exported once", st["requests"] == 60 and st["duplicates"] == 0,
+              (st["requests"], st["duplicates"]))
+    res.check("otlp: every sample arrived", st["samples"] == 60 * N_SAMPLES, st["samples"])
+    with urllib.request.urlopen(f"http://127.0.0.1:{srv.control}/requests", timeout=10) as r:
+        reqs = r.read().decode()
+    res.check("otlp: the transform's regex ran on every push", reqs.count('"loops.regex"') == 60,
+              reqs.count('"loops.regex"'))
+    res.check("otlp: debug saw them all too", wait_count(gw, 60) == 60, gw.debug().count("sample_records="))
+    acc = loop_accepts(metrics(gw))
+    res.check("otlp: both loops took pushes", acc.get(0, 0) > 0 and acc.get(1, 0) > 0, acc)
+
+# A full queue (one slow consumer, one waiting slot) refuses with 503 +
+# Retry-After from either loop; what got its 204 is delivered, once.
+with GrpcServer("--mode", "slow", "--delay-ms", "400") as srv, \
+        Gateway(otlp_config(srv.port, "      loops: 2", "{queue_size: 1, num_consumers: 1}")) as gw:
+    out = distinct_posts(gw.port, BODIES[:16], 8)
+    codes = [s for s, _ in out]
+    n_ok = codes.count(204)
+    res.check("otlp full queue: only 204 or 503", n_ok + codes.count(503) == 16, codes)
+    res.check("otlp full queue: some 503", codes.count(503) >= 1, codes)
+    res.check("otlp full queue: 503 carries Retry-After", all(ra for s, ra in out if s == 503), out)
+    st = srv.wait(lambda s: s["requests"] >= n_ok)
+    time.sleep(0.5)
+    st = srv.stats()
+    res.check("otlp full queue: every 204 delivered once", st["requests"] == n_ok and st["duplicates"] == 0,
+              (st["requests"], n_ok, st["duplicates"]))
+
+# SIGTERM with a request half-sent on each loop: the exporter keeps taking
+# intake until the loops have answered, so all are queued and delivered.
+with GrpcServer("--mode", "slow", "--delay-ms", "100") as srv, \
+        Gateway(otlp_config(srv.port, "      loops: 2\n      workers: 0",
+                            "{queue_size: 100, num_consumers: 2}")) as gw:
+    socks, bodies = open_conns(12, port=gw.port), BODIES[:12]
+    for s, body in zip(socks, bodies):
+        s.sendall((f"POST /v1/pprof HTTP/1.1\r\nHost: gw\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+                  + body[:len(body) // 2])
+    time.sleep(0.3)
+    gw.proc.send_signal(15)
+    time.sleep(0.3)
+    answers = []
+    for s, body in zip(socks, bodies):
+        s.settimeout(10)
+        try:
+            s.sendall(body[len(body) // 2:])
+            answers.append(s.recv(64).split(b"\r\n")[0])
+        except OSError as e:
+            answers.append(repr(e).encode())
+        s.close()
+    res.check("otlp SIGTERM: every in-flight request answered 204",
+              sum(1 for a in answers if a.startswith(b"HTTP/1.1 204")) == 12, answers)
+    try:
+        rc = gw.proc.wait(timeout=20)
+    except Exception:  # noqa: BLE001
+        rc = None
+    res.check("otlp SIGTERM: exit 0 after draining", rc == 0, (rc, gw.log()[-1500:]))
+    st = srv.stats()
+    res.check("otlp SIGTERM: all 12 exported once", st["requests"] == 12 and st["duplicates"] == 0,
+              (st["requests"], st["duplicates"]))
 
 res.finish()

@@ -4,14 +4,18 @@
  * rejection, retry_on_failure disabled, a full queue refused to the caller,
  * a push larger than the whole queue, bisect of a rejected merged batch,
  * splitting under max_request_bytes with the exporter's body, abandoning a
- * send on stop, and replay of a persistent queue by a new helper. Retry
+ * send on stop, replay of a persistent queue by a new helper, and pushes
+ * from several threads while the loop sends (memory and persistent queue;
+ * label "threads": ThreadSanitizer runs this file). Retry
  * intervals are 0, so nothing waits on the clock: the loop only runs until
  * the work is done (bounded in iterations). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/thread.h>
 
 #include "core/config.h"
 #include "core/metrics.h"
@@ -341,6 +345,78 @@ PG_TEST(full_queue_refused_then_stop_abandons)
     fake_close(&f);
 }
 
+/* Another loop's check-then-push, on a thread of its own. */
+struct other_loop {
+    struct fake *f;
+    bool would_block;
+    enum pg_err consumed;
+};
+
+static void *other_loop_main(void *arg)
+{
+    struct other_loop *o = arg;
+    struct pg_batch *b = tb_batch(1, 5, 20, "svc", 99);
+    struct pg_status st;
+
+    o->would_block = pg_exph_would_block(o->f->h, b);
+    pg_status_clear(&st);
+    o->consumed = pg_exph_consume(o->f->h, b, &st);
+    pg_batch_unref(b);
+    return NULL;
+}
+
+static void other_loop_run(struct other_loop *o)
+{
+    pthread_t th;
+
+    PG_REQUIRE(pthread_create(&th, NULL, other_loop_main, o) == 0);
+    pthread_join(th, NULL);
+}
+
+/* block_on_overflow with several loops: the room one loop was told about is
+ * its own until it consumes (or its entry ends), so a loop that checks in
+ * between waits instead of taking it and leaving the first a 503. */
+PG_TEST(block_on_overflow_room_is_set_aside)
+{
+    struct fake f;
+    struct pg_batch *b = tb_batch(1, 5, 20, "svc", 60);
+    struct other_loop o;
+    struct pg_status st;
+
+    PG_REQUIRE(fake_open(&f, "fake/aside",
+                         "sending_queue: {queue_size: 1, num_consumers: 1, "
+                         "block_on_overflow: true}\n",
+                         0));
+    f.hold = true;
+    CHECK_INT(push(&f, 5, "svc", 61), PG_ERR_OK); /* one slot of two left */
+    CHECK(!pg_exph_would_block(f.h, b));         /* ... set aside for this thread */
+    o = (struct other_loop){.f = &f};
+    other_loop_run(&o);
+    CHECK(o.would_block);
+    CHECK_INT(o.consumed, PG_ERR_BUSY);
+    pg_status_clear(&st);
+    CHECK_INT(pg_exph_consume(f.h, b, &st), PG_ERR_OK); /* the room was still there */
+    CHECK(pg_exph_would_block(f.h, b));                /* and now it is full */
+    pg_exph_entry_end(f.h);
+    /* Room not used (a processor refused the push) goes back at the entry's end. */
+    pg_exph_stop(f.h);
+    fake_close(&f);
+    PG_REQUIRE(fake_open(&f, "fake/aside2",
+                         "sending_queue: {queue_size: 1, num_consumers: 1, "
+                         "block_on_overflow: true}\n",
+                         0));
+    f.hold = true;
+    CHECK_INT(push(&f, 5, "svc", 62), PG_ERR_OK);
+    CHECK(!pg_exph_would_block(f.h, b));
+    pg_exph_entry_end(f.h);
+    o = (struct other_loop){.f = &f};
+    other_loop_run(&o);
+    CHECK(!o.would_block);
+    CHECK_INT(o.consumed, PG_ERR_OK);
+    pg_batch_unref(b);
+    fake_close(&f);
+}
+
 PG_TEST(larger_than_whole_queue_is_a_limit)
 {
     struct fake f;
@@ -438,6 +514,118 @@ PG_TEST(persistent_queue_replayed_by_the_next_helper)
     CHECK(system(cmd) == 0);
 }
 
+/* Receiver loops push from their own threads while the main loop sends. */
+#define PUSHERS 4
+#define PUSHES 60
+#define PUSH_SAMPLES 3
+
+struct pusher {
+    struct fake *f;
+    unsigned idx;
+    int ok, busy, other;
+    int *running; /* atomic: pushers not finished */
+};
+
+static void *pusher_main(void *arg)
+{
+    struct pusher *p = arg;
+
+    for (unsigned i = 0; i < PUSHES; i++) {
+        enum pg_err err = push(p->f, PUSH_SAMPLES, "svc", 1000 + p->idx * PUSHES + i);
+
+        if (err == PG_ERR_OK) {
+            p->ok++;
+        } else if (err == PG_ERR_BUSY) {
+            p->busy++;
+        } else {
+            p->other++;
+        }
+    }
+    __atomic_sub_fetch(p->running, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Checks every accepted push was sent exactly once and every refusal is a
+ * BUSY counted as such. */
+static void concurrent_pushes(struct fake *f)
+{
+    struct pusher ps[PUSHERS];
+    pthread_t th[PUSHERS];
+    int running = PUSHERS, ok = 0, busy = 0, other = 0;
+
+    for (unsigned i = 0; i < PUSHERS; i++) {
+        ps[i] = (struct pusher){.f = f, .idx = i, .running = &running};
+        PG_REQUIRE(pthread_create(&th[i], NULL, pusher_main, &ps[i]) == 0);
+    }
+    /* The main loop sends meanwhile (bounded: the pushers are). */
+    while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) > 0) {
+        event_base_loop(f->base, EVLOOP_NONBLOCK);
+    }
+    for (unsigned i = 0; i < PUSHERS; i++) {
+        pthread_join(th[i], NULL);
+        ok += ps[i].ok;
+        busy += ps[i].busy;
+        other += ps[i].other;
+    }
+    run_until(f, (int64_t)ok * PUSH_SAMPLES);
+    CHECK_INT(ok + busy, PUSHERS * PUSHES);
+    CHECK_INT(other, 0);
+    CHECK(ok > 0);
+    CHECK_INT(f->sends, ok); /* one request per push, none twice */
+    CHECK_INT(sent(f), (int64_t)ok * PUSH_SAMPLES);
+    CHECK_INT(counter(f, "otelcol_exporter_enqueue_failed_profile_samples"),
+              (int64_t)busy * PUSH_SAMPLES);
+    CHECK(pg_exph_idle(f->h));
+}
+
+PG_TEST(pushes_from_several_threads)
+{
+    struct fake f;
+
+    evthread_use_pthreads(); /* as main() does: other threads wake the loop */
+    PG_REQUIRE(fake_open(&f, "fake/threads",
+                         NO_WAIT "sending_queue: {queue_size: 20, num_consumers: 2}\n", 0));
+    concurrent_pushes(&f);
+    fake_close(&f);
+}
+
+PG_TEST(persistent_pushes_from_several_threads)
+{
+    char dir[64];
+    char cmd[128];
+    struct pg_spool_options opt;
+    struct fake f;
+    const char *yaml = NO_WAIT "sending_queue: {storage: file_storage/exphmt, queue_size: 20}\n";
+
+    evthread_use_pthreads();
+    snprintf(dir, sizeof(dir), "/tmp/pg_test_exph.XXXXXX");
+    PG_REQUIRE(mkdtemp(dir) != NULL);
+    memset(&opt, 0, sizeof(opt));
+    opt.dir = dir;
+    opt.fsync = PG_SPOOL_FSYNC_NEVER;
+    PG_REQUIRE(pg_storage_register("file_storage/exphmt", &opt));
+    if (fake_open(&f, "fake/spoolmt", yaml, 0)) {
+        concurrent_pushes(&f);
+    } else {
+        CHECK(false);
+    }
+    fake_close(&f);
+    /* Every accepted record was acknowledged once sent, and no refused
+     * push was left on disk: the next run has nothing to replay. */
+    if (fake_open(&f, "fake/spoolmt2", yaml, 0)) {
+        for (int i = 0; i < 50; i++) {
+            event_base_loop(f.base, EVLOOP_NONBLOCK);
+        }
+        CHECK_INT(f.sends, 0);
+    } else {
+        CHECK(false);
+    }
+    fake_close(&f);
+    pg_storage_unregister("file_storage/exphmt");
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 PG_TEST(config_checks)
 {
     static const char *const bad[] = {
@@ -467,6 +655,9 @@ PG_TEST(config_checks)
 PG_TEST_MAIN(PG_CASE(retryable_then_sent), PG_CASE(permanent_dropped_not_retried),
              PG_CASE(retry_disabled_drops_at_first_failure),
              PG_CASE(full_queue_refused_then_stop_abandons),
+             PG_CASE(block_on_overflow_room_is_set_aside),
              PG_CASE(larger_than_whole_queue_is_a_limit),
              PG_CASE(bisect_drops_only_the_rejected_push), PG_CASE(split_under_max_request_bytes),
-             PG_CASE(persistent_queue_replayed_by_the_next_helper), PG_CASE(config_checks))
+             PG_CASE(persistent_queue_replayed_by_the_next_helper),
+             PG_CASE(pushes_from_several_threads), PG_CASE(persistent_pushes_from_several_threads),
+             PG_CASE(config_checks))
