@@ -118,7 +118,8 @@ static const struct pg_field otlp_fields[] = {
     PG_FIELD_ENUM(struct ox_cfg, "compression", compression, "gzip", compression_choices,
                   "grpc-encoding of requests"),
     PG_FIELD_SECTION(struct ox_cfg, "compression_params", compression_params,
-                     compression_params_fields, NULL),
+                     compression_params_fields,
+                     "as otlphttp's (the collector's gRPC client has none)"),
     PG_EXPH_FIELDS(struct ox_cfg, helper),
     PG_FIELD_RANGE(struct ox_cfg, "max_request_bytes", PG_FT_BYTES, max_request_bytes, "4MiB", 1024,
                    1e10, "larger requests are split by profiles and samples (uncompressed size)"),
@@ -169,8 +170,9 @@ static int gzip_level(const struct ox_cfg *c, struct pg_diag *d, const struct pg
     if (c->compression != OX_GZIP && l == 0) {
         return 0;
     }
-    pg_diag_add(d, at, path, "unsupported parameters {Level:%" PRId64 "} for compression type \"%s\"",
-                l, compression_choices[c->compression]);
+    pg_diag_add(d, at, path,
+                "unsupported parameters {Level:%" PRId64 "} for compression type \"%s\"", l,
+                compression_choices[c->compression]);
     return -1;
 }
 
