@@ -7,9 +7,11 @@
 # (tests/node/grpc_server.mjs, not storing). Each binary runs under callgrind while wrk -c1
 # POSTs BODY for DURATION s (after a 2 s warm-up, not counted); prints instructions per push
 # over all threads, the inclusive share of translation and of the OTLP encoder, and the
-# encoder's calls (about one per push; more when exports lag behind the pushes).
+# encoder's calls (about one per push; more when exports lag behind the pushes), the share of
+# pg_gzip_compress, and the mean export request the server got (uncompressed and on the wire).
 # Figures only. usage: bench/translate_push_otlp.sh [BIN...]   (default: build/pprofgate)
 # Env: DURATION (8), BODY (tests/fixtures/sdk/push0.pprof.gz), COMPRESSION (none), WORKERS (0),
+#      LEVEL (unset: compression_params.level for every binary; binaries before it reject it),
 #      TPO_KEEP (a path prefix: each callgrind file is kept as PREFIX.N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +37,7 @@ PG_GRPC_STORE=0 node tests/node/grpc_server.mjs > "$TMP/grpc.out" 2>&1 &
 SRV=$!
 for _ in $(seq 1 100); do [ -s "$TMP/grpc.out" ] && break; sleep 0.1; done
 gport=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$TMP/grpc.out")
+cport=$(sed -n 's/.*"control_port":\([0-9]*\).*/\1/p' "$TMP/grpc.out")
 [ -n "$gport" ] || { echo "translate_push_otlp: gRPC server did not start" >&2; cat "$TMP/grpc.out" >&2; exit 1; }
 cat > "$TMP/gw.yaml" <<YAML
 receivers:
@@ -50,7 +53,8 @@ exporters:
     endpoint: 127.0.0.1:$gport
     tls:
       insecure: true
-    compression: $COMPRESSION
+    compression: $COMPRESSION${LEVEL:+
+    compression_params: {level: $LEVEL\}}
 service:
   pipelines:
     profiles:
@@ -77,8 +81,11 @@ calls() {
                 x = substr($0, RSTART + 1, RLENGTH - 3); gsub(",", "", x); c += x } next }
             $0 ~ /^ *[0-9,]+ .*\* / && $0 ~ re { s += c } END { printf "%d", s }'
 }
-echo "translate_push_otlp: body $BODY, ${DURATION}s of wrk -c1, workers $WORKERS, otlp compression $COMPRESSION"
-printf '%-34s %8s %11s %10s %10s %8s %10s\n' binary requests instr/push translate encode encodes encode/call
+# stat KEY: a counter of the gRPC server's since the last /reset
+stat() { curl -s "http://127.0.0.1:$cport/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+echo "translate_push_otlp: body $BODY, ${DURATION}s of wrk -c1, workers $WORKERS, otlp compression $COMPRESSION${LEVEL:+ level $LEVEL}"
+printf '%-34s %8s %11s %10s %10s %8s %10s %10s %9s %9s\n' binary requests instr/push translate encode \
+    encodes encode/call gzip/push raw_B/exp wire_B/exp
 i=0
 for bin in "$@"; do
     i=$((i + 1))
@@ -95,6 +102,7 @@ for bin in "$@"; do
     [ -n "$port" ] || { echo "translate_push_otlp: $bin did not start" >&2; cat "$TMP/gw.$i.log" >&2; exit 1; }
     wrk -t1 -c1 -d2s -s "$TMP/post.lua" "http://127.0.0.1:$port/v1/pprof" > /dev/null 2>&1
     sleep 4 # the warm-up's exports (slow under callgrind) finish before counting starts
+    curl -s -X POST "http://127.0.0.1:$cport/reset" > /dev/null
     callgrind_control -i on "$VPID" > /dev/null 2>&1
     wrk -t1 -c1 -d"${DURATION}s" -s "$TMP/post.lua" "http://127.0.0.1:$port/v1/pprof" > "$TMP/wrk.$i"
     sleep 1 # the last exports leave
@@ -108,7 +116,11 @@ for bin in "$@"; do
     tr=$(incl "$f" pg_pprof_translate_owned)
     en=$(incl "$f" pg_otlp_request_encode)
     ec=$(calls "$f" pg_otlp_request_encode)
-    awk -v b="$bin" -v n="$n" -v ir="$ir" -v tr="$tr" -v en="$en" -v ec="$ec" 'BEGIN {
-        printf "%-34s %8d %11.0f %10.0f %10.0f %8d %10.0f\n", b, n, ir / n, tr / n, en / n, ec,
-            ec ? en / ec : 0 }'
+    gz=$(incl "$f" pg_gzip_compress)
+    sreq=$(stat requests) sraw=$(stat bytes) swire=$(stat wire_bytes)
+    awk -v b="$bin" -v n="$n" -v ir="$ir" -v tr="$tr" -v en="$en" -v ec="$ec" -v gz="$gz" \
+        -v sreq="$sreq" -v sraw="$sraw" -v swire="$swire" 'BEGIN {
+        printf "%-34s %8d %11.0f %10.0f %10.0f %8d %10.0f %10.0f %9.0f %9.0f\n", b, n, ir / n,
+            tr / n, en / n, ec, ec ? en / ec : 0, gz / n, sreq ? sraw / sreq : 0,
+            sreq ? swire / sreq : 0 }'
 done

@@ -52,6 +52,10 @@ struct ox_auth_cfg {
 
 enum ox_compression { OX_GZIP, OX_NONE };
 
+struct ox_compression_params {
+    int64_t level;
+};
+
 struct ox_cfg {
     char *endpoint;
     struct ox_tls_cfg tls;
@@ -60,6 +64,7 @@ struct ox_cfg {
     struct ox_auth_cfg auth;
     bool has_auth;
     int compression;              /* enum ox_compression: index into compression_choices */
+    struct ox_compression_params compression_params;
     struct pg_exph_config helper; /* timeout, retry_on_failure, sending_queue, shutdown_timeout */
     uint64_t max_request_bytes;
     struct ox_keepalive_cfg keepalive;
@@ -97,6 +102,12 @@ static const struct pg_field auth_fields[] = {
     PG_FIELD_END,
 };
 
+static const struct pg_field compression_params_fields[] = {
+    PG_FIELD(struct ox_compression_params, "level", PG_FT_INT, level, "0",
+             "gzip level: 1 fastest .. 9 smallest; 0 or -1 = 6 (the default); -2 = 1"),
+    PG_FIELD_END,
+};
+
 static const struct pg_field otlp_fields[] = {
     PG_FIELD(struct ox_cfg, "endpoint", PG_FT_STR, endpoint, NULL,
              "host:port, http://host:port (plaintext) or https://host:port (TLS)"),
@@ -106,6 +117,9 @@ static const struct pg_field otlp_fields[] = {
     PG_FIELD_SECTION_PRESENT(struct ox_cfg, "auth", auth, auth_fields, has_auth, NULL),
     PG_FIELD_ENUM(struct ox_cfg, "compression", compression, "gzip", compression_choices,
                   "grpc-encoding of requests"),
+    PG_FIELD_SECTION(struct ox_cfg, "compression_params", compression_params,
+                     compression_params_fields,
+                     "as otlphttp's (the collector's gRPC client has none)"),
     PG_EXPH_FIELDS(struct ox_cfg, helper),
     PG_FIELD_RANGE(struct ox_cfg, "max_request_bytes", PG_FT_BYTES, max_request_bytes, "4MiB", 1024,
                    1e10, "larger requests are split by profiles and samples (uncompressed size)"),
@@ -135,9 +149,32 @@ struct ox {
     struct pg_grpc_conn *conn;
     struct ox_token token;
     char user_agent[96];
+    int gzip_level;         /* 1..9, from compression_params */
     struct pg_exph *helper; /* owned: queue, consumers, retries, persistent queue */
     struct pg_metric *m_rejected;
 };
+
+/* compression_params.level with confighttp's rules and message (the
+ * collector's gRPC client has no such key and always compresses at Go's
+ * default): gzip takes -2 (Huffman-only), -1, 0 and 1..9, 0 meaning unset,
+ * and any other compression takes 0 only. libdeflate has no Huffman-only
+ * mode, so -2 gets its fastest level. Returns the level to use or -1. */
+static int gzip_level(const struct ox_cfg *c, struct pg_diag *d, const struct pg_cfg_node *at,
+                      const char *path)
+{
+    int64_t l = c->compression_params.level;
+
+    if (c->compression == OX_GZIP && l >= -2 && l <= PG_GZIP_LEVEL_MAX) {
+        return l == -2 ? 1 : l <= 0 ? PG_GZIP_LEVEL_DEFAULT_VALUE : (int)l;
+    }
+    if (c->compression != OX_GZIP && l == 0) {
+        return 0;
+    }
+    pg_diag_add(d, at, path,
+                "unsupported parameters {Level:%" PRId64 "} for compression type \"%s\"", l,
+                compression_choices[c->compression]);
+    return -1;
+}
 
 /* ---- endpoint and auth ----------------------------------------------------- */
 
@@ -226,7 +263,7 @@ static enum pg_err ox_make_body(void *exporter, const uint8_t *enc, size_t len, 
     struct ox *ex = exporter;
 
     if (ex->cfg.compression == OX_GZIP) {
-        return pg_gzip_compress(NULL, enc, len, 6, body, body_len, st);
+        return pg_gzip_compress(NULL, enc, len, ex->gzip_level, body, body_len, st);
     }
     return PG_ERR_OK;
 }
@@ -403,6 +440,13 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         ex->tls = tls;
     }
     problems += pg_exph_config_check(&ex->cfg.helper, ctx->diag, ctx->config, path);
+    if (problems == 0) {
+        ex->gzip_level = gzip_level(&ex->cfg, ctx->diag,
+                                    ctx->config ? pg_cfg_get(ctx->config, "compression_params")
+                                                : NULL,
+                                    path);
+        problems += ex->gzip_level < 0;
+    }
     if (problems > 0) {
         free(ex);
         return PG_ERR_CONFIG;
@@ -447,6 +491,7 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
     struct pg_grpc_conn_config cc;
     char labels[160];
     char desc[128];
+    char level[16];
     enum pg_err err;
 
     memset(&cc, 0, sizeof(cc));
@@ -476,8 +521,10 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
         return err;
     }
     pg_exph_describe(ex->helper, desc, sizeof(desc));
-    pg_log_info(ex->log, "exporting to %s:%d (%s, compression %s, %s)", ex->host_name, ex->port,
-                ex->tls ? "TLS" : "plaintext", compression_choices[ex->cfg.compression], desc);
+    snprintf(level, sizeof(level), " level %d", ex->gzip_level);
+    pg_log_info(ex->log, "exporting to %s:%d (%s, compression %s%s, %s)", ex->host_name,
+                ex->port, ex->tls ? "TLS" : "plaintext", compression_choices[ex->cfg.compression],
+                ex->cfg.compression == OX_GZIP ? level : "", desc);
     pg_grpc_conn_connect(ex->conn);
     return PG_ERR_OK;
 }
@@ -510,6 +557,8 @@ static void ox_destroy(void *state)
     pg_grpc_conn_free(ex->conn);
     pg_exph_free(ex->helper);
     ox_free(ex);
+    /* This thread's gzip compressors; other threads free theirs at exit. */
+    pg_gzip_thread_release();
 }
 
 const struct pg_component_ops pg_exporter_otlp = {

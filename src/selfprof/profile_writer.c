@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "codec/gzip.h"
 #include "core/clock.h"
@@ -582,7 +581,7 @@ enum pg_err pg_selfprof_write_delta(struct pg_arena *arena, enum pg_selfprof_vie
         goto fail;
     }
     pg_selfprof_snapshot_free(snap);
-    return pg_gzip_compress(arena, body.p, body.len, Z_DEFAULT_COMPRESSION, out, len, st);
+    return pg_gzip_compress(arena, body.p, body.len, PG_GZIP_LEVEL_DEFAULT, out, len, st);
 
 fail:
     pg_selfprof_snapshot_free(snap);

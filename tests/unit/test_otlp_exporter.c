@@ -31,6 +31,7 @@
 #include "core/spool.h"
 #include "core/storage.h"
 #include "pg_test.h"
+#include "pg_test_diag.h"
 #include "test_otlp_util.h"
 
 extern const struct pg_component_ops pg_exporter_otlp;
@@ -1080,6 +1081,101 @@ PG_TEST(replay_pauses_past_soft_limit)
     }
 }
 
+/* compression_params.level: confighttp's accepted values and message. */
+PG_TEST(compression_params_validation)
+{
+    static const struct {
+        const char *yaml;
+        const char *error; /* NULL: accepted */
+    } cases[] = {
+        {"compression_params: {level: 1}\n", NULL},
+        {"compression_params: {level: 9}\n", NULL},
+        {"compression_params: {level: 0}\n", NULL},
+        {"compression_params: {level: -1}\n", NULL},
+        {"compression_params: {level: -2}\n", NULL},
+        {"compression: gzip\ncompression_params: {}\n", NULL},
+        {"compression: none\ncompression_params: {level: 0}\n", NULL},
+        {"compression_params: {level: 10}\n",
+         "unsupported parameters {Level:10} for compression type \"gzip\""},
+        {"compression_params: {level: 12}\n",
+         "unsupported parameters {Level:12} for compression type \"gzip\""},
+        {"compression_params: {level: -3}\n",
+         "unsupported parameters {Level:-3} for compression type \"gzip\""},
+        {"compression: none\ncompression_params: {level: 1}\n",
+         "unsupported parameters {Level:1} for compression type \"none\""},
+        {"compression_params: {level: fast}\n", "level"},
+        {"compression_params: {lvl: 1}\n", "lvl"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char yaml[256];
+        struct pg_config *cfg;
+        struct pg_diag diag;
+        struct pg_component_ctx ctx;
+        struct pg_host host = {NULL, "test", NULL};
+        void *state = NULL;
+        enum pg_err err;
+
+        snprintf(yaml, sizeof(yaml), "endpoint: host:1\ntls: {insecure: true}\n%s", cases[i].yaml);
+        cfg = pg_config_load_string("cp.yaml", yaml, strlen(yaml));
+        PG_REQUIRE(cfg != NULL);
+        pg_diag_init(&diag);
+        memset(&ctx, 0, sizeof(ctx));
+        ctx.host = &host;
+        ctx.id = "otlp/cp";
+        ctx.log_name = "otlp/cp";
+        ctx.config = cfg->root;
+        ctx.config_arena = cfg->arena;
+        ctx.diag = &diag;
+        err = pg_exporter_otlp.create(&ctx, &state);
+        if (cases[i].error == NULL) {
+            CHECK_INT(err, PG_ERR_OK);
+            CHECK_INT(diag.n, 0);
+            if (err != PG_ERR_OK) {
+                fprintf(stderr, "  refused: %s", cases[i].yaml);
+            }
+            if (state != NULL) {
+                pg_exporter_otlp.destroy(state);
+            }
+        } else {
+            CHECK_INT(err, PG_ERR_CONFIG);
+            CHECK(state == NULL);
+            CHECK(pg_test_diag_has(&diag, cases[i].error));
+        }
+        pg_diag_free(&diag);
+        pg_config_free(cfg);
+    }
+}
+
+/* The configured level reaches the wire: the same batch is smaller at 9. */
+PG_TEST(gzip_level_reaches_the_wire)
+{
+    struct srv s;
+    struct rig r;
+    long long w1, w9;
+
+    PG_REQUIRE(srv_start(&s, ""));
+    PG_REQUIRE(rig_create(&r, "otlp/l1", "endpoint: 127.0.0.1:%d\ntls: {insecure: true}\n"
+                          "compression_params: {level: 1}\n", s.grpc_port));
+    CHECK_INT(push(&r, 2, 300, 7), PG_ERR_OK);
+    rig_wait(&r, 600, 10000);
+    rig_destroy(&r);
+    w1 = srv_stat(&s, "wire_bytes");
+    PG_REQUIRE(rig_create(&r, "otlp/l9", "endpoint: 127.0.0.1:%d\ntls: {insecure: true}\n"
+                          "compression_params: {level: 9}\n", s.grpc_port));
+    CHECK_INT(push(&r, 2, 300, 7), PG_ERR_OK);
+    rig_wait(&r, 600, 10000);
+    rig_destroy(&r);
+    w9 = srv_stat(&s, "wire_bytes") - w1;
+    CHECK_INT(srv_stat(&s, "gzip"), 2);
+    CHECK_INT(srv_stat(&s, "samples"), 1200);
+    CHECK(w1 > 0 && w9 > 0 && w9 < w1);
+    if (!(w9 < w1)) {
+        fprintf(stderr, "  wire bytes: level 1 %lld, level 9 %lld\n", w1, w9);
+    }
+    srv_stop(&s);
+}
+
 PG_TEST(config_errors)
 {
     static const char *bad[] = {
@@ -1133,4 +1229,5 @@ PG_TEST_MAIN(PG_CASE(delivers_with_gzip), PG_CASE(compression_none),
              PG_CASE(headers_and_bearer_token_file), PG_CASE(partial_success_counted),
              PG_CASE(shutdown_drains_queue), PG_CASE(shutdown_deadline_drops_and_counts),
              PG_CASE(tls_and_mtls), PG_CASE(sizer_items_and_bytes), PG_CASE(replay_pauses_past_soft_limit),
-             PG_CASE(config_errors))
+             PG_CASE(config_errors), PG_CASE(compression_params_validation),
+             PG_CASE(gzip_level_reaches_the_wire))

@@ -105,6 +105,33 @@ with Collector(COLLECTOR_CONFIG) as col, Gateway(GATEWAY_CONFIG) as gw:
             res.check(f"{name}: service.name on the resource",
                       all(r.get("service.name") for r in resources), resources[:1])
     res.check("every fixture delivered", n_fixtures >= 15, n_fixtures)
+    # The collector's gRPC server also takes gzip bodies made at the ends of
+    # compression_params.level's range (libdeflate's fastest and its slowest
+    # parser), checked on the fixtures with links (the SDK pushes).
+    sdk = [f for f in fixture_bodies(gw.tmp, with_large=False) if "push" in f[0]][:2]
+    for level in (1, 9):
+        cfg = GATEWAY_CONFIG.replace("    tls: {insecure: true}\n",
+                                     "    tls: {insecure: true}\n"
+                                     f"    compression_params: {{level: {level}}}\n", 1)
+        with Gateway(cfg) as gwl:
+            for name, body, hdrs in sdk:
+                want = pprof_otlp.pprof_profiles(body_pprof(body, hdrs))
+                n_want = sum(sum(p["samples"].values()) for p in want)
+                status, _, _ = post(gwl.port, "/v1/pprof", body, hdrs, timeout=60)
+                lines = wait_output(col, seen, n_want, 20)
+                seen += len(lines)
+                got = merged(lines)[0]
+                order = pprof_otlp.otlp_order(len(want))
+                diffs = [d for j, k in enumerate(order[:len(got)])
+                         for d in pprof_otlp.diff_profile(want[k], got[j])]
+                res.check(f"gzip level {level}, {name}: the collector gets it as sent",
+                          status == 204 and len(got) == len(want) and not diffs,
+                          (status, len(got), "; ".join(diffs)[:500]))
+            res.check(f"gzip level {level}: pprofgate says the level",
+                      f"compression gzip level {level}," in gwl.log(), gwl.log()[-500:])
+            res.check(f"gzip level {level}: pprofgate logged no error",
+                      "level=error" not in gwl.log(), gwl.log()[-1500:])
+    res.check("the SDK pushes are among the fixtures", len(sdk) == 2, len(sdk))
     time.sleep(0.3)
     res.check("collector logged no warning or error", not col.problems(),
               "\n".join(col.problems())[:1500])
