@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Log line formatting: UTC timestamp, level, component, quoted message. */
 #include "core/clock.h"
+#include "core/decimal.h"
 #include "core/log.h"
 #include "core/utf8.h"
 
@@ -193,24 +194,15 @@ static void put(char *buf, size_t *o, size_t cap, const char *s, size_t n)
     }
 }
 
-/* Decimal digits of @v into @out (at least 20 bytes); returns the length. */
+/* Decimal digits of @v, signed, into @out (at least 21 bytes); returns the length. */
 static size_t fmt_ll(char *out, long long v)
 {
-    char tmp[20];
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    size_t n = 0, o = 0;
+    size_t o = 0;
 
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u > 0);
     if (v < 0) {
         out[o++] = '-';
     }
-    while (n > 0) {
-        out[o++] = tmp[--n];
-    }
-    return o;
+    return o + pg_fmt_u64(out + o, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
 }
 
 size_t pg_log_timestamp(char *out, const struct timespec *at)

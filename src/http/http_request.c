@@ -15,6 +15,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "codec/codec.h"
+#include "core/decimal.h"
 #include "core/utf8.h"
 
 /* Room for any inet_ntop() address (INET6_ADDRSTRLEN is 46). */
@@ -253,22 +254,6 @@ enum pg_err pg_http_metadata_from_headers(struct pg_arena *arena, const struct e
     return PG_ERR_OK;
 }
 
-/* Decimal digits of @v into @buf (room for 10); their count. */
-static size_t fmt_port(char *buf, unsigned v)
-{
-    char t[10];
-    size_t n = 0;
-
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        buf[i] = t[n - 1 - i];
-    }
-    return n;
-}
-
 int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port)
 {
     /* snprintf's contract without its cost: formatted once per connection
@@ -276,8 +261,8 @@ int pg_http_hostport(char *buf, size_t size, const char *addr, unsigned port)
     char tmp[INET6_ADDRSTRLEN_MAX + 16];
     size_t alen = strlen(addr), n = 0;
     bool v6 = memchr(addr, ':', alen) != NULL;
-    char num[10];
-    size_t nlen = fmt_port(num, port);
+    char num[PG_DECIMAL_U64_MAX];
+    size_t nlen = pg_fmt_u64(num, port);
     size_t total = alen + nlen + 1 + (v6 ? 2 : 0);
     char *out = size > total ? buf : tmp;
 

@@ -37,6 +37,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "core/clock.h"
+#include "core/decimal.h"
 #include "http/conn_limits.h"
 #include "http/http_parse.h"
 #include "http/http_request.h"
@@ -555,22 +556,6 @@ static void put_str(struct head_out *h, const char *s)
     put(h, s, strlen(s));
 }
 
-/* Decimal digits of @v into @buf (at least 20 bytes, no NUL); their count. */
-static size_t fmt_uint(char *buf, unsigned long long v)
-{
-    char t[20];
-    size_t n = 0;
-
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        buf[i] = t[n - 1 - i];
-    }
-    return n;
-}
-
 /* One sendmsg of @head and @body: bytes the socket took (0 when it took
  * none or failed; the bufferevent's own write then meets the error). */
 static ssize_t send_head_body(int fd, const void *head, size_t hlen, const void *body, size_t blen)
@@ -611,7 +596,7 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
         ssize_t sent = 0;
 
         put_str(&h, "HTTP/1.1 ");
-        put(&h, num, fmt_uint(num, (unsigned long long)(code < 0 ? 0 : code)));
+        put(&h, num, pg_fmt_u64(num, (uint64_t)(code < 0 ? 0 : code)));
         put(&h, " ", 1);
         put_str(&h, status_text(code));
         put_str(&h, "\r\nDate: ");
@@ -639,7 +624,7 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
                 put(&h, "\r\n", 2);
             }
             put_str(&h, "Content-Length: ");
-            put(&h, num, fmt_uint(num, len));
+            put(&h, num, pg_fmt_u64(num, len));
             put(&h, "\r\n", 2);
         }
         put(&h, "\r\n", 2);
