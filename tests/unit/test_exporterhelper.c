@@ -216,6 +216,32 @@ static void fake_close(struct fake *f)
     }
 }
 
+/* Reopens the exporter @id on its spool: nothing was left to replay. */
+static void expect_no_replay(const char *id, const char *yaml)
+{
+    struct fake f;
+
+    if (fake_open(&f, id, yaml, 0)) {
+        for (int i = 0; i < 50; i++) {
+            event_base_loop(f.base, EVLOOP_NONBLOCK);
+        }
+        CHECK_INT(f.sends, 0);
+    } else {
+        CHECK(false);
+    }
+    fake_close(&f);
+}
+
+/* Unregisters the spool @name and removes its directory @dir. */
+static void drop_spool(const char *name, const char *dir)
+{
+    char cmd[128];
+
+    pg_storage_unregister(name);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 static int64_t counter(const struct fake *f, const char *name)
 {
     return pg_metric_value(pg_metric_counter(name, "test", f->labels));
@@ -470,7 +496,6 @@ PG_TEST(split_under_max_request_bytes)
 PG_TEST(persistent_queue_replayed_by_the_next_helper)
 {
     char dir[64];
-    char cmd[128];
     struct pg_spool_options opt;
     struct fake f;
     const char *yaml = NO_WAIT "sending_queue: {storage: file_storage/exph}\n";
@@ -500,18 +525,8 @@ PG_TEST(persistent_queue_replayed_by_the_next_helper)
     }
     fake_close(&f); /* delivered: acknowledged */
 
-    if (fake_open(&f, "fake/spool3", yaml, 0)) {
-        for (int i = 0; i < 50; i++) {
-            event_base_loop(f.base, EVLOOP_NONBLOCK);
-        }
-        CHECK_INT(f.sends, 0);
-    } else {
-        CHECK(false);
-    }
-    fake_close(&f);
-    pg_storage_unregister("file_storage/exph");
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    expect_no_replay("fake/spool3", yaml);
+    drop_spool("file_storage/exph", dir);
 }
 
 /* Receiver loops push from their own threads while the main loop sends. */
@@ -592,7 +607,6 @@ PG_TEST(pushes_from_several_threads)
 PG_TEST(persistent_pushes_from_several_threads)
 {
     char dir[64];
-    char cmd[128];
     struct pg_spool_options opt;
     struct fake f;
     const char *yaml = NO_WAIT "sending_queue: {storage: file_storage/exphmt, queue_size: 20}\n";
@@ -612,18 +626,8 @@ PG_TEST(persistent_pushes_from_several_threads)
     fake_close(&f);
     /* Every accepted record was acknowledged once sent, and no refused
      * push was left on disk: the next run has nothing to replay. */
-    if (fake_open(&f, "fake/spoolmt2", yaml, 0)) {
-        for (int i = 0; i < 50; i++) {
-            event_base_loop(f.base, EVLOOP_NONBLOCK);
-        }
-        CHECK_INT(f.sends, 0);
-    } else {
-        CHECK(false);
-    }
-    fake_close(&f);
-    pg_storage_unregister("file_storage/exphmt");
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    expect_no_replay("fake/spoolmt2", yaml);
+    drop_spool("file_storage/exphmt", dir);
 }
 
 PG_TEST(config_checks)
