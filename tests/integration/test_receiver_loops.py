@@ -19,12 +19,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from pg_harness import SOURCE_DIR, Gateway, Results, basic_config, fixture, post, read  # noqa: E402
+from pg_harness import SOURCE_DIR, Gateway, Results, basic_config, fixture, post, post_many, read  # noqa: E402
 from pg_pprof import big_pprof  # noqa: E402
 
 res = Results()
@@ -70,27 +69,7 @@ def loop_threads(gw):
 
 
 def concurrent_posts(port, n, conc):
-    statuses, lock, todo = [], threading.Lock(), list(range(n))
-
-    def run():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                todo.pop()
-            try:
-                st, _, _ = post(port, "/v1/pprof", BODY, dict(HDRS, Connection="close"), timeout=30)
-            except Exception as e:  # noqa: BLE001 - recorded as a failure
-                st = repr(e)
-            with lock:
-                statuses.append(st)
-
-    threads = [threading.Thread(target=run) for _ in range(conc)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return statuses
+    return [st for st, _ in post_many(port, [BODY] * n, conc, dict(HDRS, Connection="close"))]
 
 
 def wait_count(gw, n, timeout=10):
@@ -269,27 +248,7 @@ BODIES = [big_pprof(12, N_SAMPLES, tag=i) for i in range(60)]
 
 
 def distinct_posts(port, bodies, conc):
-    out, lock, todo = [], threading.Lock(), list(bodies)
-
-    def run():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                body = todo.pop()
-            try:
-                st, hd, _ = post(port, "/v1/pprof", body, {"Connection": "close"}, timeout=30)
-            except Exception as e:  # noqa: BLE001 - recorded as a failure
-                st, hd = repr(e), {}
-            with lock:
-                out.append((st, hd.get("retry-after")))
-
-    threads = [threading.Thread(target=run) for _ in range(conc)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return out
+    return [(st, hd.get("retry-after")) for st, hd in post_many(port, bodies, conc, {"Connection": "close"})]
 
 
 if shutil.which("node") is None or not os.path.isdir(os.path.join(SOURCE_DIR, "tests", "node", "node_modules")):

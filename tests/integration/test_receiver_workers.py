@@ -16,7 +16,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
-from pg_harness import Gateway, Results, basic_config, fixture, gzip_bytes, post, read  # noqa: E402
+from pg_harness import Gateway, Results, basic_config, fixture, gzip_bytes, post, post_many, read  # noqa: E402
 
 SOURCE_DIR = os.environ.get("PG_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -51,29 +51,7 @@ def wait_count(reader, needle, n, timeout):
 
 def concurrent_posts(port, n, conc):
     """n POSTs from conc threads; returns the list of statuses."""
-    statuses = []
-    lock = threading.Lock()
-    todo = list(range(n))
-
-    def run():
-        while True:
-            with lock:
-                if not todo:
-                    return
-                todo.pop()
-            try:
-                st, _, _ = post(port, "/v1/pprof", SDK_BODY, HDRS, timeout=30)
-            except Exception as e:  # noqa: BLE001 - recorded as a failure
-                st = repr(e)
-            with lock:
-                statuses.append(st)
-
-    threads = [threading.Thread(target=run) for _ in range(conc)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return statuses
+    return [st for st, _ in post_many(port, [SDK_BODY] * n, conc, HDRS)]
 
 
 # 1. Many concurrent requests with two workers: every one 204, every one in the debug output.

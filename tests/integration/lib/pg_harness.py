@@ -54,6 +54,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -97,6 +98,33 @@ def post(port, path, body=b"", headers=None, method="POST", timeout=10, host="12
         return r.status, {k.lower(): v for k, v in r.getheaders()}, data
     finally:
         conn.close()
+
+
+def post_many(port, bodies, conc, headers=None, timeout=30):
+    """POSTs every body of @bodies to /v1/pprof from @conc threads; returns
+    one (status, headers) per body, in completion order (an exception's repr
+    stands for the status of a request that failed)."""
+    out, lock, todo = [], threading.Lock(), list(bodies)
+
+    def run():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                body = todo.pop()
+            try:
+                st, hd, _ = post(port, "/v1/pprof", body, headers, timeout=timeout)
+            except Exception as e:  # noqa: BLE001 - recorded as a failure
+                st, hd = repr(e), {}
+            with lock:
+                out.append((st, hd))
+
+    threads = [threading.Thread(target=run) for _ in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 
 
 class Results:
