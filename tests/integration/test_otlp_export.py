@@ -17,56 +17,14 @@ import json
 import os
 import re
 import struct
-import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from pg_harness import FIXTURES, SOURCE_DIR, Gateway, Results, post  # noqa: E402
+from grpc_sink import GrpcServer  # noqa: E402
+from pg_harness import FIXTURES, Gateway, Results, post  # noqa: E402
 
 res = Results()
-SERVER = os.path.join(SOURCE_DIR, "tests", "node", "grpc_server.mjs")
-
-
-class GrpcServer:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen(["node", SERVER, *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True)
-        line = self.proc.stdout.readline()
-        info = json.loads(line)
-        self.port = info["grpc_port"]
-        self.control = info["control_port"]
-
-    def get(self, path):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.control}{path}", timeout=10) as r:
-            return json.loads(r.read())
-
-    def stats(self):
-        return self.get("/stats")
-
-    def wait(self, cond, timeout=20):
-        end = time.time() + timeout
-        while time.time() < end:
-            s = self.stats()
-            if cond(s):
-                return s
-            time.sleep(0.1)
-        return self.stats()
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def config(port, otlp_extra="", debug=True):

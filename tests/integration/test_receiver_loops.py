@@ -12,17 +12,16 @@ the loops stay several: concurrent distinct pushes arrive exactly once, a
 full sending queue answers 503 + Retry-After and delivers every 204, and a
 SIGTERM with requests half-sent on both loops queues and delivers them all."""
 
-import json
 import os
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from grpc_sink import GrpcServer  # noqa: E402
 from pg_harness import SOURCE_DIR, Gateway, Results, basic_config, fixture, post, post_many, read  # noqa: E402
 from pg_pprof import big_pprof  # noqa: E402
 
@@ -179,37 +178,6 @@ with Gateway(config("      loops: 2\n      workers: 0")) as gw:
 
 # 5. An otlp exporter (behind a transform running a regex on every push) no
 # longer keeps the receiver on one loop.
-class GrpcServer:
-    """tests/node/grpc_server.mjs: a real OTLP profiles gRPC server."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen(["node", os.path.join(SOURCE_DIR, "tests", "node", "grpc_server.mjs"),
-                                      *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        info = json.loads(self.proc.stdout.readline())
-        self.port, self.control = info["grpc_port"], info["control_port"]
-
-    def stats(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.control}/stats", timeout=10) as r:
-            return json.loads(r.read())
-
-    def wait(self, cond, timeout=20):
-        end = time.time() + timeout
-        while time.time() < end and not cond(self.stats()):
-            time.sleep(0.1)
-        return self.stats()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def otlp_config(port, loops_extra, queue):
     return f"""
 receivers:
