@@ -957,6 +957,15 @@ static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
     return true;
 }
 
+/* @l becomes the string label @k = @v (indexes into the string table). */
+static inline void string_label(struct pg_pprof_label *l, uint64_t k, uint64_t v)
+{
+    l->key = (int64_t)k;
+    l->str = (int64_t)v;
+    l->num = 0;
+    l->num_unit = 0;
+}
+
 /* The shape every SDK and Go's runtime/pprof write, in lazy-locations mode: one packed
  * location_id field, one packed value field holding exactly n_sample_types values, then
  * labels of the form {key, str} with one- or two-byte varints, all with one-byte lengths.
@@ -1036,10 +1045,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
                 if (n > (size_t)(r.end - r.p) || k >= p->n_strings || v >= p->n_strings) {
                     return false;
                 }
-                l->key = (int64_t)k;
-                l->str = (int64_t)v;
-                l->num = 0;
-                l->num_unit = 0;
+                string_label(l, k, v);
                 nl++;
                 r.p += n;
                 continue;
@@ -1055,10 +1061,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
             k >= p->n_strings || v >= p->n_strings) {
             return false;
         }
-        l->key = (int64_t)k;
-        l->str = (int64_t)v;
-        l->num = 0;
-        l->num_unit = 0;
+        string_label(l, k, v);
         nl++;
     }
     s->n_labels = nl;
