@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,17 +99,123 @@ static int pool_class(size_t size)
     return -1;
 }
 
-struct pg_arena *pg_arena_create(size_t cap)
+/* In front of the pool, each thread keeps a few chunks and arena headers of its own: with
+ * several event loops, every request took the pool's one mutex for each chunk and header
+ * (perf: pthread_mutex_lock and the misses behind it grew with the second loop). Bounded
+ * (TC_PER_CLASS chunks of the three smallest classes, 224 KiB, and TC_ARENAS headers) and
+ * given back to the pool at thread exit, so RSS does not grow with the thread count. */
+#define TC_CLASSES 3
+/* A request has up to ~6 small arenas alive at once, each starting with a 16 KiB chunk. */
+#define TC_PER_CLASS(k) ((k) == 0 ? (size_t)8 : (size_t)1) /* 8x16 + 32 + 64 KiB */
+#define TC_ARENAS 8
+
+struct tcache {
+    struct chunk *chunks[TC_CLASSES]; /* linked through ->next, POISONed payloads */
+    size_t n[TC_CLASSES];
+    struct pg_arena *arenas; /* linked through ->head */
+    size_t n_arenas;
+    bool keyed; /* the exit destructor is registered for this thread */
+};
+
+static __thread struct tcache t_cache;
+static pthread_key_t g_tc_key;
+static pthread_once_t g_tc_once = PTHREAD_ONCE_INIT;
+static bool g_tc_key_ok;
+
+/* Puts @c into the pool (lock held) or frees it when that class is full. */
+static void pool_put_locked(struct chunk *c)
 {
-    struct pg_arena *a;
+    int k = pool_class(c->size);
+
+    if (k >= 0 && g_pool.n[k] < POOL_PER_CLASS(k)) {
+        POISON(chunk_data(c), c->size);
+        c->next = g_pool.chunks[k];
+        g_pool.chunks[k] = c;
+        g_pool.n[k]++;
+    } else {
+        UNPOISON(chunk_data(c), c->size);
+        free(c);
+    }
+}
+
+/* Thread exit: the cache's chunks and headers go to the pool (or back to the system). */
+static void tc_flush(void *arg)
+{
+    struct tcache *tc = arg;
+    struct pg_arena *free_list = NULL;
 
     pthread_mutex_lock(&g_pool.mu);
-    a = g_pool.arenas;
-    if (a != NULL) {
-        g_pool.arenas = (struct pg_arena *)a->head;
-        g_pool.n_arenas--;
+    for (int k = 0; k < TC_CLASSES; k++) {
+        while (tc->chunks[k] != NULL) {
+            struct chunk *c = tc->chunks[k];
+
+            tc->chunks[k] = c->next;
+            pool_put_locked(c);
+        }
+        tc->n[k] = 0;
     }
+    while (tc->arenas != NULL) {
+        struct pg_arena *a = tc->arenas;
+
+        tc->arenas = (struct pg_arena *)a->head;
+        if (g_pool.n_arenas < POOL_ARENAS) {
+            a->head = (struct chunk *)g_pool.arenas;
+            g_pool.arenas = a;
+            g_pool.n_arenas++;
+        } else {
+            a->head = (struct chunk *)free_list;
+            free_list = a;
+        }
+    }
+    tc->n_arenas = 0;
+    tc->keyed = false; /* an arena destroyed later on this thread registers again */
     pthread_mutex_unlock(&g_pool.mu);
+    while (free_list != NULL) {
+        struct pg_arena *next = (struct pg_arena *)free_list->head;
+
+        free(free_list);
+        free_list = next;
+    }
+}
+
+static void tc_key_init(void)
+{
+    g_tc_key_ok = pthread_key_create(&g_tc_key, tc_flush) == 0;
+}
+
+/* The calling thread's cache, or NULL when its exit could not be hooked (then the pool
+ * alone serves it, so nothing is stranded when it exits). */
+static struct tcache *tc_get(void)
+{
+    struct tcache *tc = &t_cache;
+
+    if (!tc->keyed) {
+        pthread_once(&g_tc_once, tc_key_init);
+        if (!g_tc_key_ok || pthread_setspecific(g_tc_key, tc) != 0) {
+            return NULL;
+        }
+        tc->keyed = true;
+    }
+    return tc;
+}
+
+struct pg_arena *pg_arena_create(size_t cap)
+{
+    struct tcache *tc = &t_cache;
+    struct pg_arena *a = tc->arenas;
+
+    if (a != NULL) {
+        tc->arenas = (struct pg_arena *)a->head;
+        tc->n_arenas--;
+    } else {
+        pthread_mutex_lock(&g_pool.mu);
+        a = g_pool.arenas;
+        if (a != NULL) {
+            g_pool.arenas = (struct pg_arena *)a->head;
+            g_pool.n_arenas--;
+        }
+        pthread_mutex_unlock(&g_pool.mu);
+    }
     if (a != NULL) {
         memset(a, 0, sizeof(*a));
     } else if ((a = calloc(1, sizeof(*a))) == NULL) {
@@ -117,6 +224,33 @@ struct pg_arena *pg_arena_create(size_t cap)
     a->cap = cap;
     a->next_chunk = ARENA_MIN_CHUNK;
     return a;
+}
+
+void pg_arena_thread_cache_flush(void)
+{
+    tc_flush(&t_cache);
+}
+
+size_t pg_arena_thread_cache_bytes(void)
+{
+    size_t n = 0;
+
+    for (int k = 0; k < TC_CLASSES; k++) {
+        n += t_cache.n[k] * (CHUNK_HDR + ((size_t)ARENA_MIN_CHUNK << k));
+    }
+    return n;
+}
+
+size_t pg_arena_pool_bytes(void)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&g_pool.mu);
+    for (int k = 0; k < POOL_CLASSES; k++) {
+        n += g_pool.n[k] * (CHUNK_HDR + ((size_t)ARENA_MIN_CHUNK << k));
+    }
+    pthread_mutex_unlock(&g_pool.mu);
+    return n;
 }
 
 void pg_arena_malloc_setup(void)
@@ -233,32 +367,53 @@ void pg_arena_destroy(struct pg_arena *a)
         malloc_trim(0);
         return;
     }
-    /* A small arena feeds the pool: its chunks and its header serve the next request. */
-    pthread_mutex_lock(&g_pool.mu);
+    /* A small arena feeds this thread's cache, then the pool: its chunks and its header
+     * serve the next request. */
+    struct tcache *tc = tc_get();
+    struct chunk *rest = NULL;
+
     c = a->head;
     while (c != NULL) {
         struct chunk *next = c->next;
         int k = pool_class(c->size);
 
-        if (k >= 0 && g_pool.n[k] < POOL_PER_CLASS(k)) {
+        if (tc != NULL && k >= 0 && k < TC_CLASSES && tc->n[k] < TC_PER_CLASS(k)) {
             POISON(chunk_data(c), c->size);
-            c->next = g_pool.chunks[k];
-            g_pool.chunks[k] = c;
-            g_pool.n[k]++;
+            c->next = tc->chunks[k];
+            tc->chunks[k] = c;
+            tc->n[k]++;
         } else {
-            UNPOISON(chunk_data(c), c->size);
-            free(c);
+            c->next = rest;
+            rest = c;
         }
         c = next;
     }
-    if (g_pool.n_arenas < POOL_ARENAS) {
+    if (tc != NULL && tc->n_arenas < TC_ARENAS) {
+        a->head = (struct chunk *)tc->arenas;
+        tc->arenas = a;
+        tc->n_arenas++;
+        a = NULL;
+    }
+    if (rest == NULL && a == NULL) {
+        return; /* the common case: no lock */
+    }
+    pthread_mutex_lock(&g_pool.mu);
+    while (rest != NULL) {
+        struct chunk *next = rest->next;
+
+        pool_put_locked(rest);
+        rest = next;
+    }
+    if (a != NULL && g_pool.n_arenas < POOL_ARENAS) {
         a->head = (struct chunk *)g_pool.arenas;
         g_pool.arenas = a;
         g_pool.n_arenas++;
         a = NULL;
     }
     pthread_mutex_unlock(&g_pool.mu);
-    free(a);
+    if (a != NULL) {
+        free(a);
+    }
 }
 
 static struct chunk *chunk_new(struct pg_arena *a, size_t size)
@@ -266,7 +421,11 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
     int k = pool_class(size);
     struct chunk *c = NULL;
 
-    if (k >= 0) {
+    if (k >= 0 && k < TC_CLASSES && t_cache.chunks[k] != NULL) {
+        c = t_cache.chunks[k];
+        t_cache.chunks[k] = c->next;
+        t_cache.n[k]--;
+    } else if (k >= 0) {
         pthread_mutex_lock(&g_pool.mu);
         c = g_pool.chunks[k];
         if (c != NULL) {

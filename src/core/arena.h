@@ -83,6 +83,12 @@ size_t pg_arena_cap(const struct pg_arena *a);
 /* True once an allocation failed because of the cap (tells LIMIT from NOMEM). */
 int pg_arena_hit_cap(const struct pg_arena *a);
 
+/* Recycled chunks: those in the calling thread's cache, and in the process-wide pool (for
+ * tests and probes). Flush hands the calling thread's cache to the pool, as its exit does. */
+size_t pg_arena_thread_cache_bytes(void);
+size_t pg_arena_pool_bytes(void);
+void pg_arena_thread_cache_flush(void);
+
 /* protobuf-c allocator backed by @a (free is a no-op). Filled by the call. */
 void pg_arena_protobuf_allocator(struct pg_arena *a, ProtobufCAllocator *out);
 /* zlib z_stream hooks: set strm->zalloc = pg_arena_zalloc_cb, zfree =

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Self-telemetry: a process-wide registry of counters, gauges and histograms,
  * rendered as Prometheus text. Series are created once (at create/start) and
- * updated lock-free with atomics on the hot path. */
+ * updated lock-free with atomics on the hot path (counters in cache-line shards
+ * that threads add to without sharing, summed when read). */
 #ifndef PG_CORE_METRICS_H
 #define PG_CORE_METRICS_H
 

@@ -85,7 +85,8 @@ struct scache {
     size_t n, cap;
     uint32_t *slots; /* entry + 1, 0 = empty */
     size_t mask;
-    size_t bytes, peak; /* for the peak-memory figure */
+    size_t bytes, peak; /* for the peak-memory figure (heap arrays only) */
+    bool in_arena;      /* the first, small arrays are scratch's; later ones the heap's */
     const uint8_t *last; /* the previous sample's bytes and stack: consecutive samples */
     size_t last_len;     /* often share their stack */
     int32_t last_stack;
@@ -294,16 +295,25 @@ static void scache_free(void *arg)
 {
     struct scache *c = arg;
 
-    free(c->ents);
-    free(c->slots);
+    if (!c->in_arena) {
+        free(c->ents);
+        free(c->slots);
+    }
     memset(c, 0, sizeof(*c));
 }
+
+/* The first arrays (256 slots: an SDK push's stacks fit) come from the scratch arena, so a
+ * small push makes no heap allocation for them; a larger profile's grown arrays are malloc'd,
+ * so each growth frees the previous ones instead of leaving them in the arena. */
+#define SCACHE_FIRST_SLOTS 256u
 
 static bool scache_grow(struct xlate *x)
 {
     struct scache *c = &x->sc;
-    size_t nslots = c->slots ? (c->mask + 1) * 2 : 256, ncap = nslots / 2;
-    size_t old_bytes = c->slots ? (c->mask + 1) * sizeof(uint32_t) + c->cap * sizeof(*c->ents) : 0;
+    size_t nslots = c->slots ? (c->mask + 1) * 2 : SCACHE_FIRST_SLOTS, ncap = nslots / 2;
+    size_t old_bytes = c->slots && !c->in_arena
+                           ? (c->mask + 1) * sizeof(uint32_t) + c->cap * sizeof(*c->ents)
+                           : 0;
     size_t new_bytes = nslots * sizeof(uint32_t) + ncap * sizeof(*c->ents);
     size_t cap = pg_arena_cap(x->scratch);
     uint32_t *ns;
@@ -312,12 +322,29 @@ static bool scache_grow(struct xlate *x)
     if (cap != 0 && new_bytes > cap) {
         return false;
     }
+    if (c->slots == NULL) {
+        ns = pg_arena_calloc(x->scratch, nslots, sizeof(uint32_t));
+        ne = pg_arena_alloc(x->scratch, ncap * sizeof(*ne));
+        if (ns == NULL || ne == NULL) {
+            return false;
+        }
+        c->slots = ns;
+        c->mask = nslots - 1;
+        c->ents = ne;
+        c->cap = ncap;
+        c->in_arena = true; /* counted in the arena's footprint, not in bytes/peak */
+        return true;
+    }
     if ((ns = calloc(nslots, sizeof(uint32_t))) == NULL) {
         return false;
     }
-    if ((ne = realloc(c->ents, ncap * sizeof(*ne))) == NULL) {
+    ne = c->in_arena ? malloc(ncap * sizeof(*ne)) : realloc(c->ents, ncap * sizeof(*ne));
+    if (ne == NULL) {
         free(ns);
         return false;
+    }
+    if (c->in_arena) {
+        memcpy(ne, c->ents, c->n * sizeof(*ne));
     }
     for (size_t i = 0; i < c->n; i++) {
         size_t pos = ne[i].h & (nslots - 1);
@@ -326,7 +353,10 @@ static bool scache_grow(struct xlate *x)
         }
         ns[pos] = (uint32_t)i + 1;
     }
-    free(c->slots);
+    if (!c->in_arena) {
+        free(c->slots);
+    }
+    c->in_arena = false;
     c->slots = ns;
     c->mask = nslots - 1;
     c->ents = ne;

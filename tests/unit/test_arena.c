@@ -3,6 +3,7 @@
  * the used count and in-place realloc. */
 #include "pg_test.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -97,5 +98,71 @@ PG_TEST(test_realloc_in_place_and_cap)
     pg_arena_destroy(a);
 }
 
+/* A small arena's chunk stays in the destroying thread's cache and serves its next arena. */
+PG_TEST(test_thread_cache_reuse)
+{
+    struct pg_arena *a;
+    uint8_t *p, *q;
+    size_t before;
+
+    pg_arena_thread_cache_flush(); /* earlier cases may have filled it */
+    before = pg_arena_thread_cache_bytes();
+    a = pg_arena_create(0);
+    PG_REQUIRE(a != NULL);
+    p = pg_arena_alloc(a, 100);
+    PG_REQUIRE(p != NULL);
+    pg_arena_destroy(a);
+    CHECK(pg_arena_thread_cache_bytes() > before);
+    a = pg_arena_create(0);
+    PG_REQUIRE(a != NULL);
+    q = pg_arena_alloc(a, 100);
+    CHECK(q == p); /* the same 16 KiB chunk, from the cache */
+    CHECK_INT(pg_arena_thread_cache_bytes(), before);
+    pg_arena_destroy(a);
+    pg_arena_thread_cache_flush();
+    CHECK_INT(pg_arena_thread_cache_bytes(), 0);
+}
+
+static void *cache_thread(void *arg)
+{
+    size_t *cached = arg;
+
+    for (int i = 0; i < 4; i++) {
+        struct pg_arena *a = pg_arena_create(0);
+
+        if (a == NULL || pg_arena_alloc(a, 20000) == NULL) { /* a 32 KiB chunk */
+            return NULL;
+        }
+        pg_arena_destroy(a);
+    }
+    *cached = pg_arena_thread_cache_bytes();
+    return NULL;
+}
+
+/* A thread's cache goes back to the pool when the thread exits. */
+PG_TEST(test_thread_exit_returns_chunks)
+{
+    pthread_t t;
+    size_t cached = 0, pool_before;
+    struct pg_arena *hold[10];
+
+    pg_arena_thread_cache_flush();
+    /* Take every pooled 32 KiB chunk, so the pool has room for the thread's. */
+    for (int i = 0; i < 10; i++) {
+        hold[i] = pg_arena_create(0);
+        PG_REQUIRE(hold[i] != NULL && pg_arena_alloc(hold[i], 20000) != NULL);
+    }
+    pool_before = pg_arena_pool_bytes();
+    PG_REQUIRE(pthread_create(&t, NULL, cache_thread, &cached) == 0);
+    PG_REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK(cached > 0);
+    CHECK(pg_arena_pool_bytes() >= pool_before + cached);
+    CHECK_INT(pg_arena_thread_cache_bytes(), 0); /* this thread's is untouched */
+    for (int i = 0; i < 10; i++) {
+        pg_arena_destroy(hold[i]);
+    }
+}
+
 PG_TEST_MAIN(PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
-             PG_CASE(test_realloc_in_place_and_cap))
+             PG_CASE(test_realloc_in_place_and_cap), PG_CASE(test_thread_cache_reuse),
+             PG_CASE(test_thread_exit_returns_chunks))

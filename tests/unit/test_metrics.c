@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The metric registry and its Prometheus text rendering. */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,5 +121,44 @@ PG_TEST(test_remove_series)
     free(text);
 }
 
+#define ADDERS 12 /* more threads than shards: some share one */
+#define ADDS 20000
+
+static void *adder(void *arg)
+{
+    struct pg_metric *m = arg;
+
+    for (int i = 0; i < ADDS; i++) {
+        pg_metric_add(m, 3);
+    }
+    pg_metric_sub(m, 1);
+    return NULL;
+}
+
+/* Counters are sharded per thread: the value and the rendering are the exact total. */
+PG_TEST(test_sharded_counter_sums_threads)
+{
+    struct pg_metric *m = pg_metric_counter("t_sharded_total", "sharded", NULL);
+    pthread_t t[ADDERS];
+    int64_t want = (int64_t)ADDERS * (ADDS * 3 - 1) + 5;
+    char line[64];
+    char *text;
+
+    pg_metric_add(m, 5);
+    for (int i = 0; i < ADDERS; i++) {
+        PG_REQUIRE(pthread_create(&t[i], NULL, adder, m) == 0);
+    }
+    for (int i = 0; i < ADDERS; i++) {
+        PG_REQUIRE(pthread_join(t[i], NULL) == 0);
+    }
+    CHECK_INT(pg_metric_value(m), want);
+    text = render();
+    snprintf(line, sizeof(line), "\nt_sharded_total %lld\n", (long long)want);
+    CHECK(strstr(text, line) != NULL);
+    free(text);
+    pg_metric_set(m, 7); /* a reset lands whatever shard held the adds */
+    CHECK_INT(pg_metric_value(m), 7);
+}
+
 PG_TEST_MAIN(PG_CASE(test_families_are_grouped), PG_CASE(test_histogram_and_fn_gauge),
-             PG_CASE(test_remove_series))
+             PG_CASE(test_remove_series), PG_CASE(test_sharded_counter_sums_threads))
