@@ -70,33 +70,23 @@ measure() {
 # both its relative and its absolute file name, which would count it twice.
 cga() { (cd / && callgrind_annotate "$@"); }
 
-# incl FILE N FUNC...: instructions per request inclusive in FUNC (summed
-# over its rows: inlined code of FUNC from other files has rows of its own;
-# a function nested in another one listed would be counted twice, so list
-# disjoint entry points).
-incl() {
-    local file=$1 n=$2; shift 2
+# cost yes|no FILE N FUNC...: instructions per request in FUNC, inclusive
+# (yes) or self (no), summed over its rows: inlined code of FUNC from other
+# files has rows of its own; a function nested in another one listed would
+# be counted twice when inclusive, so list disjoint entry points.
+cost() {
+    local inclusive=$1 file=$2 n=$3; shift 3
     local re
     re=$(printf '%s|' "$@"); re=${re%|}
-    cga --auto=no --inclusive=yes --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
+    cga --auto=no --inclusive="$inclusive" --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
         awk -v n="$n" -v re="^($re)\$" '/file:function/ { table = 1; next }
             table && NF == 0 { exit } # the function table ends; source annotations may follow
             table && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
                 if (fn ~ re) { ir = $1; gsub(",", "", ir); t += ir } }
             END { printf "%.0f", t / n }'
 }
-# self: the same for self cost (malloc and friends are leaves).
-self() {
-    local file=$1 n=$2; shift 2
-    local re
-    re=$(printf '%s|' "$@"); re=${re%|}
-    cga --auto=no --inclusive=no --threshold=100 --show=Ir --show-percs=no "$file" 2>/dev/null |
-        awk -v n="$n" -v re="^($re)\$" '/file:function/ { table = 1; next }
-            table && NF == 0 { exit } # the function table ends; source annotations may follow
-            table && $1 ~ /^[0-9,]+$/ { fn = $2; sub(/^.*:/, "", fn)
-                if (fn ~ re) { ir = $1; gsub(",", "", ir); t += ir } }
-            END { printf "%.0f", t / n }'
-}
+incl() { cost yes "$@"; }
+self() { cost no "$@"; } # malloc and friends are leaves: their self cost is their cost
 MALLOC_FNS="malloc _int_malloc free _int_free calloc realloc _int_realloc malloc_consolidate \
 unlink_chunk.constprop.0 unlink_chunk tcache_get tcache_put _int_free_merge_chunk \
 _int_free_create_chunk _int_free_maybe_consolidate posix_memalign _mid_memalign _int_memalign \
