@@ -1081,6 +1081,25 @@ PG_TEST(replay_pauses_past_soft_limit)
     }
 }
 
+/* The otlp exporter created from @cfg's root as component @id, with no
+ * pipeline around it; @diag (initialised here) collects config errors. */
+static enum pg_err create_from_config(struct pg_config *cfg, const char *id, struct pg_diag *diag,
+                                      void **state)
+{
+    static struct pg_host host = {NULL, "test", NULL};
+    struct pg_component_ctx ctx;
+
+    pg_diag_init(diag);
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.host = &host;
+    ctx.id = id;
+    ctx.log_name = id;
+    ctx.config = cfg->root;
+    ctx.config_arena = cfg->arena;
+    ctx.diag = diag;
+    return pg_exporter_otlp.create(&ctx, state);
+}
+
 /* compression_params.level: confighttp's accepted values and message. */
 PG_TEST(compression_params_validation)
 {
@@ -1111,23 +1130,13 @@ PG_TEST(compression_params_validation)
         char yaml[256];
         struct pg_config *cfg;
         struct pg_diag diag;
-        struct pg_component_ctx ctx;
-        struct pg_host host = {NULL, "test", NULL};
         void *state = NULL;
         enum pg_err err;
 
         snprintf(yaml, sizeof(yaml), "endpoint: host:1\ntls: {insecure: true}\n%s", cases[i].yaml);
         cfg = pg_config_load_string("cp.yaml", yaml, strlen(yaml));
         PG_REQUIRE(cfg != NULL);
-        pg_diag_init(&diag);
-        memset(&ctx, 0, sizeof(ctx));
-        ctx.host = &host;
-        ctx.id = "otlp/cp";
-        ctx.log_name = "otlp/cp";
-        ctx.config = cfg->root;
-        ctx.config_arena = cfg->arena;
-        ctx.diag = &diag;
-        err = pg_exporter_otlp.create(&ctx, &state);
+        err = create_from_config(cfg, "otlp/cp", &diag, &state);
         if (cases[i].error == NULL) {
             CHECK_INT(err, PG_ERR_OK);
             CHECK_INT(diag.n, 0);
@@ -1194,19 +1203,10 @@ PG_TEST(config_errors)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct pg_config *cfg = pg_config_load_string("bad.yaml", bad[i], strlen(bad[i]));
         struct pg_diag diag;
-        struct pg_component_ctx ctx;
-        struct pg_host host = {NULL, "test", NULL};
         void *state = NULL;
 
-        pg_diag_init(&diag);
-        memset(&ctx, 0, sizeof(ctx));
-        ctx.host = &host;
-        ctx.id = "otlp/bad";
-        ctx.log_name = "otlp/bad";
-        ctx.config = cfg->root;
-        ctx.config_arena = cfg->arena;
-        ctx.diag = &diag;
-        CHECK_INT(pg_exporter_otlp.create(&ctx, &state), PG_ERR_CONFIG);
+        PG_REQUIRE(cfg != NULL);
+        CHECK_INT(create_from_config(cfg, "otlp/bad", &diag, &state), PG_ERR_CONFIG);
         CHECK(diag.n > 0);
         if (diag.n == 0) {
             fprintf(stderr, "  accepted: %s", bad[i]);
