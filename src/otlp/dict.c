@@ -335,15 +335,13 @@ static bool str_eq(const struct tab *t, size_t idx, const void *key)
     return t->lens[idx] == k->len && memcmp(t->items[idx], k->s, k->len) == 0;
 }
 
-/* Returns @s itself when it is clean, else a repaired copy in b->tmp (the
- * core/utf8 rule: each invalid byte becomes U+FFFD, counted and logged). */
-static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
+/* A repaired copy of @s in b->tmp (the core/utf8 rule: each invalid byte becomes U+FFFD,
+ * counted and logged); out of line: pprof strings are almost always valid. */
+__attribute__((noinline)) static const char *utf8_repair(struct pg_dict_builder *b, const char *s,
+                                                         size_t *len)
 {
     size_t n = *len, bad = 0;
 
-    if (pg_utf8_valid(s, n)) {
-        return s;
-    }
     if (n > (SIZE_MAX - 1) / 3) {
         return NULL;
     }
@@ -360,6 +358,51 @@ static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *
     return b->tmp;
 }
 
+/* Returns @s itself when it is clean, else a repaired copy in b->tmp. */
+static inline const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
+{
+    return pg_utf8_valid(s, *len) ? s : utf8_repair(b, s, len);
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* pg_dict_hash_bytes(@s, @n, 1) and, in the same pass, whether every byte is ASCII other
+ * than NUL (then @s is stored as is without a separate UTF-8 scan): a string is read once
+ * instead of twice. Per word, a byte >= 0x80 sets its top bit in w and a zero byte sets it in
+ * (w - ONES) & ~w (exact as a yes/no when no byte is >= 0x80). */
+static inline uint64_t str_hash_ascii(const char *s, size_t n, bool *ascii)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    uint64_t h = 1 ^ (n * K1), flags = 0;
+
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        flags |= w | ((w - ONES) & ~w);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+        p += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t w, c;
+        if (n >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, p, 4);
+            memcpy(&hi, p + n - 4, 4);
+            w = (uint64_t)hi << 32 | lo;
+            c = w;
+        } else {
+            w = (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
+            c = w | 0x0101010101000000ull; /* the five unused bytes are not NULs */
+        }
+        flags |= c | ((c - ONES) & ~c);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+    }
+    *ascii = (flags & HIGHS) == 0;
+    return fmix64(h);
+}
+
 int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
 {
     struct tab *t = &b->t[T_STR];
@@ -367,25 +410,33 @@ int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
     uint64_t h, *slot = NULL;
     int32_t idx;
     char *copy;
+    bool ascii;
 
     if (len > UINT32_MAX) {
         return PG_DICT_NOMEM;
     }
-    s = utf8_clean(b, s, &len);
-    if (s == NULL || !tab_reserve(b, t)) {
+    h = str_hash_ascii(s, len, &ascii);
+    if (!ascii && !pg_utf8_valid(s, len)) {
+        if ((s = utf8_repair(b, s, &len)) == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        h = pg_dict_hash_bytes(s, len, 1);
+    }
+    if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
     k.s = s;
     k.len = len;
-    h = pg_dict_hash_bytes(s, len, 1);
     idx = tab_find(t, h, str_eq, &k, &slot);
     if (idx >= 0) {
         return idx;
     }
-    copy = pg_arena_strndup(b->out, s, len);
-    if (copy == NULL) {
+    /* inline pg_arena_strndup: one call less per new string */
+    if ((copy = pg_arena_alloc(b->out, len + 1)) == NULL) {
         return PG_DICT_NOMEM;
     }
+    memcpy(copy, s, len);
+    copy[len] = '\0';
     return tab_insert(b, t, h, slot, copy, (uint32_t)len);
 }
 
