@@ -997,61 +997,72 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
 
 /* ---- links -------------------------------------------------------------- */
 
-static bool link_eq(const struct tab *t, size_t idx, const void *key)
-{
-    const struct pg_otlp_link *a = t->items[idx];
-    const uint8_t *k = key;
-    return a->trace_id.len == 16 && a->span_id.len == 8 && memcmp(a->trace_id.data, k, 16) == 0 &&
-           memcmp(a->span_id.data, k + 16, 8) == 0;
-}
-
 static const struct pg_otlp_link link_init =
     OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
 
-/* The 24-byte trace + span id key as three words, inline: every sample with a new
- * trace/span pair hashes one. */
-static inline uint64_t link_hash(const uint8_t k[24])
+/* The 24-byte trace + span id key as three words: every sample with a new trace/span pair
+ * (nearly every sample of a traced SDK push) interns one, so the lookup is written out here
+ * with the key in registers (no key buffer, no generic eq callback) and the ids are stored
+ * right after the Link (every T_LINK entry is made here: 16 + 8 bytes). */
+static inline uint64_t link_hash(uint64_t w0, uint64_t w1, uint64_t w2)
 {
-    uint64_t w0, w1, w2;
-
-    memcpy(&w0, k, 8);
-    memcpy(&w1, k + 8, 8);
-    memcpy(&w2, k + 16, 8);
-    return fmix64(rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2);
+    /* No fmix64: the ids are random or at worst structured, and a final multiply carries
+     * every bit of w2 into the high half, which tab's h32 folds into the slot bits. */
+    return (rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2) * K1;
 }
 
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint8_t k[24];
-    uint64_t h, *slot = NULL;
-    int32_t idx;
+    uint64_t w0, w1, w2, h, *slots;
+    uint32_t h32;
+    size_t pos;
     struct pg_otlp_link *l;
-    uint8_t *ids;
+    uint64_t *ids;
 
+    memcpy(&w0, trace_id, 8);
+    memcpy(&w1, trace_id + 8, 8);
+    memcpy(&w2, span_id, 8);
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    memcpy(k, trace_id, 16);
-    memcpy(k + 16, span_id, 8);
-    h = link_hash(k);
-    idx = tab_find(t, h, link_eq, k, &slot);
-    if (idx >= 0) {
-        return idx;
+    h = link_hash(w0, w1, w2);
+    h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    slots = t->slots;
+    for (pos = h32 & t->mask;; pos = (pos + 1) & t->mask) {
+        uint64_t s = slots[pos];
+        if (s == 0) {
+            break;
+        }
+        if ((uint32_t)(s >> 32) == h32) {
+            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
+                                                       t->items[(uint32_t)s - 1] + 1);
+            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
+                return (int32_t)((uint32_t)s - 1);
+            }
+        }
     }
+    if (t->n >= INT32_MAX - 1 || (t->n == t->cap && !tab_push_grow(b, t))) {
+        return PG_DICT_NOMEM;
+    }
+    /* sizeof a Link (pointers and sizes) is a multiple of 8: the id words after it align */
     l = pg_arena_alloc(b->out, sizeof(*l) + 24);
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
     *l = link_init;
-    ids = (uint8_t *)(l + 1);
-    memcpy(ids, k, 24);
-    l->trace_id.data = ids;
+    ids = (uint64_t *)(l + 1);
+    ids[0] = w0;
+    ids[1] = w1;
+    ids[2] = w2;
+    l->trace_id.data = (uint8_t *)ids;
     l->trace_id.len = 16;
-    l->span_id.data = ids + 16;
+    l->span_id.data = (uint8_t *)ids + 16;
     l->span_id.len = 8;
-    return tab_insert(b, t, h, slot, l, 0);
+    t->items[t->n] = l;
+    slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
+    return (int32_t)t->n++;
 }
 
 /* ---- builder ------------------------------------------------------------ */
