@@ -478,18 +478,29 @@ static bool func_eq(const struct tab *t, size_t idx, const void *key)
            a->filename_strindex == k->filename_strindex && a->start_line == k->start_line;
 }
 
+/* Zero values of the messages made here, copied by assignment: the generated *__init()
+ * functions are out-of-line calls doing the same copy. */
+static const struct pg_otlp_function function_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__FUNCTION__INIT;
+static const struct pg_otlp_location location_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
+static const struct pg_otlp_line line_init = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
+static const struct pg_otlp_stack stack_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__STACK__INIT;
+static const struct pg_otlp_kvu kvu_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__KEY_VALUE_AND_UNIT__INIT;
+
 int32_t pg_dict_function(struct pg_dict_builder *b, int32_t name, int32_t system_name,
                          int32_t filename, int64_t start_line)
 {
     struct tab *t = &b->t[T_FUNC];
-    struct pg_otlp_function k, *f;
+    struct pg_otlp_function k = function_init, *f;
     uint64_t h = 7, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__function__init(&k);
     k.name_strindex = name;
     k.system_name_strindex = system_name;
     k.filename_strindex = filename;
@@ -502,10 +513,10 @@ int32_t pg_dict_function(struct pg_dict_builder *b, int32_t name, int32_t system
     if (idx >= 0) {
         return idx;
     }
-    f = pg_arena_memdup(b->out, &k, sizeof(k));
-    if (f == NULL) {
+    if ((f = pg_arena_alloc(b->out, sizeof(*f))) == NULL) {
         return PG_DICT_NOMEM;
     }
+    *f = k;
     return tab_insert(b, t, h, slot, f, 0);
 }
 
@@ -671,7 +682,7 @@ int32_t pg_dict_location(struct pg_dict_builder *b, int32_t mapping_index, uint6
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__location__init(l);
+    *l = location_init;
     l->mapping_index = mapping_index;
     l->address = address;
     if (n_lines > 0) {
@@ -681,7 +692,7 @@ int32_t pg_dict_location(struct pg_dict_builder *b, int32_t mapping_index, uint6
             return PG_DICT_NOMEM;
         }
         for (size_t i = 0; i < n_lines; i++) {
-            opentelemetry__proto__profiles__v1development__line__init(&lv[i]);
+            lv[i] = line_init;
             lv[i].function_index = lines[i].function_index;
             lv[i].line = lines[i].line;
             lv[i].column = lines[i].column;
@@ -725,7 +736,7 @@ int32_t pg_dict_stack(struct pg_dict_builder *b, const int32_t *locs, size_t n)
     if (s == NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__stack__init(s);
+    *s = stack_init;
     if (n > 0) {
         s->location_indices = pg_arena_memdup(b->out, locs, n * sizeof(int32_t));
         if (s->location_indices == NULL) {
@@ -967,14 +978,13 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
                      const struct pg_otlp_anyvalue *value, int32_t unit_strindex)
 {
     struct tab *t = &b->t[T_ATTR];
-    struct pg_otlp_kvu k, *e;
+    struct pg_otlp_kvu k = kvu_init, *e;
     uint64_t h = 19, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__key_value_and_unit__init(&k);
     k.key_strindex = key_strindex;
     k.unit_strindex = unit_strindex;
     k.value = (struct pg_otlp_anyvalue *)value;
@@ -985,10 +995,10 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
     if (idx >= 0) {
         return idx;
     }
-    e = pg_arena_memdup(b->out, &k, sizeof(k));
-    if (e == NULL) {
+    if ((e = pg_arena_alloc(b->out, sizeof(*e))) == NULL) {
         return PG_DICT_NOMEM;
     }
+    *e = k;
     if (value != NULL && (e->value = any_copy(b->out, value, 0)) == NULL) {
         return PG_DICT_NOMEM;
     }
