@@ -202,7 +202,9 @@ static void free_tables(void *arg)
         struct tab *t = &b->t[i];
         if (sp != NULL && t->items != NULL && t->slots != NULL && t->cap <= SPARE_MAX &&
             t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST)) {
-            tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            if (sp->t[i].items != NULL || sp->t[i].lens != NULL || sp->t[i].slots != NULL) {
+                tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            }
             sp->t[i] = *t;
             memset(t, 0, sizeof(*t));
         } else {
