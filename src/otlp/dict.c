@@ -369,14 +369,14 @@ static inline const char *utf8_clean(struct pg_dict_builder *b, const char *s, s
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* pg_dict_hash_bytes(@s, @n, 1) and, in the same pass, whether every byte is ASCII other
+/* pg_dict_hash_bytes(@s, @n, @seed) and, in the same pass, whether every byte is ASCII other
  * than NUL (then @s is stored as is without a separate UTF-8 scan): a string is read once
  * instead of twice. Per word, a byte >= 0x80 sets its top bit in w and a zero byte sets it in
  * (w - ONES) & ~w (exact as a yes/no when no byte is >= 0x80). */
-static inline uint64_t str_hash_ascii(const char *s, size_t n, bool *ascii)
+static inline uint64_t str_hash_ascii(const char *s, size_t n, uint64_t seed, bool *ascii)
 {
     const uint8_t *p = (const uint8_t *)s;
-    uint64_t h = 1 ^ (n * K1), flags = 0;
+    uint64_t h = seed ^ (n * K1), flags = 0;
 
     while (n >= 8) {
         uint64_t w;
@@ -417,7 +417,7 @@ int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
     if (len > UINT32_MAX) {
         return PG_DICT_NOMEM;
     }
-    h = str_hash_ascii(s, len, &ascii);
+    h = str_hash_ascii(s, len, 1, &ascii);
     if (!ascii && !pg_utf8_valid(s, len)) {
         if ((s = utf8_repair(b, s, &len)) == NULL) {
             return PG_DICT_NOMEM;
@@ -484,6 +484,8 @@ static bool func_eq(const struct tab *t, size_t idx, const void *key)
  * functions are out-of-line calls doing the same copy. */
 static const struct pg_otlp_function function_init =
     OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__FUNCTION__INIT;
+static const struct pg_otlp_mapping mapping_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__MAPPING__INIT;
 static const struct pg_otlp_location location_init =
     OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
 static const struct pg_otlp_line line_init = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
@@ -589,14 +591,13 @@ int32_t pg_dict_mapping(struct pg_dict_builder *b, uint64_t memory_start, uint64
                         size_t n_attrs)
 {
     struct tab *t = &b->t[T_MAP];
-    struct pg_otlp_mapping k, *m;
+    struct pg_otlp_mapping k = mapping_init, *m;
     uint64_t h = 11, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__mapping__init(&k);
     k.memory_start = memory_start;
     k.memory_limit = memory_limit;
     k.file_offset = file_offset;
@@ -613,7 +614,9 @@ int32_t pg_dict_mapping(struct pg_dict_builder *b, uint64_t memory_start, uint64
     if (idx >= 0) {
         return idx;
     }
-    m = pg_arena_memdup(b->out, &k, sizeof(k));
+    if ((m = pg_arena_alloc(b->out, sizeof(*m))) != NULL) {
+        *m = k;
+    }
     if (m == NULL || !copy_list(b, attrs, n_attrs, &m->n_attribute_indices,
                                 &m->attribute_indices)) {
         return PG_DICT_NOMEM;
@@ -1004,6 +1007,80 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
     if (value != NULL && (e->value = any_copy(b->out, value, 0)) == NULL) {
         return PG_DICT_NOMEM;
     }
+    return tab_insert(b, t, h, slot, e, 0);
+}
+
+/* pg_dict_attr with a string value given by pointer and length: the same entry (same hash,
+ * same equality: any_hash and pg_dict_anyvalue_equal of a STR value), without the
+ * NUL-terminated temporary copy, the two strlen and the separate UTF-8 pass. */
+struct attr_str_key {
+    int32_t key, unit;
+    const char *s;
+    size_t len;
+};
+
+static bool attr_str_eq(const struct tab *t, size_t idx, const void *key)
+{
+    const struct pg_otlp_kvu *a = t->items[idx];
+    const struct attr_str_key *k = key;
+    const char *v;
+
+    if (a->key_strindex != k->key || a->unit_strindex != k->unit || a->value == NULL ||
+        a->value->value_case != PG_OTLP_ANYVALUE_STR) {
+        return false;
+    }
+    v = a->value->string_value != NULL ? a->value->string_value : "";
+    return memcmp(v, k->s, k->len) == 0 && v[k->len] == '\0'; /* k->s has no NUL */
+}
+
+static const struct pg_otlp_anyvalue anyvalue_init = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+
+int32_t pg_dict_attr_str(struct pg_dict_builder *b, int32_t key_strindex, const char *s,
+                         size_t len, int32_t unit_strindex)
+{
+    struct tab *t = &b->t[T_ATTR];
+    struct attr_str_key k;
+    struct pg_otlp_kvu *e;
+    struct pg_otlp_anyvalue *v;
+    uint64_t h = 19, hs, *slot = NULL;
+    int32_t idx;
+    bool ascii;
+    char *copy;
+
+    hs = str_hash_ascii(s, len, 29, &ascii);
+    if (!ascii && !pg_utf8_valid(s, len)) {
+        if ((s = utf8_repair(b, s, &len)) == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        hs = pg_dict_hash_bytes(s, len, 29);
+    }
+    if (len == SIZE_MAX || !tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    h = hash_u64(h, (uint32_t)key_strindex);
+    h = hash_u64(h, (uint32_t)unit_strindex);
+    h = hash_u64(h, (uint64_t)PG_OTLP_ANYVALUE_STR); /* as any_hash */
+    h = fmix64(hash_u64(h, hs));
+    k = (struct attr_str_key){key_strindex, unit_strindex, s, len};
+    idx = tab_find(t, h, attr_str_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    e = pg_arena_alloc(b->out, sizeof(*e));
+    v = pg_arena_alloc(b->out, sizeof(*v));
+    copy = pg_arena_alloc(b->out, len + 1);
+    if (e == NULL || v == NULL || copy == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    *v = anyvalue_init;
+    v->value_case = PG_OTLP_ANYVALUE_STR;
+    v->string_value = copy;
+    *e = kvu_init;
+    e->key_strindex = key_strindex;
+    e->unit_strindex = unit_strindex;
+    e->value = v;
     return tab_insert(b, t, h, slot, e, 0);
 }
 

@@ -2,7 +2,8 @@
  * otlp/dict interning, one table per entity: strings are stored UTF-8-clean
  * (one pass hashes and spots non-ASCII/NUL bytes; a repaired string must land
  * on the same entry as its clean form, whatever path hashed it), equal values
- * share an index, distinct ones do not, and links keep their 16 + 8 bytes. */
+ * share an index, distinct ones do not, links keep their 16 + 8 bytes, and a
+ * string attribute is one entry whether made by pg_dict_attr_str or pg_dict_attr. */
 #include <string.h>
 
 #include "core/arena.h"
@@ -115,4 +116,50 @@ PG_TEST(test_links)
     pg_arena_destroy(a);
 }
 
-PG_TEST_MAIN(PG_CASE(test_strings), PG_CASE(test_links))
+/* pg_dict_attr_str and pg_dict_attr with the same (repaired) string value are one entry,
+ * in either order; key, unit and value each tell entries apart. */
+PG_TEST(test_attr_str)
+{
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_dict_builder *b = pg_dict_builder_new(a, a);
+    size_t n = sizeof(str_cases) / sizeof(str_cases[0]);
+    int32_t got[sizeof(str_cases) / sizeof(str_cases[0])][2];
+    struct pg_otlp_dict *d;
+
+    PG_REQUIRE(b != NULL);
+    for (size_t i = 0; i < n; i++) {
+        for (int32_t unit = 0; unit < 2; unit++) {
+            struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+            int32_t viaattr;
+            v.value_case = PG_OTLP_ANYVALUE_STR;
+            if (i % 2 == 0) {
+                got[i][unit] = pg_dict_attr_str(b, 7, str_cases[i].in, str_cases[i].len, unit);
+            }
+            v.string_value = (char *)pg_dict_tmp_cstr(b, str_cases[i].in, str_cases[i].len);
+            PG_REQUIRE(v.string_value != NULL);
+            viaattr = pg_dict_attr(b, 7, &v, unit);
+            if (i % 2 != 0) {
+                got[i][unit] = pg_dict_attr_str(b, 7, str_cases[i].in, str_cases[i].len, unit);
+            }
+            CHECK(got[i][unit] > 0);
+            CHECK_INT(got[i][unit], viaattr);
+            CHECK(pg_dict_attr_str(b, 8, str_cases[i].in, str_cases[i].len, unit) != viaattr);
+        }
+        CHECK(got[i][0] != got[i][1]);
+    }
+    d = pg_dict_finish(b);
+    PG_REQUIRE(d != NULL);
+    for (size_t i = 0; i < n; i++) {
+        const struct pg_otlp_kvu *e = d->attribute_table[got[i][1]];
+        CHECK(e->key_strindex == 7 && e->unit_strindex == 1 && e->value != NULL &&
+              e->value->value_case == PG_OTLP_ANYVALUE_STR &&
+              strcmp(e->value->string_value, str_cases[i].want) == 0);
+        for (size_t j = 0; j < i; j++) {
+            CHECK((got[i][0] == got[j][0]) ==
+                  (strcmp(str_cases[i].want, str_cases[j].want) == 0));
+        }
+    }
+    pg_arena_destroy(a);
+}
+
+PG_TEST_MAIN(PG_CASE(test_strings), PG_CASE(test_links), PG_CASE(test_attr_str))
