@@ -1156,10 +1156,63 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
 
 /* ---- builder ------------------------------------------------------------ */
 
+/* Index 0 of the empty table @t: @item, with the hash its interning call computes for it. */
+static bool tab_seed(struct pg_dict_builder *b, struct tab *t, uint64_t h, void *item)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+
+    if (item == NULL || !tab_reserve(b, t)) {
+        return false;
+    }
+    return tab_insert(b, t, h, &t->slots[h32 & t->mask], item, 0) == 0;
+}
+
+/* The zero entries, made directly: each is what its interning call makes for the zero value,
+ * under the hash that call computes (constants the compiler folds), so a later call with the
+ * zero value finds it (test_dict checks they all answer 0). */
+static bool seed_zero_entries(struct pg_dict_builder *b)
+{
+    struct pg_arena *o = b->out;
+    char *str = pg_arena_alloc(o, 1);
+    struct pg_otlp_function *f = pg_arena_alloc(o, sizeof(*f));
+    struct pg_otlp_mapping *m = pg_arena_alloc(o, sizeof(*m));
+    struct pg_otlp_location *l = pg_arena_alloc(o, sizeof(*l));
+    struct pg_otlp_stack *st = pg_arena_alloc(o, sizeof(*st));
+    struct pg_otlp_kvu *at = pg_arena_alloc(o, sizeof(*at));
+    struct pg_otlp_link *ln = pg_arena_alloc(o, sizeof(*ln) + 24);
+
+    if (str == NULL || f == NULL || m == NULL || l == NULL || st == NULL || at == NULL ||
+        ln == NULL) {
+        return false;
+    }
+    str[0] = '\0';
+    *f = function_init;
+    *m = mapping_init;
+    *l = location_init;
+    *st = stack_init;
+    *at = kvu_init;
+    *ln = link_init;
+    memset(ln + 1, 0, 24);
+    ln->trace_id.data = (uint8_t *)(ln + 1);
+    ln->trace_id.len = 16;
+    ln->span_id.data = (uint8_t *)(ln + 1) + 16;
+    ln->span_id.len = 8;
+    /* the hashes of pg_dict_string, _function, _mapping, _location, _stack, _attr, _link */
+    return tab_seed(b, &b->t[T_STR], fmix64(1), str) &&
+           tab_seed(b, &b->t[T_FUNC], fmix64(hash_u64(hash_u64(hash_u64(hash_u64(7, 0), 0), 0), 0)),
+                    f) &&
+           tab_seed(b, &b->t[T_MAP],
+                    fmix64(hash_u64(hash_u64(hash_u64(hash_u64(11, 0), 0), 0), 0)), m) &&
+           tab_seed(b, &b->t[T_LOC], fmix64(hash_u64(hash_u64(hash_u64(13, 0), 0), 0)), l) &&
+           tab_seed(b, &b->t[T_STACK], 17, st) &&
+           tab_seed(b, &b->t[T_ATTR], fmix64(hash_u64(hash_u64(hash_u64(19, 0), 0), 0xffff)),
+                    at) &&
+           tab_seed(b, &b->t[T_LINK], link_hash(0, 0, 0), ln);
+}
+
 struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_arena *scratch)
 {
     struct pg_dict_builder *b = pg_arena_zalloc(scratch, sizeof(*b));
-    static const uint8_t zero[24];
 
     if (b == NULL) {
         return NULL;
@@ -1171,14 +1224,7 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
         return NULL;
     }
     spare_take(b);
-    /* The zero entries: each intern call below lands on index 0. */
-    if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
-        pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||
-        pg_dict_location(b, 0, 0, NULL, 0, NULL, 0) != 0 || pg_dict_stack(b, NULL, 0) != 0 ||
-        pg_dict_attr(b, 0, NULL, 0) != 0 || pg_dict_link(b, zero, zero + 16) != 0) {
-        return NULL;
-    }
-    return b;
+    return seed_zero_entries(b) ? b : NULL;
 }
 
 size_t pg_dict_heap_peak(const struct pg_dict_builder *b)

@@ -162,4 +162,42 @@ PG_TEST(test_attr_str)
     pg_arena_destroy(a);
 }
 
-PG_TEST_MAIN(PG_CASE(test_strings), PG_CASE(test_links), PG_CASE(test_attr_str))
+/* The builder starts with index 0 of every table: the zero value of each, which the
+ * interning calls find (they would append a second entry if the seeded hash differed). */
+PG_TEST(test_zero_entries)
+{
+    static const uint8_t zero[24];
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_dict_builder *b = pg_dict_builder_new(a, a);
+    struct pg_dict_counts c;
+    struct pg_otlp_dict *d;
+
+    PG_REQUIRE(b != NULL);
+    CHECK_INT(pg_dict_string(b, "", 0), 0);
+    CHECK_INT(pg_dict_function(b, 0, 0, 0, 0), 0);
+    CHECK_INT(pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0), 0);
+    CHECK_INT(pg_dict_location(b, 0, 0, NULL, 0, NULL, 0), 0);
+    CHECK_INT(pg_dict_stack(b, NULL, 0), 0);
+    CHECK_INT(pg_dict_attr(b, 0, NULL, 0), 0);
+    CHECK_INT(pg_dict_link(b, zero, zero + 16), 0);
+    pg_dict_counts(b, &c);
+    CHECK(c.strings == 1 && c.functions == 1 && c.mappings == 1 && c.locations == 1 &&
+          c.stacks == 1 && c.attrs == 1 && c.links == 1);
+    d = pg_dict_finish(b);
+    PG_REQUIRE(d != NULL);
+    CHECK(strcmp(d->string_table[0], "") == 0);
+    CHECK(d->function_table[0]->name_strindex == 0 && d->function_table[0]->start_line == 0);
+    CHECK(d->mapping_table[0]->n_attribute_indices == 0 &&
+          d->mapping_table[0]->attribute_indices == NULL);
+    CHECK(d->location_table[0]->n_lines == 0 && d->location_table[0]->lines == NULL);
+    CHECK(d->stack_table[0]->n_location_indices == 0);
+    CHECK(d->attribute_table[0]->value == NULL);
+    CHECK(d->link_table[0]->trace_id.len == 16 &&
+          memcmp(d->link_table[0]->trace_id.data, zero, 16) == 0 &&
+          d->link_table[0]->span_id.len == 8 &&
+          memcmp(d->link_table[0]->span_id.data, zero, 8) == 0);
+    pg_arena_destroy(a);
+}
+
+PG_TEST_MAIN(PG_CASE(test_strings), PG_CASE(test_links), PG_CASE(test_attr_str),
+             PG_CASE(test_zero_entries))
