@@ -8,6 +8,7 @@
 
 #include "core/arena.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_build.h"
 #include "pg_test.h"
 
 static const struct {
@@ -199,5 +200,29 @@ PG_TEST(test_zero_entries)
     pg_arena_destroy(a);
 }
 
+/* otlp_build's string values, the same repair rule outside the dictionary: the stored
+ * value is an arena copy, NUL-terminated, clean; NULL stands for "". */
+PG_TEST(test_any_str)
+{
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_kv *kv;
+    struct pg_otlp_anyvalue *v;
+
+    for (size_t i = 0; i < sizeof(str_cases) / sizeof(str_cases[0]); i++) {
+        v = pg_otlp_any_str(a, str_cases[i].in, str_cases[i].len);
+        PG_REQUIRE(v != NULL);
+        CHECK(v->value_case == PG_OTLP_ANYVALUE_STR && v->string_value != str_cases[i].in &&
+              strcmp(v->string_value, str_cases[i].want) == 0);
+    }
+    v = pg_otlp_any_str(a, NULL, 5);
+    CHECK(v != NULL && strcmp(v->string_value, "") == 0);
+    kv = pg_otlp_kv_str(a, "service.name", "a\xff");
+    CHECK(kv != NULL && strcmp(kv->key, "service.name") == 0 && kv->value != NULL &&
+          strcmp(kv->value->string_value, "a\xef\xbf\xbd") == 0);
+    kv = pg_otlp_kv_str(a, NULL, NULL);
+    CHECK(kv != NULL && strcmp(kv->key, "") == 0 && strcmp(kv->value->string_value, "") == 0);
+    pg_arena_destroy(a);
+}
+
 PG_TEST_MAIN(PG_CASE(test_strings), PG_CASE(test_links), PG_CASE(test_attr_str),
-             PG_CASE(test_zero_entries))
+             PG_CASE(test_zero_entries), PG_CASE(test_any_str))
