@@ -683,19 +683,18 @@ int32_t pg_dict_location(struct pg_dict_builder *b, int32_t mapping_index, uint6
     if (idx >= 0) {
         return idx;
     }
-    l = pg_arena_alloc(b->out, sizeof(*l));
-    if (l == NULL) {
+    /* One block: the Location, its Lines, then the pointer array (all 8-byte multiples). */
+    if (n_lines > (SIZE_MAX - sizeof(*l)) / (sizeof(*lv) + sizeof(*l->lines)) ||
+        (l = pg_arena_alloc(b->out, sizeof(*l) + n_lines * (sizeof(*lv) + sizeof(*l->lines)))) ==
+            NULL) {
         return PG_DICT_NOMEM;
     }
     *l = location_init;
     l->mapping_index = mapping_index;
     l->address = address;
     if (n_lines > 0) {
-        l->lines = pg_arena_alloc(b->out, n_lines * sizeof(*l->lines));
-        lv = pg_arena_alloc(b->out, n_lines * sizeof(*lv));
-        if (l->lines == NULL || lv == NULL) {
-            return PG_DICT_NOMEM;
-        }
+        lv = (struct pg_otlp_line *)(l + 1);
+        l->lines = (struct pg_otlp_line **)(lv + n_lines);
         for (size_t i = 0; i < n_lines; i++) {
             lv[i] = line_init;
             lv[i].function_index = lines[i].function_index;
