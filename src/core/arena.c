@@ -102,11 +102,14 @@ static int pool_class(size_t size)
 /* In front of the pool, each thread keeps a few chunks and arena headers of its own: with
  * several event loops, every request took the pool's one mutex for each chunk and header
  * (perf: pthread_mutex_lock and the misses behind it grew with the second loop). Bounded
- * (TC_PER_CLASS chunks of the three smallest classes, 224 KiB, and TC_ARENAS headers) and
+ * (TC_PER_CLASS chunks of the three smallest classes, 288 KiB, and TC_ARENAS headers) and
  * given back to the pool at thread exit, so RSS does not grow with the thread count. */
 #define TC_CLASSES 3
-/* A request has up to ~6 small arenas alive at once, each starting with a 16 KiB chunk. */
-#define TC_PER_CLASS(k) ((k) == 0 ? (size_t)8 : (size_t)1) /* 8x16 + 32 + 64 KiB */
+/* A request has up to ~6 small arenas alive at once, each starting with a 16 KiB chunk; an
+ * SDK push also holds three of 32 KiB (the request arena's second chunk, the translator's
+ * scratch arena's second chunk and one of its blocks): with one cached, two took the pool's
+ * lock on the way in and out, the second loop waiting on the first. */
+#define TC_PER_CLASS(k) ((size_t)((k) == 0 ? 8 : (k) == 1 ? 3 : 1)) /* 8x16 + 3x32 + 64 KiB */
 #define TC_ARENAS 8
 
 struct tcache {

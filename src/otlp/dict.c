@@ -202,7 +202,9 @@ static void free_tables(void *arg)
         struct tab *t = &b->t[i];
         if (sp != NULL && t->items != NULL && t->slots != NULL && t->cap <= SPARE_MAX &&
             t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST)) {
-            tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            if (sp->t[i].items != NULL || sp->t[i].lens != NULL || sp->t[i].slots != NULL) {
+                tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
+            }
             sp->t[i] = *t;
             memset(t, 0, sizeof(*t));
         } else {
@@ -335,15 +337,13 @@ static bool str_eq(const struct tab *t, size_t idx, const void *key)
     return t->lens[idx] == k->len && memcmp(t->items[idx], k->s, k->len) == 0;
 }
 
-/* Returns @s itself when it is clean, else a repaired copy in b->tmp (the
- * core/utf8 rule: each invalid byte becomes U+FFFD, counted and logged). */
-static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
+/* A repaired copy of @s in b->tmp (the core/utf8 rule: each invalid byte becomes U+FFFD,
+ * counted and logged); out of line: pprof strings are almost always valid. */
+__attribute__((noinline)) static const char *utf8_repair(struct pg_dict_builder *b, const char *s,
+                                                         size_t *len)
 {
     size_t n = *len, bad = 0;
 
-    if (pg_utf8_valid(s, n)) {
-        return s;
-    }
     if (n > (SIZE_MAX - 1) / 3) {
         return NULL;
     }
@@ -360,6 +360,51 @@ static const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *
     return b->tmp;
 }
 
+/* Returns @s itself when it is clean, else a repaired copy in b->tmp. */
+static inline const char *utf8_clean(struct pg_dict_builder *b, const char *s, size_t *len)
+{
+    return pg_utf8_valid(s, *len) ? s : utf8_repair(b, s, len);
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* pg_dict_hash_bytes(@s, @n, @seed) and, in the same pass, whether every byte is ASCII other
+ * than NUL (then @s is stored as is without a separate UTF-8 scan): a string is read once
+ * instead of twice. Per word, a byte >= 0x80 sets its top bit in w and a zero byte sets it in
+ * (w - ONES) & ~w (exact as a yes/no when no byte is >= 0x80). */
+static inline uint64_t str_hash_ascii(const char *s, size_t n, uint64_t seed, bool *ascii)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    uint64_t h = seed ^ (n * K1), flags = 0;
+
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        flags |= w | ((w - ONES) & ~w);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+        p += 8;
+        n -= 8;
+    }
+    if (n > 0) {
+        uint64_t w, c;
+        if (n >= 4) {
+            uint32_t lo, hi;
+            memcpy(&lo, p, 4);
+            memcpy(&hi, p + n - 4, 4);
+            w = (uint64_t)hi << 32 | lo;
+            c = w;
+        } else {
+            w = (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
+            c = w | 0x0101010101000000ull; /* the five unused bytes are not NULs */
+        }
+        flags |= c | ((c - ONES) & ~c);
+        h = rotl64(h ^ (w * K1), 29) * K2;
+    }
+    *ascii = (flags & HIGHS) == 0;
+    return fmix64(h);
+}
+
 int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
 {
     struct tab *t = &b->t[T_STR];
@@ -367,25 +412,33 @@ int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
     uint64_t h, *slot = NULL;
     int32_t idx;
     char *copy;
+    bool ascii;
 
     if (len > UINT32_MAX) {
         return PG_DICT_NOMEM;
     }
-    s = utf8_clean(b, s, &len);
-    if (s == NULL || !tab_reserve(b, t)) {
+    h = str_hash_ascii(s, len, 1, &ascii);
+    if (!ascii && !pg_utf8_valid(s, len)) {
+        if ((s = utf8_repair(b, s, &len)) == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        h = pg_dict_hash_bytes(s, len, 1);
+    }
+    if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
     k.s = s;
     k.len = len;
-    h = pg_dict_hash_bytes(s, len, 1);
     idx = tab_find(t, h, str_eq, &k, &slot);
     if (idx >= 0) {
         return idx;
     }
-    copy = pg_arena_strndup(b->out, s, len);
-    if (copy == NULL) {
+    /* inline pg_arena_strndup: one call less per new string */
+    if ((copy = pg_arena_alloc(b->out, len + 1)) == NULL) {
         return PG_DICT_NOMEM;
     }
+    memcpy(copy, s, len);
+    copy[len] = '\0';
     return tab_insert(b, t, h, slot, copy, (uint32_t)len);
 }
 
@@ -427,18 +480,31 @@ static bool func_eq(const struct tab *t, size_t idx, const void *key)
            a->filename_strindex == k->filename_strindex && a->start_line == k->start_line;
 }
 
+/* Zero values of the messages made here, copied by assignment: the generated *__init()
+ * functions are out-of-line calls doing the same copy. */
+static const struct pg_otlp_function function_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__FUNCTION__INIT;
+static const struct pg_otlp_mapping mapping_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__MAPPING__INIT;
+static const struct pg_otlp_location location_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
+static const struct pg_otlp_line line_init = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
+static const struct pg_otlp_stack stack_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__STACK__INIT;
+static const struct pg_otlp_kvu kvu_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__KEY_VALUE_AND_UNIT__INIT;
+
 int32_t pg_dict_function(struct pg_dict_builder *b, int32_t name, int32_t system_name,
                          int32_t filename, int64_t start_line)
 {
     struct tab *t = &b->t[T_FUNC];
-    struct pg_otlp_function k, *f;
+    struct pg_otlp_function k = function_init, *f;
     uint64_t h = 7, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__function__init(&k);
     k.name_strindex = name;
     k.system_name_strindex = system_name;
     k.filename_strindex = filename;
@@ -451,10 +517,10 @@ int32_t pg_dict_function(struct pg_dict_builder *b, int32_t name, int32_t system
     if (idx >= 0) {
         return idx;
     }
-    f = pg_arena_memdup(b->out, &k, sizeof(k));
-    if (f == NULL) {
+    if ((f = pg_arena_alloc(b->out, sizeof(*f))) == NULL) {
         return PG_DICT_NOMEM;
     }
+    *f = k;
     return tab_insert(b, t, h, slot, f, 0);
 }
 
@@ -525,14 +591,13 @@ int32_t pg_dict_mapping(struct pg_dict_builder *b, uint64_t memory_start, uint64
                         size_t n_attrs)
 {
     struct tab *t = &b->t[T_MAP];
-    struct pg_otlp_mapping k, *m;
+    struct pg_otlp_mapping k = mapping_init, *m;
     uint64_t h = 11, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__mapping__init(&k);
     k.memory_start = memory_start;
     k.memory_limit = memory_limit;
     k.file_offset = file_offset;
@@ -549,7 +614,9 @@ int32_t pg_dict_mapping(struct pg_dict_builder *b, uint64_t memory_start, uint64
     if (idx >= 0) {
         return idx;
     }
-    m = pg_arena_memdup(b->out, &k, sizeof(k));
+    if ((m = pg_arena_alloc(b->out, sizeof(*m))) != NULL) {
+        *m = k;
+    }
     if (m == NULL || !copy_list(b, attrs, n_attrs, &m->n_attribute_indices,
                                 &m->attribute_indices)) {
         return PG_DICT_NOMEM;
@@ -616,21 +683,20 @@ int32_t pg_dict_location(struct pg_dict_builder *b, int32_t mapping_index, uint6
     if (idx >= 0) {
         return idx;
     }
-    l = pg_arena_alloc(b->out, sizeof(*l));
-    if (l == NULL) {
+    /* One block: the Location, its Lines, then the pointer array (all 8-byte multiples). */
+    if (n_lines > (SIZE_MAX - sizeof(*l)) / (sizeof(*lv) + sizeof(*l->lines)) ||
+        (l = pg_arena_alloc(b->out, sizeof(*l) + n_lines * (sizeof(*lv) + sizeof(*l->lines)))) ==
+            NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__location__init(l);
+    *l = location_init;
     l->mapping_index = mapping_index;
     l->address = address;
     if (n_lines > 0) {
-        l->lines = pg_arena_alloc(b->out, n_lines * sizeof(*l->lines));
-        lv = pg_arena_alloc(b->out, n_lines * sizeof(*lv));
-        if (l->lines == NULL || lv == NULL) {
-            return PG_DICT_NOMEM;
-        }
+        lv = (struct pg_otlp_line *)(l + 1);
+        l->lines = (struct pg_otlp_line **)(lv + n_lines);
         for (size_t i = 0; i < n_lines; i++) {
-            opentelemetry__proto__profiles__v1development__line__init(&lv[i]);
+            lv[i] = line_init;
             lv[i].function_index = lines[i].function_index;
             lv[i].line = lines[i].line;
             lv[i].column = lines[i].column;
@@ -674,7 +740,7 @@ int32_t pg_dict_stack(struct pg_dict_builder *b, const int32_t *locs, size_t n)
     if (s == NULL) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__stack__init(s);
+    *s = stack_init;
     if (n > 0) {
         s->location_indices = pg_arena_memdup(b->out, locs, n * sizeof(int32_t));
         if (s->location_indices == NULL) {
@@ -916,14 +982,13 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
                      const struct pg_otlp_anyvalue *value, int32_t unit_strindex)
 {
     struct tab *t = &b->t[T_ATTR];
-    struct pg_otlp_kvu k, *e;
+    struct pg_otlp_kvu k = kvu_init, *e;
     uint64_t h = 19, *slot = NULL;
     int32_t idx;
 
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    opentelemetry__proto__profiles__v1development__key_value_and_unit__init(&k);
     k.key_strindex = key_strindex;
     k.unit_strindex = unit_strindex;
     k.value = (struct pg_otlp_anyvalue *)value;
@@ -934,81 +999,219 @@ int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
     if (idx >= 0) {
         return idx;
     }
-    e = pg_arena_memdup(b->out, &k, sizeof(k));
-    if (e == NULL) {
+    if ((e = pg_arena_alloc(b->out, sizeof(*e))) == NULL) {
         return PG_DICT_NOMEM;
     }
+    *e = k;
     if (value != NULL && (e->value = any_copy(b->out, value, 0)) == NULL) {
         return PG_DICT_NOMEM;
     }
     return tab_insert(b, t, h, slot, e, 0);
 }
 
-/* ---- links -------------------------------------------------------------- */
+/* pg_dict_attr with a string value given by pointer and length: the same entry (same hash,
+ * same equality: any_hash and pg_dict_anyvalue_equal of a STR value), without the
+ * NUL-terminated temporary copy, the two strlen and the separate UTF-8 pass. */
+struct attr_str_key {
+    int32_t key, unit;
+    const char *s;
+    size_t len;
+};
 
-static bool link_eq(const struct tab *t, size_t idx, const void *key)
+static bool attr_str_eq(const struct tab *t, size_t idx, const void *key)
 {
-    const struct pg_otlp_link *a = t->items[idx];
-    const uint8_t *k = key;
-    return a->trace_id.len == 16 && a->span_id.len == 8 && memcmp(a->trace_id.data, k, 16) == 0 &&
-           memcmp(a->span_id.data, k + 16, 8) == 0;
+    const struct pg_otlp_kvu *a = t->items[idx];
+    const struct attr_str_key *k = key;
+    const char *v;
+
+    if (a->key_strindex != k->key || a->unit_strindex != k->unit || a->value == NULL ||
+        a->value->value_case != PG_OTLP_ANYVALUE_STR) {
+        return false;
+    }
+    v = a->value->string_value != NULL ? a->value->string_value : "";
+    return memcmp(v, k->s, k->len) == 0 && v[k->len] == '\0'; /* k->s has no NUL */
 }
+
+static const struct pg_otlp_anyvalue anyvalue_init = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+
+int32_t pg_dict_attr_str(struct pg_dict_builder *b, int32_t key_strindex, const char *s,
+                         size_t len, int32_t unit_strindex)
+{
+    struct tab *t = &b->t[T_ATTR];
+    struct attr_str_key k;
+    struct pg_otlp_kvu *e;
+    struct pg_otlp_anyvalue *v;
+    uint64_t h = 19, hs, *slot = NULL;
+    int32_t idx;
+    bool ascii;
+    char *copy;
+
+    hs = str_hash_ascii(s, len, 29, &ascii);
+    if (!ascii && !pg_utf8_valid(s, len)) {
+        if ((s = utf8_repair(b, s, &len)) == NULL) {
+            return PG_DICT_NOMEM;
+        }
+        hs = pg_dict_hash_bytes(s, len, 29);
+    }
+    if (len == SIZE_MAX || !tab_reserve(b, t)) {
+        return PG_DICT_NOMEM;
+    }
+    h = hash_u64(h, (uint32_t)key_strindex);
+    h = hash_u64(h, (uint32_t)unit_strindex);
+    h = hash_u64(h, (uint64_t)PG_OTLP_ANYVALUE_STR); /* as any_hash */
+    h = fmix64(hash_u64(h, hs));
+    k = (struct attr_str_key){key_strindex, unit_strindex, s, len};
+    idx = tab_find(t, h, attr_str_eq, &k, &slot);
+    if (idx >= 0) {
+        return idx;
+    }
+    e = pg_arena_alloc(b->out, sizeof(*e));
+    v = pg_arena_alloc(b->out, sizeof(*v));
+    copy = pg_arena_alloc(b->out, len + 1);
+    if (e == NULL || v == NULL || copy == NULL) {
+        return PG_DICT_NOMEM;
+    }
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    *v = anyvalue_init;
+    v->value_case = PG_OTLP_ANYVALUE_STR;
+    v->string_value = copy;
+    *e = kvu_init;
+    e->key_strindex = key_strindex;
+    e->unit_strindex = unit_strindex;
+    e->value = v;
+    return tab_insert(b, t, h, slot, e, 0);
+}
+
+/* ---- links -------------------------------------------------------------- */
 
 static const struct pg_otlp_link link_init =
     OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
 
-/* The 24-byte trace + span id key as three words, inline: every sample with a new
- * trace/span pair hashes one. */
-static inline uint64_t link_hash(const uint8_t k[24])
+/* The 24-byte trace + span id key as three words: every sample with a new trace/span pair
+ * (nearly every sample of a traced SDK push) interns one, so the lookup is written out here
+ * with the key in registers (no key buffer, no generic eq callback) and the ids are stored
+ * right after the Link (every T_LINK entry is made here: 16 + 8 bytes). */
+static inline uint64_t link_hash(uint64_t w0, uint64_t w1, uint64_t w2)
 {
-    uint64_t w0, w1, w2;
-
-    memcpy(&w0, k, 8);
-    memcpy(&w1, k + 8, 8);
-    memcpy(&w2, k + 16, 8);
-    return fmix64(rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2);
+    /* No fmix64: the ids are random or at worst structured, and a final multiply carries
+     * every bit of w2 into the high half, which tab's h32 folds into the slot bits. */
+    return (rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2) * K1;
 }
 
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint8_t k[24];
-    uint64_t h, *slot = NULL;
-    int32_t idx;
+    uint64_t w0, w1, w2, h, *slots;
+    uint32_t h32;
+    size_t pos;
     struct pg_otlp_link *l;
-    uint8_t *ids;
+    uint64_t *ids;
 
+    memcpy(&w0, trace_id, 8);
+    memcpy(&w1, trace_id + 8, 8);
+    memcpy(&w2, span_id, 8);
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    memcpy(k, trace_id, 16);
-    memcpy(k + 16, span_id, 8);
-    h = link_hash(k);
-    idx = tab_find(t, h, link_eq, k, &slot);
-    if (idx >= 0) {
-        return idx;
+    h = link_hash(w0, w1, w2);
+    h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    slots = t->slots;
+    for (pos = h32 & t->mask;; pos = (pos + 1) & t->mask) {
+        uint64_t s = slots[pos];
+        if (s == 0) {
+            break;
+        }
+        if ((uint32_t)(s >> 32) == h32) {
+            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
+                                                       t->items[(uint32_t)s - 1] + 1);
+            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
+                return (int32_t)((uint32_t)s - 1);
+            }
+        }
     }
+    if (t->n >= INT32_MAX - 1 || (t->n == t->cap && !tab_push_grow(b, t))) {
+        return PG_DICT_NOMEM;
+    }
+    /* sizeof a Link (pointers and sizes) is a multiple of 8: the id words after it align */
     l = pg_arena_alloc(b->out, sizeof(*l) + 24);
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
     *l = link_init;
-    ids = (uint8_t *)(l + 1);
-    memcpy(ids, k, 24);
-    l->trace_id.data = ids;
+    ids = (uint64_t *)(l + 1);
+    ids[0] = w0;
+    ids[1] = w1;
+    ids[2] = w2;
+    l->trace_id.data = (uint8_t *)ids;
     l->trace_id.len = 16;
-    l->span_id.data = ids + 16;
+    l->span_id.data = (uint8_t *)ids + 16;
     l->span_id.len = 8;
-    return tab_insert(b, t, h, slot, l, 0);
+    t->items[t->n] = l;
+    slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
+    return (int32_t)t->n++;
 }
 
 /* ---- builder ------------------------------------------------------------ */
 
+/* Index 0 of the empty table @t: @item, with the hash its interning call computes for it. */
+static bool tab_seed(struct pg_dict_builder *b, struct tab *t, uint64_t h, void *item)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+
+    if (item == NULL || !tab_reserve(b, t)) {
+        return false;
+    }
+    return tab_insert(b, t, h, &t->slots[h32 & t->mask], item, 0) == 0;
+}
+
+/* The zero entries, made directly: each is what its interning call makes for the zero value,
+ * under the hash that call computes (constants the compiler folds), so a later call with the
+ * zero value finds it (test_dict checks they all answer 0). */
+static bool seed_zero_entries(struct pg_dict_builder *b)
+{
+    struct pg_arena *o = b->out;
+    char *str = pg_arena_alloc(o, 1);
+    struct pg_otlp_function *f = pg_arena_alloc(o, sizeof(*f));
+    struct pg_otlp_mapping *m = pg_arena_alloc(o, sizeof(*m));
+    struct pg_otlp_location *l = pg_arena_alloc(o, sizeof(*l));
+    struct pg_otlp_stack *st = pg_arena_alloc(o, sizeof(*st));
+    struct pg_otlp_kvu *at = pg_arena_alloc(o, sizeof(*at));
+    struct pg_otlp_link *ln = pg_arena_alloc(o, sizeof(*ln) + 24);
+
+    if (str == NULL || f == NULL || m == NULL || l == NULL || st == NULL || at == NULL ||
+        ln == NULL) {
+        return false;
+    }
+    str[0] = '\0';
+    *f = function_init;
+    *m = mapping_init;
+    *l = location_init;
+    *st = stack_init;
+    *at = kvu_init;
+    *ln = link_init;
+    memset(ln + 1, 0, 24);
+    ln->trace_id.data = (uint8_t *)(ln + 1);
+    ln->trace_id.len = 16;
+    ln->span_id.data = (uint8_t *)(ln + 1) + 16;
+    ln->span_id.len = 8;
+    /* the hashes of pg_dict_string, _function, _mapping, _location, _stack, _attr, _link */
+    return tab_seed(b, &b->t[T_STR], fmix64(1), str) &&
+           tab_seed(b, &b->t[T_FUNC], fmix64(hash_u64(hash_u64(hash_u64(hash_u64(7, 0), 0), 0), 0)),
+                    f) &&
+           tab_seed(b, &b->t[T_MAP],
+                    fmix64(hash_u64(hash_u64(hash_u64(hash_u64(11, 0), 0), 0), 0)), m) &&
+           tab_seed(b, &b->t[T_LOC], fmix64(hash_u64(hash_u64(hash_u64(13, 0), 0), 0)), l) &&
+           tab_seed(b, &b->t[T_STACK], 17, st) &&
+           tab_seed(b, &b->t[T_ATTR], fmix64(hash_u64(hash_u64(hash_u64(19, 0), 0), 0xffff)),
+                    at) &&
+           tab_seed(b, &b->t[T_LINK], link_hash(0, 0, 0), ln);
+}
+
 struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_arena *scratch)
 {
     struct pg_dict_builder *b = pg_arena_zalloc(scratch, sizeof(*b));
-    static const uint8_t zero[24];
 
     if (b == NULL) {
         return NULL;
@@ -1020,14 +1223,7 @@ struct pg_dict_builder *pg_dict_builder_new(struct pg_arena *out, struct pg_aren
         return NULL;
     }
     spare_take(b);
-    /* The zero entries: each intern call below lands on index 0. */
-    if (pg_dict_string(b, "", 0) != 0 || pg_dict_function(b, 0, 0, 0, 0) != 0 ||
-        pg_dict_mapping(b, 0, 0, 0, 0, NULL, 0) != 0 ||
-        pg_dict_location(b, 0, 0, NULL, 0, NULL, 0) != 0 || pg_dict_stack(b, NULL, 0) != 0 ||
-        pg_dict_attr(b, 0, NULL, 0) != 0 || pg_dict_link(b, zero, zero + 16) != 0) {
-        return NULL;
-    }
-    return b;
+    return seed_zero_entries(b) ? b : NULL;
 }
 
 size_t pg_dict_heap_peak(const struct pg_dict_builder *b)

@@ -52,6 +52,10 @@ int32_t pg_dict_stack(struct pg_dict_builder *b, const int32_t *location_indices
 /* @value is deep-copied when new; NULL = no value (only the zero entry has that). */
 int32_t pg_dict_attr(struct pg_dict_builder *b, int32_t key_strindex,
                      const struct pg_otlp_anyvalue *value, int32_t unit_strindex);
+/* The same as pg_dict_attr with a STR AnyValue holding @s[0..len) made UTF-8-clean like
+ * pg_dict_string (same entry either way), without a NUL-terminated copy of @s first. */
+int32_t pg_dict_attr_str(struct pg_dict_builder *b, int32_t key_strindex, const char *s,
+                         size_t len, int32_t unit_strindex);
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8]);
 /* An immutable shared copy of an index list (e.g. Sample.attribute_indices): equal lists

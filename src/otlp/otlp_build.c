@@ -6,20 +6,34 @@
 
 #include "core/utf8.h"
 
+static const struct pg_otlp_anyvalue any_init = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+static const struct pg_otlp_kv kv_init = OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
+
+/* A NUL-terminated copy of @s[0..n) in @arena. */
+static char *copy_str(struct pg_arena *arena, const char *s, size_t n)
+{
+    char *c = n < SIZE_MAX ? pg_arena_alloc(arena, n + 1) : NULL;
+
+    if (c != NULL) {
+        memcpy(c, s, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
 struct pg_otlp_anyvalue *pg_otlp_any_str(struct pg_arena *arena, const char *s, size_t len)
 {
     struct pg_otlp_anyvalue *v = pg_arena_alloc(arena, sizeof(*v));
     size_t n = s != NULL ? len : 0;
     const char *clean = s != NULL ? pg_utf8_clean(arena, s, &n, "attribute value") : "";
-    /* clean is @s (valid: copy it) or already a repaired arena copy. */
-    char *copy = clean == NULL ? NULL
-                 : clean == s  ? pg_arena_strndup(arena, s, n)
-                               : pg_arena_strndup(arena, clean, n);
+    /* clean is @s (valid: copy it) or already a repaired, NUL-terminated arena copy. */
+    char *copy = clean == NULL ? NULL : clean == s || s == NULL ? copy_str(arena, clean, n)
+                                                                : (char *)clean;
 
     if (v == NULL || copy == NULL) {
         return NULL;
     }
-    opentelemetry__proto__common__v1__any_value__init(v);
+    *v = any_init;
     v->value_case = PG_OTLP_ANYVALUE_STR;
     v->string_value = copy;
     return v;
@@ -32,7 +46,7 @@ struct pg_otlp_anyvalue *pg_otlp_any_int(struct pg_arena *arena, int64_t i)
     if (v == NULL) {
         return NULL;
     }
-    opentelemetry__proto__common__v1__any_value__init(v);
+    *v = any_init;
     v->value_case = PG_OTLP_ANYVALUE_INT;
     v->int_value = i;
     return v;
@@ -45,7 +59,7 @@ struct pg_otlp_anyvalue *pg_otlp_any_bool(struct pg_arena *arena, bool b)
     if (v == NULL) {
         return NULL;
     }
-    opentelemetry__proto__common__v1__any_value__init(v);
+    *v = any_init;
     v->value_case = PG_OTLP_ANYVALUE_BOOL;
     v->bool_value = b;
     return v;
@@ -54,12 +68,12 @@ struct pg_otlp_anyvalue *pg_otlp_any_bool(struct pg_arena *arena, bool b)
 struct pg_otlp_kv *pg_otlp_kv_str(struct pg_arena *arena, const char *key, const char *value)
 {
     struct pg_otlp_kv *kv = pg_arena_alloc(arena, sizeof(*kv));
-    char *k = pg_arena_strdup(arena, key != NULL ? key : "");
+    char *k = key != NULL ? copy_str(arena, key, strlen(key)) : copy_str(arena, "", 0);
 
     if (kv == NULL || k == NULL) {
         return NULL;
     }
-    opentelemetry__proto__common__v1__key_value__init(kv);
+    *kv = kv_init;
     kv->key = k;
     kv->value = pg_otlp_any_str(arena, value, value != NULL ? strlen(value) : 0);
     return kv->value != NULL ? kv : NULL;

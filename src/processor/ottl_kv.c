@@ -225,6 +225,10 @@ static const char *split_string(struct pg_arena *a, const char *in, const char *
     size_t cl = 0;
     char quote = 0;
     bool escaped = false;
+    /* The bytes that end a run outside and inside quotes (strcspn scans 16 at a time); a
+     * NUL delimiter is the end of the string anyway, so it is left out of the set. */
+    char stop_out[5] = {'"', '\'', '\\', delim[0], '\0'};
+    char stop_in[3] = {0, '\\', '\0'};
 
     *oomp = false;
     if (buf == NULL) {
@@ -235,17 +239,13 @@ static const char *split_string(struct pg_arena *a, const char *in, const char *
     for (size_t i = 0; i < len; i++) {
         if (!escaped) {
             /* A run of bytes none of the rules below look at is copied whole. */
-            size_t j = i;
+            size_t j;
 
             if (quote == 0) {
-                while (j < len && in[j] != delim[0] && in[j] != '"' && in[j] != '\'' &&
-                       in[j] != '\\') {
-                    j++;
-                }
+                j = i + strcspn(in + i, stop_out);
             } else {
-                while (j < len && in[j] != quote && in[j] != '\\') {
-                    j++;
-                }
+                stop_in[0] = quote;
+                j = i + strcspn(in + i, stop_in);
             }
             if (j > i) {
                 memcpy(cur + cl, in + i, j - i);
