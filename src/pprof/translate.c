@@ -533,7 +533,7 @@ static bool acache_grow(struct xlate *x)
 }
 
 /* label_attr's miss: interns the attribute and records it in slot @pos. Out of line so
- * the hit path stays small enough to inline. */
+ * the hit path stays small enough to inline. @key < 0: the label's key is interned here. */
 __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
                                                         const struct pg_pprof_label *l,
                                                         int32_t key, size_t pos)
@@ -545,6 +545,9 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
     struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     int32_t u = 0, a;
 
+    if (key < 0 && (key = pstr(x, l->key)) < 0) {
+        return key;
+    }
     if (is_num) {
         v.value_case = PG_OTLP_ANYVALUE_INT;
         v.int_value = l->num;
@@ -567,7 +570,8 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
     return a;
 }
 
-/* Attribute for one single-valued label. */
+/* Attribute for one single-valued label; @key is its OTLP key strindex, or -1 when not
+ * interned yet (done on a miss only: a hit needs the pprof indexes alone). */
 static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
 {
     struct acache *c = &x->ac;
@@ -729,15 +733,16 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         /* One attribute label (a route, a thread name; with a link, the usual SDK sample):
          * nothing to group. Without a link the one kept label may be a trace or span
          * label that did not make a link: find it. */
-        int32_t key, a;
+        int32_t a;
+        const struct pg_pprof_label *o;
         if (!have_link) {
             for (other = 0; lab[other].str == 0 && lab[other].num == 0 &&
                             lab[other].num_unit == 0;
                  other++) {
             }
         }
-        if ((key = pstr(x, lab[other].key)) < 0 || (a = label_attr(x, &lab[other], key)) < 0 ||
-            (*attrs = one_attr_list(x, a)) == NULL) {
+        o = &lab[other];
+        if ((a = label_attr(x, o, -1)) < 0 || (*attrs = one_attr_list(x, a)) == NULL) {
             return nomem(x, "attributes");
         }
         *n_attrs = 1;
