@@ -355,12 +355,22 @@ uint32_t pg_pprof_location_pos(const struct pg_pprof *p, uint64_t id)
 struct counts {
     size_t sample_types, samples, mappings, locations, functions, strings, comments;
     size_t string_bytes;
+    /* The first run of samples the fast path framed: the filling pass jumps over it. */
+    const uint8_t *sample_run, *sample_run_end;
 };
+
+/* A field at @q with tag byte @tag and a one-byte length (its bounds not checked). */
+static inline bool short_tag(const uint8_t *q, uint8_t tag)
+{
+    return q[0] == tag && q[1] < 0x80;
+}
 
 /* Pass 1: frame every top-level field, check wire types, count. */
 static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_status *st)
 {
     struct pg_pb r = {p->buf, p->buf + p->len};
+    /* Before it, any field with a one-byte length fits (2 + 127 bytes): runs check no bounds. */
+    const uint8_t *const safe = p->len > 129 ? r.end - 129 : r.p;
 
     memset(c, 0, sizeof(*c));
     while (r.p < r.end) {
@@ -376,12 +386,27 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
             const uint8_t tag = r.p[0];
 #define COUNT_RUN(counter, extra)                                                                  \
     do {                                                                                           \
-        (counter)++;                                                                               \
-        extra;                                                                                     \
-        r.p += 2 + r.p[1];                                                                         \
-    } while (r.end - r.p >= 2 && r.p[0] == tag && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2)
+        while (r.p < safe && short_tag(r.p, tag)) {                                                \
+            (counter)++;                                                                           \
+            extra;                                                                                 \
+            r.p += 2 + r.p[1];                                                                     \
+        }                                                                                          \
+        while (r.end - r.p >= 2 && short_tag(r.p, tag) && r.p[1] <= r.end - r.p - 2) {             \
+            (counter)++;                                                                           \
+            extra;                                                                                 \
+            r.p += 2 + r.p[1];                                                                     \
+        }                                                                                          \
+    } while (0)
             switch (tag) {
-            case 0x12: COUNT_RUN(c->samples, (void)0); continue;
+            case 0x12:
+                if (c->sample_run == NULL) {
+                    c->sample_run = r.p;
+                    COUNT_RUN(c->samples, (void)0);
+                    c->sample_run_end = r.p;
+                } else {
+                    COUNT_RUN(c->samples, (void)0);
+                }
+                continue;
             case 0x22: COUNT_RUN(c->locations, (void)0); continue;
             case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
             case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
@@ -498,9 +523,11 @@ static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct co
     } while (0)
 
 /* Pass 2: decode everything but samples. Framing was checked by pass 1. */
-static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
+static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const struct counts *c,
+                               struct pg_status *st)
 {
     struct pg_pb r = {p->buf, p->buf + p->len};
+    const uint8_t *const safe = p->len > 129 ? r.end - 129 : r.p; /* as in count_fields */
     size_t it = 0, im = 0, il = 0, ifn = 0, is = 0, ic = 0;
     enum pg_err err = PG_ERR_OK;
 
@@ -512,14 +539,26 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg
 
         /* Strings and samples with one-byte lengths (framing was checked by pass 1), in
          * runs as pass 1 counts them. */
+        if (r.p == c->sample_run) {
+            r.p = c->sample_run_end;
+            continue;
+        }
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
             if (r.p[0] == 0x32) {
-                do {
-                    p->strings[is].p = (const char *)r.p + 2;
-                    p->strings[is].len = r.p[1];
-                    is++;
+                struct pg_pprof_str *sp = p->strings + is;
+                while (r.p < safe && short_tag(r.p, 0x32)) {
+                    sp->p = (const char *)r.p + 2;
+                    sp->len = r.p[1];
+                    sp++;
                     r.p += 2 + r.p[1];
-                } while (r.end - r.p >= 2 && r.p[0] == 0x32 && r.p[1] < 0x80);
+                }
+                while (r.end - r.p >= 2 && short_tag(r.p, 0x32)) {
+                    sp->p = (const char *)r.p + 2;
+                    sp->len = r.p[1];
+                    sp++;
+                    r.p += 2 + r.p[1];
+                }
+                is = (size_t)(sp - p->strings);
                 continue;
             }
             if (r.p[0] == 0x12) {
@@ -715,7 +754,7 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     p->n_functions = c.functions;
     p->n_strings = c.strings;
     p->n_comments = c.comments;
-    if ((err = fill_fields(a, p, st)) != PG_ERR_OK) {
+    if ((err = fill_fields(a, p, &c, st)) != PG_ERR_OK) {
         return err;
     }
     return validate(a, p, st);
