@@ -90,6 +90,19 @@ static enum pg_err decode_varints(const struct pg_pprof *p, struct pg_pb r, cons
     while (r.p < r.end) {
         uint32_t f, wt;
         const uint8_t *at = r.p;
+        /* The usual field: a one-byte tag of a known varint field (the last occurrence
+         * wins either way). */
+        if (r.p[0] < 0x80 && (r.p[0] & 7) == PG_PB_VARINT && r.p[0] >= 8 &&
+            (uint32_t)(r.p[0] >> 3) <= n) {
+            f = r.p[0] >> 3;
+            r.p++;
+            if (r.p < r.end && r.p[0] < 0x80) {
+                v[f] = *r.p++;
+            } else if (!pg_pb_varint(&r, &v[f])) {
+                return bad(st, what, p, at);
+            }
+            continue;
+        }
         if (!pg_pb_tag(&r, &f, &wt)) {
             return bad(st, what, p, at);
         }
