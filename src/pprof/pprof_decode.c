@@ -1096,41 +1096,47 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     it->prev_labels = NULL;
     it->prev_labels_len = (size_t)(r.end - r.p);
     lab0 = r.p;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The two label encodings SDKs write, 1a 04 08 k 10 v and 1a 05 08 k 10 v0 v1 (a string
+     * index past 127), each matched whole by one 8-byte load. Checked once for the run: every
+     * load stays readable and at most (bytes / 6) labels fit under the cap; a label running
+     * past the sample's end shows as the end overshot. */
+    if (buf_end - r.end >= 8 && (size_t)(r.end - r.p) / 6 <= it->cap_labels) {
+        const uint64_t ns = p->n_strings;
+        struct pg_pprof_label *l = s->labels;
+        const uint8_t *q = r.p;
+        while (q < r.end) {
+            uint64_t w, k;
+            memcpy(&w, q, 8);
+            k = (w >> 24) & 0xff;
+            if ((w & 0x000080ff80ffffffull) == 0x000000100008041aull) {
+                v = (w >> 40) & 0xff;
+                q += 6;
+            } else if ((w & 0x008080ff80ffffffull) == 0x000080100008051aull) {
+                v = ((w >> 40) & 0x7f) | ((w >> 48) & 0xff) << 7;
+                q += 7;
+            } else {
+                break;
+            }
+            if (k >= ns || v >= ns) {
+                return false;
+            }
+            string_label(l, k, v);
+            l++;
+        }
+        if (q > r.end) {
+            return false;
+        }
+        r.p = q;
+        nl = (size_t)(l - s->labels);
+    }
+#endif
+    /* Anything else of the usual shape, one field at a time with every bound checked. */
     while (r.p < r.end) {
         struct pg_pprof_label *l = &s->labels[nl];
         uint64_t k;
         const uint8_t *q;
-        if (nl >= it->cap_labels) {
-            return false;
-        }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if ((size_t)(buf_end - r.p) >= 8) {
-            /* The two label encodings SDKs write, matched whole by one 8-byte load:
-             * 1a 04 08 k 10 v, and 1a 05 08 k 10 v0 v1 (a string index past 127). */
-            uint64_t w;
-            size_t n = 0;
-            memcpy(&w, r.p, 8);
-            if ((w & 0x000080ff80ffffffull) == 0x000000100008041aull) {
-                k = (w >> 24) & 0xff;
-                v = (w >> 40) & 0xff;
-                n = 6;
-            } else if ((w & 0x008080ff80ffffffull) == 0x000080100008051aull) {
-                k = (w >> 24) & 0xff;
-                v = ((w >> 40) & 0x7f) | ((w >> 48) & 0xff) << 7;
-                n = 7;
-            }
-            if (n != 0) {
-                if (n > (size_t)(r.end - r.p) || k >= p->n_strings || v >= p->n_strings) {
-                    return false;
-                }
-                string_label(l, k, v);
-                nl++;
-                r.p += n;
-                continue;
-            }
-        }
-#endif
-        if (!short_len(&r.p, r.end, 0x1a, &sub)) {
+        if (nl >= it->cap_labels || !short_len(&r.p, r.end, 0x1a, &sub)) {
             return false;
         }
         q = sub.p;
