@@ -101,6 +101,15 @@ struct lcache_ent {
     int32_t link;    /* link index, or -1: the pair is not a valid link (labels stay) */
 };
 
+/* The last classified sample's label keys (all with non-empty string values) and what
+ * sample_labels found in them; n 0 = none. */
+#define LAYOUT_MAX 4
+struct layout {
+    size_t n;
+    int64_t key[LAYOUT_MAX];
+    size_t ntr, nsp, tr, sp, other;
+};
+
 struct label_group {
     int32_t key;   /* OTLP strindex */
     uint32_t first, last, count;
@@ -127,6 +136,7 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
+    struct layout lay;
     struct lcache_ent *lc; /* 1 << lc_bits entries, scratch */
     unsigned lc_bits;
     struct scache sc;
@@ -681,6 +691,24 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
     if (s->n_labels == 0) {
         return PG_ERR_OK;
     }
+    /* SDKs write the same label keys in the same order on every sample (trace_id, span_id,
+     * a route): when they are the last classified sample's and every value is a non-empty
+     * string, that classification holds. */
+    if (s->n_labels == x->lay.n) {
+        bool same = true;
+        for (size_t j = 0; j < s->n_labels; j++) {
+            same &= lab[j].key == x->lay.key[j] && lab[j].str != 0;
+        }
+        if (same) {
+            ntr = x->lay.ntr;
+            nsp = x->lay.nsp;
+            tr = x->lay.tr;
+            sp = x->lay.sp;
+            other = x->lay.other;
+            nkept = s->n_labels;
+            goto classified;
+        }
+    }
     for (size_t j = 0; j < s->n_labels; j++) {
         enum key_kind k;
         if (lab[j].str == 0 && lab[j].num == 0 && lab[j].num_unit == 0) {
@@ -698,6 +726,23 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
             other = j;
         }
     }
+    x->lay.n = 0;
+    if (s->n_labels <= LAYOUT_MAX && nkept == s->n_labels) {
+        bool strs = true;
+        for (size_t j = 0; j < s->n_labels; j++) {
+            x->lay.key[j] = lab[j].key;
+            strs &= lab[j].str != 0;
+        }
+        if (strs) {
+            x->lay.ntr = ntr;
+            x->lay.nsp = nsp;
+            x->lay.tr = tr;
+            x->lay.sp = sp;
+            x->lay.other = other;
+            x->lay.n = s->n_labels;
+        }
+    }
+classified:
     if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
         /* An index beyond 32 bits (only with limits raised far past the defaults)
          * bypasses the memo through a throw-away entry. */

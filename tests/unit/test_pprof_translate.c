@@ -1119,6 +1119,88 @@ PG_TEST(label_run_cap)
     }
 }
 
+/* Samples in a row whose label keys repeat: translation reuses the last sample's key
+ * classification only while every value is a non-empty string. Each row's link and
+ * attributes must be what that sample alone would give. */
+PG_TEST(label_layout_sequence)
+{
+#define T1 "4bf92f3577b34da6a3ce929d0e0e4736"
+#define T2 "0af7651916cd43dd8448eb211c80319c"
+#define S1 "00f067aa0ba902b7"
+#define S2 "b7ad6b7169203331"
+    static const struct {
+        struct ppb_label l[3];
+        size_t n;
+        bool link;
+        const char *attrs;
+    } rows[] = {
+        {{{"trace_id", T1, 0, NULL}, {"span_id", S1, 0, NULL}, {"route", "/a", 0, NULL}}, 3, true,
+         "route=/a"},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S2, 0, NULL}, {"route", "/b", 0, NULL}}, 3, true,
+         "route=/b"},
+        /* same keys, a numeric span id: no link */
+        {{{"trace_id", T1, 0, NULL}, {"span_id", NULL, 77, NULL}, {"route", "/a", 0, NULL}}, 3,
+         false, "trace_id=" T1 " span_id=77 route=/a"},
+        {{{"trace_id", T1, 0, NULL}, {"span_id", S1, 0, NULL}, {"route", "/a", 0, NULL}}, 3, true,
+         "route=/a"},
+        /* same keys, an empty span id (dropped, as google/pprof does): no link */
+        {{{"trace_id", T1, 0, NULL}, {"span_id", "", 0, NULL}, {"route", "/a", 0, NULL}}, 3, false,
+         "trace_id=" T1 " route=/a"},
+        {{{"span_id", S1, 0, NULL}, {"trace_id", T1, 0, NULL}, {"route", "/c", 0, NULL}}, 3, true,
+         "route=/c"},
+        /* same keys, an empty route: dropped, the link alone */
+        {{{"span_id", S2, 0, NULL}, {"trace_id", T2, 0, NULL}, {"route", "", 0, NULL}}, 3, true,
+         ""},
+        {{{"route", "/a", 0, NULL}, {"route", "/b", 0, NULL}}, 2, false, "route=[/a,/b]"},
+        {{{"route", "/c", 0, NULL}, {"route", "/d", 0, NULL}}, 2, false, "route=[/c,/d]"},
+        {{{"route", "/c", 0, NULL}, {"route", NULL, 5, NULL}}, 2, false, "route=[/c,5]"},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S2, 0, NULL}}, 2, true, ""},
+        /* same keys, a trace id that is not hex: both stay attributes */
+        {{{"trace_id", "x" T2, 0, NULL}, {"span_id", S1, 0, NULL}}, 2, false,
+         "trace_id=x" T2 " span_id=" S1},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S1, 0, NULL}}, 2, true, ""},
+        {{{"thread", "main", 0, NULL}}, 1, false, "thread=main"},
+        {{{"thread", "io", 0, NULL}}, 1, false, "thread=io"},
+        {{{"thread", NULL, 3, "ms"}}, 1, false, "thread=3[ms]"},
+    };
+#undef T1
+#undef T2
+#undef S1
+#undef S2
+    enum { NR = sizeof(rows) / sizeof(rows[0]) };
+    static const uint64_t locs[] = {1, 2};
+    static const int64_t v[] = {1, 10};
+    struct ppb b;
+    struct run r;
+    size_t len;
+    uint8_t *p;
+
+    ppb_init(&b);
+    base_tables(&b);
+    for (int i = 0; i < NR; i++) {
+        ppb_sample(&b, locs, 2, v, 2, rows[i].l, rows[i].n, 1);
+    }
+    p = ppb_finish(&b, &len);
+    run(&r, p, len);
+    CHECK_INT(r.err, PG_ERR_OK);
+    if (r.err == PG_ERR_OK) {
+        CHECK_INT(SP(&r)->profiles[0]->n_samples, NR);
+        for (int i = 0; i < NR && (size_t)i < SP(&r)->profiles[0]->n_samples; i++) {
+            char buf[512];
+            const struct pg_otlp_sample *s = SP(&r)->profiles[0]->samples[i];
+            sample_attrs(&r, 0, (size_t)i, buf, sizeof(buf));
+            if (strcmp(buf, rows[i].attrs) != 0 || (s->link_index != 0) != rows[i].link) {
+                fprintf(stderr, "  row %d: link %d attrs \"%s\", want %d \"%s\"\n", i,
+                        s->link_index, buf, rows[i].link, rows[i].attrs);
+            }
+            CHECK_INT(s->link_index != 0, rows[i].link);
+            CHECK_STR(buf, rows[i].attrs);
+        }
+    }
+    run_free(&r);
+    free(p);
+}
+
 /* Labels whose key and string indexes are one- or two-byte varints, in the middle of the
  * buffer and at its very end: the word-matched label shapes (1a 04 .., 1a 05 ..) and the
  * bytewise ones give the same attributes. */
@@ -1568,7 +1650,7 @@ PG_TEST(owned_body_arena)
     free(plain);
 }
 
-PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(repeated_value_bytes), PG_CASE(label_run_cap), PG_CASE(label_index_widths), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
+PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(repeated_value_bytes), PG_CASE(label_run_cap), PG_CASE(label_layout_sequence), PG_CASE(label_index_widths), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
              PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
              PG_CASE(labels_numeric_multi_and_dropped),
