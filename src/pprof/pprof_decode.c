@@ -767,6 +767,8 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     p->n_functions = c.functions;
     p->n_strings = c.strings;
     p->n_comments = c.comments;
+    p->sample_run = c.sample_run;
+    p->sample_run_end = c.sample_run_end;
     if ((err = fill_fields(a, p, &c, st)) != PG_ERR_OK) {
         return err;
     }
@@ -1163,6 +1165,13 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
     struct pg_pb r;
 
     *done = false;
+    if (it->r.p >= p->sample_run && it->r.p < p->sample_run_end) {
+        /* inside the run the count pass framed: every field is a sample that fits */
+        r.p = it->r.p + 2;
+        r.end = r.p + it->r.p[1];
+        it->r.p = r.end;
+        goto found;
+    }
     /* Find the next sample field (framing was validated by the count pass). */
     for (;;) {
         uint32_t f, wt;
@@ -1187,6 +1196,7 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
             return bad(st, "field", p, at);
         }
     }
+found:
     s->n_locations = 0;
     s->values = values;
     s->labels_same = false;

@@ -88,6 +88,9 @@ struct pg_pprof {
         doc_url;
     struct pg_pprof_idmap location_ids;
     const struct pg_pprof_limits *limits;
+    /* The first run of samples pg_pprof_decode framed whole (tag and a one-byte length each,
+     * all inside the buffer); NULL when none. */
+    const uint8_t *sample_run, *sample_run_end;
 };
 
 struct pg_pprof_label {
