@@ -62,6 +62,7 @@ enum key_kind { KK_UNKNOWN = 0, KK_OTHER, KK_TRACE, KK_SPAN };
 struct acache_ent {
     int64_t key, val, unit;
     int32_t is_num, attr;
+    const int32_t *one; /* the interned list of just attr, once asked for (NULL before) */
 };
 
 struct acache {
@@ -575,14 +576,16 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
     if ((a = pg_dict_attr(x->b, key, &v, u)) < 0) {
         return a;
     }
-    c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a};
+    c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a, NULL};
     c->slots[pos] = (uint32_t)++c->n;
     return a;
 }
 
-/* Attribute for one single-valued label; @key is its OTLP key strindex, or -1 when not
- * interned yet (done on a miss only: a hit needs the pprof indexes alone). */
-static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+/* The acache entry of a single-valued label, added (its attribute interned) on a miss;
+ * NULL when out of memory. @key is the label's OTLP key strindex, or -1 when not interned
+ * yet (done on a miss only: a hit needs the pprof indexes alone). */
+__attribute__((always_inline)) static inline struct acache_ent *
+label_ent(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
 {
     struct acache *c = &x->ac;
     int32_t is_num = l->str == 0;
@@ -592,15 +595,23 @@ static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l
     size_t pos;
 
     if (c->n == c->cap && !acache_grow(x)) {
-        return PG_DICT_NOMEM;
+        return NULL;
     }
     for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
-        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
+        struct acache_ent *e = &c->ents[c->slots[pos] - 1];
         if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
-            return e->attr;
+            return e;
         }
     }
-    return label_attr_new(x, l, key, pos);
+    return label_attr_new(x, l, key, pos) < 0 ? NULL : &c->ents[c->n - 1];
+}
+
+/* Attribute for one single-valued label (@key as for label_ent). */
+static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+{
+    struct acache_ent *e = label_ent(x, l, key);
+
+    return e != NULL ? e->attr : PG_DICT_NOMEM;
 }
 
 /* One array attribute for a key that appears several times in a sample (pprof allows it;
@@ -778,7 +789,7 @@ classified:
         /* One attribute label (a route, a thread name; with a link, the usual SDK sample):
          * nothing to group. Without a link the one kept label may be a trace or span
          * label that did not make a link: find it. */
-        int32_t a;
+        struct acache_ent *e;
         const struct pg_pprof_label *o;
         if (!have_link) {
             for (other = 0; lab[other].str == 0 && lab[other].num == 0 &&
@@ -787,9 +798,11 @@ classified:
             }
         }
         o = &lab[other];
-        if ((a = label_attr(x, o, -1)) < 0 || (*attrs = one_attr_list(x, a)) == NULL) {
+        if ((e = label_ent(x, o, -1)) == NULL ||
+            (e->one == NULL && (e->one = one_attr_list(x, e->attr)) == NULL)) {
             return nomem(x, "attributes");
         }
+        *attrs = e->one;
         *n_attrs = 1;
         return PG_ERR_OK;
     }
