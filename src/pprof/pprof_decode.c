@@ -375,7 +375,13 @@ struct counts {
 /* A field at @q with tag byte @tag and a one-byte length (its bounds not checked). */
 static inline bool short_tag(const uint8_t *q, uint8_t tag)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t h; /* both bytes in one load */
+    memcpy(&h, q, 2);
+    return (h & 0x80ff) == tag;
+#else
     return q[0] == tag && q[1] < 0x80;
+#endif
 }
 
 /* Pass 1: frame every top-level field, check wire types, count. */
@@ -1002,7 +1008,7 @@ static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
 {
     const uint8_t *c = *q;
 
-    if (end - c < 2 || c[0] != tag || c[1] >= 0x80 || c[1] > end - c - 2) {
+    if (end - c < 2 || !short_tag(c, tag) || c[1] > end - c - 2) {
         return false;
     }
     sub->p = c + 2;
