@@ -1044,6 +1044,7 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     const uint8_t *lab0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint8_t *vb;
+    size_t vlen;
 #endif
 
     if (!short_len(&r.p, r.end, 0x0a, &sub)) {
@@ -1056,19 +1057,19 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* Equal bytes are equal values, and samples often repeat theirs (an SDK's count of 1 and
-     * its period): up to eight bytes compare in one load, then the last sample's values are
-     * copied instead of decoded. The last sample's bytes lie before these, so readable too. */
+     * its period): up to eight bytes compare in one load and mask against the last decoded
+     * ones, whose values are then copied instead of decoded. */
     vb = sub.p;
-    if ((size_t)(sub.end - sub.p) == it->prev_values_len && it->prev_values_len != 0 &&
-        buf_end - sub.p >= 8) {
-        uint64_t a, b;
-        memcpy(&a, sub.p, 8);
-        memcpy(&b, it->prev_values_bytes, 8);
-        if (((a ^ b) << (64 - 8 * it->prev_values_len)) == 0) {
-            for (; nv < nt; nv++) { /* a few values: a libc call would cost more */
-                values[nv] = it->prev_values[nv];
+    vlen = (size_t)(sub.end - sub.p);
+    if (vlen == it->prev_values_len && vlen != 0 && buf_end - sub.p >= 8) {
+        uint64_t w;
+        memcpy(&w, sub.p, 8);
+        if ((w & it->prev_values_mask) == it->prev_values_word) {
+            const int64_t *pv = it->prev_values;
+            for (size_t k = 0; k < nt; k++) { /* a few values: a libc call would cost more */
+                values[k] = pv[k];
             }
-            sub.p = sub.end;
+            goto values_done;
         }
     }
 #endif
@@ -1089,9 +1090,16 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
         return false;
     }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    it->prev_values = values;
-    it->prev_values_bytes = vb;
-    it->prev_values_len = (size_t)(sub.end - vb) <= 8 ? (size_t)(sub.end - vb) : 0;
+    it->prev_values_len = 0;
+    if (vlen <= 8 && buf_end - vb >= 8) {
+        uint64_t w;
+        memcpy(&w, vb, 8);
+        it->prev_values = values;
+        it->prev_values_mask = vlen == 8 ? ~0ull : (1ull << (8 * vlen)) - 1;
+        it->prev_values_word = w & it->prev_values_mask;
+        it->prev_values_len = vlen;
+    }
+values_done:
 #endif
     /* Samples of one span often follow each other with the same labels: the decoded ones
      * are still in s->labels. */
