@@ -974,10 +974,11 @@ static void drop_input(struct xlate *x)
 /* Last step: everything that needed the pprof (strings, hash tables) is done and the
  * dictionary is final, so the scratch arena (inflated pprof included) goes first, then the
  * Sample structs are written from the compact records: one contiguous block for all
- * profiles, which share each sample's stack, link and attribute list. */
-static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt,
-                                size_t ns, const struct srec *srecs, int64_t *values,
-                                const uint32_t *order)
+ * profiles, which share each sample's stack, link and attribute list. Out of line: inlined
+ * in build() its loop ran short of registers and reloaded its bounds and template. */
+__attribute__((noinline)) static enum pg_err
+make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns,
+             const struct srec *srecs, int64_t *values, const uint32_t *order)
 {
     static const struct pg_otlp_sample tmpl =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;
