@@ -405,17 +405,11 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
             const uint8_t tag = r.p[0];
 #define COUNT_RUN(counter, extra)                                                                  \
     do {                                                                                           \
-        while (r.p < safe && short_tag(r.p, tag)) {                                                \
-            (counter)++;                                                                           \
-            extra;                                                                                 \
-            r.p += 2 + r.p[1];                                                                     \
-        }                                                                                          \
-        while (r.end - r.p >= 2 && short_tag(r.p, tag) && r.p[1] <= r.end - r.p - 2) {             \
-            (counter)++;                                                                           \
-            extra;                                                                                 \
-            r.p += 2 + r.p[1];                                                                     \
-        }                                                                                          \
-    } while (0)
+        (counter)++;                                                                               \
+        extra;                                                                                     \
+        r.p += 2 + r.p[1];                                                                         \
+    } while (r.p < safe ? short_tag(r.p, tag)                                                      \
+                        : r.end - r.p >= 2 && short_tag(r.p, tag) && r.p[1] <= r.end - r.p - 2)
             switch (tag) {
             case 0x12:
                 if (c->sample_run == NULL) {
@@ -565,18 +559,12 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
             if (r.p[0] == 0x32) {
                 struct pg_pprof_str *sp = p->strings + is;
-                while (r.p < safe && short_tag(r.p, 0x32)) {
+                do {
                     sp->p = (const char *)r.p + 2;
                     sp->len = r.p[1];
                     sp++;
                     r.p += 2 + r.p[1];
-                }
-                while (r.end - r.p >= 2 && short_tag(r.p, 0x32)) {
-                    sp->p = (const char *)r.p + 2;
-                    sp->len = r.p[1];
-                    sp++;
-                    r.p += 2 + r.p[1];
-                }
+                } while ((r.p < safe || r.end - r.p >= 2) && short_tag(r.p, 0x32));
                 is = (size_t)(sp - p->strings);
                 continue;
             }
