@@ -761,8 +761,9 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     p->n_functions = c.functions;
     p->n_strings = c.strings;
     p->n_comments = c.comments;
-    p->sample_run = c.sample_run;
-    p->sample_run_end = c.sample_run_end;
+    /* none: an empty range in the buffer, so the iterator compares pointers into one object */
+    p->sample_run = c.sample_run != NULL ? c.sample_run : buf;
+    p->sample_run_end = c.sample_run != NULL ? c.sample_run_end : buf;
     if ((err = fill_fields(a, p, &c, st)) != PG_ERR_OK) {
         return err;
     }

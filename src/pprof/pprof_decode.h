@@ -89,7 +89,7 @@ struct pg_pprof {
     struct pg_pprof_idmap location_ids;
     const struct pg_pprof_limits *limits;
     /* The first run of samples pg_pprof_decode framed whole (tag and a one-byte length each,
-     * all inside the buffer); NULL when none. */
+     * all inside the buffer); empty (both buf) when none. */
     const uint8_t *sample_run, *sample_run_end;
 };
 
