@@ -90,6 +90,19 @@ static enum pg_err decode_varints(const struct pg_pprof *p, struct pg_pb r, cons
     while (r.p < r.end) {
         uint32_t f, wt;
         const uint8_t *at = r.p;
+        /* The usual field: a one-byte tag of a known varint field (the last occurrence
+         * wins either way). */
+        if (r.p[0] < 0x80 && (r.p[0] & 7) == PG_PB_VARINT && r.p[0] >= 8 &&
+            (uint32_t)(r.p[0] >> 3) <= n) {
+            f = r.p[0] >> 3;
+            r.p++;
+            if (r.p < r.end && r.p[0] < 0x80) {
+                v[f] = *r.p++;
+            } else if (!pg_pb_varint(&r, &v[f])) {
+                return bad(st, what, p, at);
+            }
+            continue;
+        }
         if (!pg_pb_tag(&r, &f, &wt)) {
             return bad(st, what, p, at);
         }
@@ -355,12 +368,28 @@ uint32_t pg_pprof_location_pos(const struct pg_pprof *p, uint64_t id)
 struct counts {
     size_t sample_types, samples, mappings, locations, functions, strings, comments;
     size_t string_bytes;
+    /* The first run of samples the fast path framed: the filling pass jumps over it. */
+    const uint8_t *sample_run, *sample_run_end;
 };
+
+/* A field at @q with tag byte @tag and a one-byte length (its bounds not checked). */
+static inline bool short_tag(const uint8_t *q, uint8_t tag)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint16_t h; /* both bytes in one load */
+    memcpy(&h, q, 2);
+    return (h & 0x80ff) == tag;
+#else
+    return q[0] == tag && q[1] < 0x80;
+#endif
+}
 
 /* Pass 1: frame every top-level field, check wire types, count. */
 static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_status *st)
 {
     struct pg_pb r = {p->buf, p->buf + p->len};
+    /* Before it, any field with a one-byte length fits (2 + 127 bytes): runs check no bounds. */
+    const uint8_t *const safe = p->len > 129 ? r.end - 129 : r.p;
 
     memset(c, 0, sizeof(*c));
     while (r.p < r.end) {
@@ -379,9 +408,18 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
         (counter)++;                                                                               \
         extra;                                                                                     \
         r.p += 2 + r.p[1];                                                                         \
-    } while (r.end - r.p >= 2 && r.p[0] == tag && r.p[1] < 0x80 && r.p[1] <= r.end - r.p - 2)
+    } while (r.p < safe ? short_tag(r.p, tag)                                                      \
+                        : r.end - r.p >= 2 && short_tag(r.p, tag) && r.p[1] <= r.end - r.p - 2)
             switch (tag) {
-            case 0x12: COUNT_RUN(c->samples, (void)0); continue;
+            case 0x12:
+                if (c->sample_run == NULL) {
+                    c->sample_run = r.p;
+                    COUNT_RUN(c->samples, (void)0);
+                    c->sample_run_end = r.p;
+                } else {
+                    COUNT_RUN(c->samples, (void)0);
+                }
+                continue;
             case 0x22: COUNT_RUN(c->locations, (void)0); continue;
             case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
             case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
@@ -498,9 +536,11 @@ static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct co
     } while (0)
 
 /* Pass 2: decode everything but samples. Framing was checked by pass 1. */
-static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg_status *st)
+static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const struct counts *c,
+                               struct pg_status *st)
 {
     struct pg_pb r = {p->buf, p->buf + p->len};
+    const uint8_t *const safe = p->len > 129 ? r.end - 129 : r.p; /* as in count_fields */
     size_t it = 0, im = 0, il = 0, ifn = 0, is = 0, ic = 0;
     enum pg_err err = PG_ERR_OK;
 
@@ -512,14 +552,20 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, struct pg
 
         /* Strings and samples with one-byte lengths (framing was checked by pass 1), in
          * runs as pass 1 counts them. */
+        if (r.p == c->sample_run) {
+            r.p = c->sample_run_end;
+            continue;
+        }
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
             if (r.p[0] == 0x32) {
+                struct pg_pprof_str *sp = p->strings + is;
                 do {
-                    p->strings[is].p = (const char *)r.p + 2;
-                    p->strings[is].len = r.p[1];
-                    is++;
+                    sp->p = (const char *)r.p + 2;
+                    sp->len = r.p[1];
+                    sp++;
                     r.p += 2 + r.p[1];
-                } while (r.end - r.p >= 2 && r.p[0] == 0x32 && r.p[1] < 0x80);
+                } while ((r.p < safe || r.end - r.p >= 2) && short_tag(r.p, 0x32));
+                is = (size_t)(sp - p->strings);
                 continue;
             }
             if (r.p[0] == 0x12) {
@@ -715,7 +761,10 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     p->n_functions = c.functions;
     p->n_strings = c.strings;
     p->n_comments = c.comments;
-    if ((err = fill_fields(a, p, st)) != PG_ERR_OK) {
+    /* none: an empty range in the buffer, so the iterator compares pointers into one object */
+    p->sample_run = c.sample_run != NULL ? c.sample_run : buf;
+    p->sample_run_end = c.sample_run != NULL ? c.sample_run_end : buf;
+    if ((err = fill_fields(a, p, &c, st)) != PG_ERR_OK) {
         return err;
     }
     return validate(a, p, st);
@@ -948,7 +997,7 @@ static inline bool short_len(const uint8_t **q, const uint8_t *end, uint8_t tag,
 {
     const uint8_t *c = *q;
 
-    if (end - c < 2 || c[0] != tag || c[1] >= 0x80 || c[1] > end - c - 2) {
+    if (end - c < 2 || !short_tag(c, tag) || c[1] > end - c - 2) {
         return false;
     }
     sub->p = c + 2;
@@ -982,6 +1031,10 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     size_t nv = 0, nl = 0;
     uint64_t v;
     const uint8_t *lab0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint8_t *vb;
+    size_t vlen;
+#endif
 
     if (!short_len(&r.p, r.end, 0x0a, &sub)) {
         return false;
@@ -991,6 +1044,24 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     if (!short_len(&r.p, r.end, 0x12, &sub)) {
         return false;
     }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Equal bytes are equal values, and samples often repeat theirs (an SDK's count of 1 and
+     * its period): up to eight bytes compare in one load and mask against the last decoded
+     * ones, whose values are then copied instead of decoded. */
+    vb = sub.p;
+    vlen = (size_t)(sub.end - sub.p);
+    if (vlen == it->prev_values_len && vlen != 0 && buf_end - sub.p >= 8) {
+        uint64_t w;
+        memcpy(&w, sub.p, 8);
+        if ((w & it->prev_values_mask) == it->prev_values_word) {
+            const int64_t *pv = it->prev_values;
+            for (size_t k = 0; k < nt; k++) { /* a few values: a libc call would cost more */
+                values[k] = pv[k];
+            }
+            goto values_done;
+        }
+    }
+#endif
     while (sub.p < sub.end) {
         if (nv >= nt) {
             return false;
@@ -1007,6 +1078,18 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     if (nv != nt) {
         return false;
     }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    it->prev_values_len = 0;
+    if (vlen <= 8 && buf_end - vb >= 8) {
+        uint64_t w;
+        memcpy(&w, vb, 8);
+        it->prev_values = values;
+        it->prev_values_mask = vlen == 8 ? ~0ull : (1ull << (8 * vlen)) - 1;
+        it->prev_values_word = w & it->prev_values_mask;
+        it->prev_values_len = vlen;
+    }
+values_done:
+#endif
     /* Samples of one span often follow each other with the same labels: the decoded ones
      * are still in s->labels. */
     if (it->prev_labels != NULL && (size_t)(r.end - r.p) == it->prev_labels_len &&
@@ -1018,41 +1101,47 @@ static bool sample_fast(const struct pg_pprof *p, struct pg_pprof_sample_iter *i
     it->prev_labels = NULL;
     it->prev_labels_len = (size_t)(r.end - r.p);
     lab0 = r.p;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The two label encodings SDKs write, 1a 04 08 k 10 v and 1a 05 08 k 10 v0 v1 (a string
+     * index past 127), each matched whole by one 8-byte load. Checked once for the run: every
+     * load stays readable and at most (bytes / 6) labels fit under the cap; a label running
+     * past the sample's end shows as the end overshot. */
+    if (buf_end - r.end >= 8 && (size_t)(r.end - r.p) / 6 <= it->cap_labels) {
+        const uint64_t ns = p->n_strings;
+        struct pg_pprof_label *l = s->labels;
+        const uint8_t *q = r.p;
+        while (q < r.end) {
+            uint64_t w, k;
+            memcpy(&w, q, 8);
+            k = (w >> 24) & 0xff;
+            if ((w & 0x000080ff80ffffffull) == 0x000000100008041aull) {
+                v = (w >> 40) & 0xff;
+                q += 6;
+            } else if ((w & 0x008080ff80ffffffull) == 0x000080100008051aull) {
+                v = ((w >> 40) & 0x7f) | ((w >> 48) & 0xff) << 7;
+                q += 7;
+            } else {
+                break;
+            }
+            if (k >= ns || v >= ns) {
+                return false;
+            }
+            string_label(l, k, v);
+            l++;
+        }
+        if (q > r.end) {
+            return false;
+        }
+        r.p = q;
+        nl = (size_t)(l - s->labels);
+    }
+#endif
+    /* Anything else of the usual shape, one field at a time with every bound checked. */
     while (r.p < r.end) {
         struct pg_pprof_label *l = &s->labels[nl];
         uint64_t k;
         const uint8_t *q;
-        if (nl >= it->cap_labels) {
-            return false;
-        }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if ((size_t)(buf_end - r.p) >= 8) {
-            /* The two label encodings SDKs write, matched whole by one 8-byte load:
-             * 1a 04 08 k 10 v, and 1a 05 08 k 10 v0 v1 (a string index past 127). */
-            uint64_t w;
-            size_t n = 0;
-            memcpy(&w, r.p, 8);
-            if ((w & 0x000080ff80ffffffull) == 0x000000100008041aull) {
-                k = (w >> 24) & 0xff;
-                v = (w >> 40) & 0xff;
-                n = 6;
-            } else if ((w & 0x008080ff80ffffffull) == 0x000080100008051aull) {
-                k = (w >> 24) & 0xff;
-                v = ((w >> 40) & 0x7f) | ((w >> 48) & 0xff) << 7;
-                n = 7;
-            }
-            if (n != 0) {
-                if (n > (size_t)(r.end - r.p) || k >= p->n_strings || v >= p->n_strings) {
-                    return false;
-                }
-                string_label(l, k, v);
-                nl++;
-                r.p += n;
-                continue;
-            }
-        }
-#endif
-        if (!short_len(&r.p, r.end, 0x1a, &sub)) {
+        if (nl >= it->cap_labels || !short_len(&r.p, r.end, 0x1a, &sub)) {
             return false;
         }
         q = sub.p;
@@ -1079,6 +1168,13 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
     struct pg_pb r;
 
     *done = false;
+    if (it->r.p >= p->sample_run && it->r.p < p->sample_run_end) {
+        /* inside the run the count pass framed: every field is a sample that fits */
+        r.p = it->r.p + 2;
+        r.end = r.p + it->r.p[1];
+        it->r.p = r.end;
+        goto found;
+    }
     /* Find the next sample field (framing was validated by the count pass). */
     for (;;) {
         uint32_t f, wt;
@@ -1103,6 +1199,7 @@ enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sampl
             return bad(st, "field", p, at);
         }
     }
+found:
     s->n_locations = 0;
     s->values = values;
     s->labels_same = false;
@@ -1126,6 +1223,7 @@ __attribute__((noinline)) static enum pg_err sample_general(const struct pg_ppro
     enum pg_err err;
 
     it->prev_labels = NULL; /* the general loop overwrites s->labels */
+    it->prev_values_len = 0;
     s->n_labels = 0;
     s->loc_packed = NULL;
     s->loc_packed_len = 0;

@@ -88,6 +88,9 @@ struct pg_pprof {
         doc_url;
     struct pg_pprof_idmap location_ids;
     const struct pg_pprof_limits *limits;
+    /* The first run of samples pg_pprof_decode framed whole (tag and a one-byte length each,
+     * all inside the buffer); empty (both buf) when none. */
+    const uint8_t *sample_run, *sample_run_end;
 };
 
 struct pg_pprof_label {
@@ -119,6 +122,11 @@ struct pg_pprof_sample_iter {
     bool lazy_locations; /* set after init: see pg_pprof_sample.loc_packed */
     const uint8_t *prev_labels; /* the last sample's label bytes, when it->s.labels holds them */
     size_t prev_labels_len;
+    /* The last decoded fast-path values and their packed bytes, 1..8 of them (len 0: none),
+     * as a masked word. The caller leaves the values it got untouched afterwards. */
+    const int64_t *prev_values;
+    uint64_t prev_values_word, prev_values_mask;
+    size_t prev_values_len;
 };
 
 /* Decodes and validates @buf (uncompressed pprof) into @p; index arrays live in @scratch.
@@ -132,7 +140,8 @@ uint32_t pg_pprof_location_pos(const struct pg_pprof *p, uint64_t id);
 
 enum pg_err pg_pprof_sample_iter_init(struct pg_arena *scratch, const struct pg_pprof *p,
                                       struct pg_pprof_sample_iter *it, struct pg_status *st);
-/* Decodes the next sample into it->s, values written to @values (n_sample_types slots).
+/* Decodes the next sample into it->s, values written to @values (n_sample_types slots;
+ * they may be copied from an earlier call's @values, which must still hold what it got).
  * Returns OK with *@done = true at the end. Validates the value count, label string
  * indexes and the stack-depth / label limits (location ids are checked by the caller). */
 enum pg_err pg_pprof_next_sample(const struct pg_pprof *p, struct pg_pprof_sample_iter *it,

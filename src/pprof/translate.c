@@ -62,6 +62,7 @@ enum key_kind { KK_UNKNOWN = 0, KK_OTHER, KK_TRACE, KK_SPAN };
 struct acache_ent {
     int64_t key, val, unit;
     int32_t is_num, attr;
+    const int32_t *one; /* the interned list of just attr, once asked for (NULL before) */
 };
 
 struct acache {
@@ -101,6 +102,15 @@ struct lcache_ent {
     int32_t link;    /* link index, or -1: the pair is not a valid link (labels stay) */
 };
 
+/* The last classified sample's label keys (all with non-empty string values) and what
+ * sample_labels found in them; n 0 = none. */
+#define LAYOUT_MAX 4
+struct layout {
+    size_t n;
+    int64_t key[LAYOUT_MAX];
+    size_t ntr, nsp, tr, sp, other;
+};
+
 struct label_group {
     int32_t key;   /* OTLP strindex */
     uint32_t first, last, count;
@@ -127,6 +137,7 @@ struct xlate {
     uint8_t *keykind;  /* pprof string -> enum key_kind */
     int32_t *map_otlp, *loc_otlp, *fn_otlp;
     struct acache ac;
+    struct layout lay;
     struct lcache_ent *lc; /* 1 << lc_bits entries, scratch */
     unsigned lc_bits;
     struct scache sc;
@@ -533,7 +544,7 @@ static bool acache_grow(struct xlate *x)
 }
 
 /* label_attr's miss: interns the attribute and records it in slot @pos. Out of line so
- * the hit path stays small enough to inline. */
+ * the hit path stays small enough to inline. @key < 0: the label's key is interned here. */
 __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
                                                         const struct pg_pprof_label *l,
                                                         int32_t key, size_t pos)
@@ -545,6 +556,9 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
     struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     int32_t u = 0, a;
 
+    if (key < 0 && (key = pstr(x, l->key)) < 0) {
+        return key;
+    }
     if (is_num) {
         v.value_case = PG_OTLP_ANYVALUE_INT;
         v.int_value = l->num;
@@ -562,13 +576,16 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
     if ((a = pg_dict_attr(x->b, key, &v, u)) < 0) {
         return a;
     }
-    c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a};
+    c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a, NULL};
     c->slots[pos] = (uint32_t)++c->n;
     return a;
 }
 
-/* Attribute for one single-valued label. */
-static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+/* The acache entry of a single-valued label, added (its attribute interned) on a miss;
+ * NULL when out of memory. @key is the label's OTLP key strindex, or -1 when not interned
+ * yet (done on a miss only: a hit needs the pprof indexes alone). */
+__attribute__((always_inline)) static inline struct acache_ent *
+label_ent(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
 {
     struct acache *c = &x->ac;
     int32_t is_num = l->str == 0;
@@ -578,15 +595,23 @@ static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l
     size_t pos;
 
     if (c->n == c->cap && !acache_grow(x)) {
-        return PG_DICT_NOMEM;
+        return NULL;
     }
     for (pos = h & c->mask; c->slots[pos] != 0; pos = (pos + 1) & c->mask) {
-        const struct acache_ent *e = &c->ents[c->slots[pos] - 1];
+        struct acache_ent *e = &c->ents[c->slots[pos] - 1];
         if (e->key == l->key && e->val == val && e->unit == unit && e->is_num == is_num) {
-            return e->attr;
+            return e;
         }
     }
-    return label_attr_new(x, l, key, pos);
+    return label_attr_new(x, l, key, pos) < 0 ? NULL : &c->ents[c->n - 1];
+}
+
+/* Attribute for one single-valued label (@key as for label_ent). */
+static inline int32_t label_attr(struct xlate *x, const struct pg_pprof_label *l, int32_t key)
+{
+    struct acache_ent *e = label_ent(x, l, key);
+
+    return e != NULL ? e->attr : PG_DICT_NOMEM;
 }
 
 /* One array attribute for a key that appears several times in a sample (pprof allows it;
@@ -677,6 +702,24 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
     if (s->n_labels == 0) {
         return PG_ERR_OK;
     }
+    /* SDKs write the same label keys in the same order on every sample (trace_id, span_id,
+     * a route): when they are the last classified sample's and every value is a non-empty
+     * string, that classification holds. */
+    if (s->n_labels == x->lay.n) {
+        bool same = true;
+        for (size_t j = 0; j < s->n_labels; j++) {
+            same &= lab[j].key == x->lay.key[j] && lab[j].str != 0;
+        }
+        if (same) {
+            ntr = x->lay.ntr;
+            nsp = x->lay.nsp;
+            tr = x->lay.tr;
+            sp = x->lay.sp;
+            other = x->lay.other;
+            nkept = s->n_labels;
+            goto classified;
+        }
+    }
     for (size_t j = 0; j < s->n_labels; j++) {
         enum key_kind k;
         if (lab[j].str == 0 && lab[j].num == 0 && lab[j].num_unit == 0) {
@@ -694,6 +737,23 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
             other = j;
         }
     }
+    x->lay.n = 0;
+    if (s->n_labels <= LAYOUT_MAX && nkept == s->n_labels) {
+        bool strs = true;
+        for (size_t j = 0; j < s->n_labels; j++) {
+            x->lay.key[j] = lab[j].key;
+            strs &= lab[j].str != 0;
+        }
+        if (strs) {
+            x->lay.ntr = ntr;
+            x->lay.nsp = nsp;
+            x->lay.tr = tr;
+            x->lay.sp = sp;
+            x->lay.other = other;
+            x->lay.n = s->n_labels;
+        }
+    }
+classified:
     if (ntr == 1 && nsp == 1 && lab[tr].str != 0 && lab[sp].str != 0) {
         /* An index beyond 32 bits (only with limits raised far past the defaults)
          * bypasses the memo through a throw-away entry. */
@@ -729,17 +789,20 @@ static enum pg_err sample_labels(struct xlate *x, const struct pg_pprof_sample *
         /* One attribute label (a route, a thread name; with a link, the usual SDK sample):
          * nothing to group. Without a link the one kept label may be a trace or span
          * label that did not make a link: find it. */
-        int32_t key, a;
+        struct acache_ent *e;
+        const struct pg_pprof_label *o;
         if (!have_link) {
             for (other = 0; lab[other].str == 0 && lab[other].num == 0 &&
                             lab[other].num_unit == 0;
                  other++) {
             }
         }
-        if ((key = pstr(x, lab[other].key)) < 0 || (a = label_attr(x, &lab[other], key)) < 0 ||
-            (*attrs = one_attr_list(x, a)) == NULL) {
+        o = &lab[other];
+        if ((e = label_ent(x, o, -1)) == NULL ||
+            (e->one == NULL && (e->one = one_attr_list(x, e->attr)) == NULL)) {
             return nomem(x, "attributes");
         }
+        *attrs = e->one;
         *n_attrs = 1;
         return PG_ERR_OK;
     }
@@ -911,10 +974,11 @@ static void drop_input(struct xlate *x)
 /* Last step: everything that needed the pprof (strings, hash tables) is done and the
  * dictionary is final, so the scratch arena (inflated pprof included) goes first, then the
  * Sample structs are written from the compact records: one contiguous block for all
- * profiles, which share each sample's stack, link and attribute list. */
-static enum pg_err make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt,
-                                size_t ns, const struct srec *srecs, int64_t *values,
-                                const uint32_t *order)
+ * profiles, which share each sample's stack, link and attribute list. Out of line: inlined
+ * in build() its loop ran short of registers and reloaded its bounds and template. */
+__attribute__((noinline)) static enum pg_err
+make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns,
+             const struct srec *srecs, int64_t *values, const uint32_t *order)
 {
     static const struct pg_otlp_sample tmpl =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;

@@ -1011,6 +1011,199 @@ PG_TEST(sample_values_every_varint_length)
     }
 }
 
+/* Consecutive samples whose packed values are byte-equal take the previous sample's values
+ * without decoding: every value must still be its own, whether the bytes repeat, differ in
+ * one byte, differ in length, span more than eight bytes (never copied), or follow a sample
+ * the fast path did not take (unpacked values). */
+PG_TEST(repeated_value_bytes)
+{
+    static const struct {
+        int64_t v[2];
+        int packed;
+    } rows[] = {
+        {{1, 10000000}, 1}, {{1, 10000000}, 1}, {{1, 10000001}, 1}, {{2, 10000001}, 1},
+        {{2, 10000001}, 1}, {{2, 1000000000}, 1}, {{2, 10000001}, 1}, {{-1, 5}, 1},
+        {{-1, 5}, 1},       {{-1, 6}, 1},       {{3, 4}, 0},        {{3, 4}, 1},
+        {{3, 4}, 0},        {{3, 4}, 1},        {{0, 0}, 1},        {{0, 0}, 1},
+        /* only the last byte differs: 5 bytes, then exactly 8 (the whole word) */
+        {{1, 10000000}, 1}, {{1, 12097152}, 1}, {{1, 1LL << 42}, 1}, {{1, 1LL << 42}, 1},
+        {{1, 3LL << 42}, 1}, {{1, 3LL << 42}, 1},
+    };
+    enum { NR = sizeof(rows) / sizeof(rows[0]) };
+    static const uint64_t locs[] = {1}, ln[] = {1, 5};
+    struct ppb b;
+    struct run r;
+    size_t len;
+    uint8_t *p;
+
+    ppb_init(&b);
+    ppb_value_type(&b, 1, "samples", "count");
+    ppb_value_type(&b, 1, "cpu", "nanoseconds");
+    ppb_function(&b, 1, "f", "f.go", 1);
+    ppb_location(&b, 1, 0, 0, ln, 1, 0);
+    for (int i = 0; i < NR; i++) {
+        ppb_sample(&b, locs, 1, rows[i].v, 2, NULL, 0, rows[i].packed);
+    }
+    p = ppb_finish(&b, &len);
+    run(&r, p, len);
+    CHECK_INT(r.err, PG_ERR_OK);
+    if (r.err == PG_ERR_OK && SP(&r)->n_profiles == 2) {
+        for (int k = 0; k < 2; k++) {
+            const struct pg_otlp_profile *pr = SP(&r)->profiles[k];
+            CHECK_INT(pr->n_samples, NR);
+            for (int i = 0; i < NR && (size_t)i < pr->n_samples; i++) {
+                /* profiles[0] is pprof's last type */
+                if (pr->samples[i]->values[0] != rows[i].v[1 - k]) {
+                    fprintf(stderr, "  profile %d sample %d: %lld, want %lld\n", k, i,
+                            (long long)pr->samples[i]->values[0], (long long)rows[i].v[1 - k]);
+                }
+                CHECK(pr->samples[i]->values[0] == rows[i].v[1 - k]);
+            }
+        }
+    }
+    run_free(&r);
+    free(p);
+}
+
+/* The word-matched label run checks the label cap and the sample's end once for the run:
+ * exactly max_labels_per_sample labels pass, one more is the limit, in the middle of the
+ * buffer and as its last sample; a later sample past the cap after good ones still fails. */
+PG_TEST(label_run_cap)
+{
+    static const struct ppb_label labs[] = {
+        {"k0", "v0", 0, NULL}, {"k1", "v1", 0, NULL}, {"k2", "v2", 0, NULL},
+        {"k3", "v3", 0, NULL}, {"k4", "v4", 0, NULL},
+    };
+    static const struct {
+        size_t cap, n_first, n_last;
+        enum pg_err want;
+    } cases[] = {
+        {4, 4, 4, PG_ERR_OK},    {4, 5, 1, PG_ERR_LIMIT}, {4, 1, 5, PG_ERR_LIMIT},
+        {5, 5, 5, PG_ERR_OK},    {1, 1, 1, PG_ERR_OK},    {1, 2, 1, PG_ERR_LIMIT},
+        {0, 0, 0, PG_ERR_OK},    {0, 0, 1, PG_ERR_LIMIT},
+    };
+    static const uint64_t locs[] = {1}, ln[] = {1, 5};
+    static const int64_t v[] = {1};
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (int strings_first = 0; strings_first < 2; strings_first++) {
+            struct pg_translate_opts o;
+            struct ppb b;
+            struct run r;
+            size_t len;
+            uint8_t *p;
+
+            ppb_init(&b);
+            b.strings_first = strings_first; /* the last sample at the buffer's end, or not */
+            ppb_value_type(&b, 1, "samples", "count");
+            ppb_function(&b, 1, "f", "f.go", 1);
+            ppb_location(&b, 1, 0, 0, ln, 1, 0);
+            ppb_sample(&b, locs, 1, v, 1, labs, cases[c].n_first, 1);
+            ppb_sample(&b, locs, 1, v, 1, labs, cases[c].n_first, 1);
+            ppb_sample(&b, locs, 1, v, 1, labs, cases[c].n_last, 1);
+            p = ppb_finish(&b, &len);
+            pg_translate_opts_default(&o);
+            o.limits.max_labels_per_sample = cases[c].cap;
+            run_opts(&r, p, len, &o);
+            if (r.err != cases[c].want) {
+                fprintf(stderr, "  case %zu/%d: %s\n", c, strings_first, r.st.msg);
+            }
+            CHECK_INT(r.err, cases[c].want);
+            if (cases[c].want == PG_ERR_LIMIT) {
+                CHECK(strstr(r.st.msg, "max_labels_per_sample") != NULL);
+            } else if (r.err == PG_ERR_OK) {
+                char buf[128];
+                sample_attrs(&r, 0, 2, buf, sizeof(buf));
+                CHECK_INT(strlen(buf) > 0, cases[c].n_last > 0);
+            }
+            run_free(&r);
+            free(p);
+        }
+    }
+}
+
+/* Samples in a row whose label keys repeat: translation reuses the last sample's key
+ * classification only while every value is a non-empty string. Each row's link and
+ * attributes must be what that sample alone would give. */
+PG_TEST(label_layout_sequence)
+{
+#define T1 "4bf92f3577b34da6a3ce929d0e0e4736"
+#define T2 "0af7651916cd43dd8448eb211c80319c"
+#define S1 "00f067aa0ba902b7"
+#define S2 "b7ad6b7169203331"
+    static const struct {
+        struct ppb_label l[3];
+        size_t n;
+        bool link;
+        const char *attrs;
+    } rows[] = {
+        {{{"trace_id", T1, 0, NULL}, {"span_id", S1, 0, NULL}, {"route", "/a", 0, NULL}}, 3, true,
+         "route=/a"},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S2, 0, NULL}, {"route", "/b", 0, NULL}}, 3, true,
+         "route=/b"},
+        /* same keys, a numeric span id: no link */
+        {{{"trace_id", T1, 0, NULL}, {"span_id", NULL, 77, NULL}, {"route", "/a", 0, NULL}}, 3,
+         false, "trace_id=" T1 " span_id=77 route=/a"},
+        {{{"trace_id", T1, 0, NULL}, {"span_id", S1, 0, NULL}, {"route", "/a", 0, NULL}}, 3, true,
+         "route=/a"},
+        /* same keys, an empty span id (dropped, as google/pprof does): no link */
+        {{{"trace_id", T1, 0, NULL}, {"span_id", "", 0, NULL}, {"route", "/a", 0, NULL}}, 3, false,
+         "trace_id=" T1 " route=/a"},
+        {{{"span_id", S1, 0, NULL}, {"trace_id", T1, 0, NULL}, {"route", "/c", 0, NULL}}, 3, true,
+         "route=/c"},
+        /* same keys, an empty route: dropped, the link alone */
+        {{{"span_id", S2, 0, NULL}, {"trace_id", T2, 0, NULL}, {"route", "", 0, NULL}}, 3, true,
+         ""},
+        {{{"route", "/a", 0, NULL}, {"route", "/b", 0, NULL}}, 2, false, "route=[/a,/b]"},
+        {{{"route", "/c", 0, NULL}, {"route", "/d", 0, NULL}}, 2, false, "route=[/c,/d]"},
+        {{{"route", "/c", 0, NULL}, {"route", NULL, 5, NULL}}, 2, false, "route=[/c,5]"},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S2, 0, NULL}}, 2, true, ""},
+        /* same keys, a trace id that is not hex: both stay attributes */
+        {{{"trace_id", "x" T2, 0, NULL}, {"span_id", S1, 0, NULL}}, 2, false,
+         "trace_id=x" T2 " span_id=" S1},
+        {{{"trace_id", T2, 0, NULL}, {"span_id", S1, 0, NULL}}, 2, true, ""},
+        {{{"thread", "main", 0, NULL}}, 1, false, "thread=main"},
+        {{{"thread", "io", 0, NULL}}, 1, false, "thread=io"},
+        {{{"thread", NULL, 3, "ms"}}, 1, false, "thread=3[ms]"},
+    };
+#undef T1
+#undef T2
+#undef S1
+#undef S2
+    enum { NR = sizeof(rows) / sizeof(rows[0]) };
+    static const uint64_t locs[] = {1, 2};
+    static const int64_t v[] = {1, 10};
+    struct ppb b;
+    struct run r;
+    size_t len;
+    uint8_t *p;
+
+    ppb_init(&b);
+    base_tables(&b);
+    for (int i = 0; i < NR; i++) {
+        ppb_sample(&b, locs, 2, v, 2, rows[i].l, rows[i].n, 1);
+    }
+    p = ppb_finish(&b, &len);
+    run(&r, p, len);
+    CHECK_INT(r.err, PG_ERR_OK);
+    if (r.err == PG_ERR_OK) {
+        CHECK_INT(SP(&r)->profiles[0]->n_samples, NR);
+        for (int i = 0; i < NR && (size_t)i < SP(&r)->profiles[0]->n_samples; i++) {
+            char buf[512];
+            const struct pg_otlp_sample *s = SP(&r)->profiles[0]->samples[i];
+            sample_attrs(&r, 0, (size_t)i, buf, sizeof(buf));
+            if (strcmp(buf, rows[i].attrs) != 0 || (s->link_index != 0) != rows[i].link) {
+                fprintf(stderr, "  row %d: link %d attrs \"%s\", want %d \"%s\"\n", i,
+                        s->link_index, buf, rows[i].link, rows[i].attrs);
+            }
+            CHECK_INT(s->link_index != 0, rows[i].link);
+            CHECK_STR(buf, rows[i].attrs);
+        }
+    }
+    run_free(&r);
+    free(p);
+}
+
 /* Labels whose key and string indexes are one- or two-byte varints, in the middle of the
  * buffer and at its very end: the word-matched label shapes (1a 04 .., 1a 05 ..) and the
  * bytewise ones give the same attributes. */
@@ -1460,7 +1653,7 @@ PG_TEST(owned_body_arena)
     free(plain);
 }
 
-PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(label_index_widths), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
+PG_TEST_MAIN(PG_CASE(golden_appendix_b_to_a), PG_CASE(sample_values_every_varint_length), PG_CASE(repeated_value_bytes), PG_CASE(label_run_cap), PG_CASE(label_layout_sequence), PG_CASE(label_index_widths), PG_CASE(invalid_inputs), PG_CASE(invalid_gzip),
              PG_CASE(limits), PG_CASE(links_and_trace_labels),
              PG_CASE(links_dedup_and_custom_keys), PG_CASE(trace_id_hex_digits),
              PG_CASE(labels_numeric_multi_and_dropped),
