@@ -186,19 +186,12 @@ static int32_t cstr(struct xlate *x, const char *s)
 
 static int32_t attr_str(struct xlate *x, const char *key, int64_t pprof_val)
 {
-    struct pg_otlp_anyvalue v = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     int32_t k = cstr(x, key);
 
     if (k < 0) {
         return k;
     }
-    v.value_case = PG_OTLP_ANYVALUE_STR;
-    v.string_value = (char *)pg_dict_tmp_cstr(x->b, x->p.strings[pprof_val].p,
-                                              x->p.strings[pprof_val].len);
-    if (v.string_value == NULL) {
-        return PG_DICT_NOMEM;
-    }
-    return pg_dict_attr(x->b, k, &v, 0);
+    return pg_dict_attr_str(x->b, k, x->p.strings[pprof_val].p, x->p.strings[pprof_val].len, 0);
 }
 
 static int32_t attr_true(struct xlate *x, const char *key)
@@ -565,15 +558,11 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
         if (unit != 0 && (u = pstr(x, unit)) < 0) {
             return u;
         }
+        a = pg_dict_attr(x->b, key, &v, u);
     } else {
-        v.value_case = PG_OTLP_ANYVALUE_STR;
-        v.string_value =
-            (char *)pg_dict_tmp_cstr(x->b, x->p.strings[val].p, x->p.strings[val].len);
-        if (v.string_value == NULL) {
-            return PG_DICT_NOMEM;
-        }
+        a = pg_dict_attr_str(x->b, key, x->p.strings[val].p, x->p.strings[val].len, 0);
     }
-    if ((a = pg_dict_attr(x->b, key, &v, u)) < 0) {
+    if (a < 0) {
         return a;
     }
     c->ents[c->n] = (struct acache_ent){l->key, val, unit, is_num, a, NULL};
@@ -1021,12 +1010,12 @@ make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns
     return PG_ERR_OK;
 }
 
-/* Random bytes from a per-thread pool refilled 512 bytes at a time: one
- * getrandom call per 16 small profiles instead of one per request. A larger
+/* Random bytes from a per-thread pool refilled 4 KiB at a time: one
+ * getrandom call per 256 single-profile requests instead of one per request. A larger
  * request than the pool goes to the kernel directly. */
 static bool random_bytes(uint8_t *out, size_t n)
 {
-    static __thread uint8_t pool[512];
+    static __thread uint8_t pool[4096];
     static __thread size_t left;
 
     if (n > sizeof(pool)) {
