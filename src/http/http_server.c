@@ -83,6 +83,9 @@ struct req_priv {
  * the next request up to this size; a larger one (a head near
  * max_request_header_bytes) is given back when its request ends. */
 #define HEAD_BUF_KEEP (8 * 1024)
+/* Answers up to this size (a 204, a refusal's line) are held and sent
+ * together once the loop has run every ready connection (see on_flush). */
+#define ANSWER_HOLD_BYTES 512
 
 struct pg_httpd_conn {
     struct pg_httpd *srv;
@@ -112,6 +115,10 @@ struct pg_httpd_conn {
     struct req_priv *req;  /* &rq while a request is on, else NULL */
     struct req_priv rq;
     struct evbuffer *body; /* owned: every request's body, emptied when it ends */
+    struct pg_httpd_conn *flush_next; /* srv->flush list while an answer waits in @ans */
+    bool flush_queued;
+    size_t ans_len;
+    char ans[ANSWER_HOLD_BYTES]; /* an answer held for the loop's flush (plain TCP) */
     char *hbuf;            /* owned: header slots, head bytes, path; see HEAD_BUF_KEEP */
     size_t hcap;
 };
@@ -137,6 +144,10 @@ struct pg_httpd {
     int lfd;
     struct event *accept_ev, *retry_ev;
     struct pg_httpd_conn *conns;
+    /* Connections whose answer waits in their @ans, oldest first, and the
+     * event that sends them once the loop ran every ready connection. */
+    struct pg_httpd_conn *flush_head, **flush_tail;
+    struct event *flush_ev;
     size_t open, cap; /* open: this server's connections (loop thread) */
     uint64_t accepted; /* atomic: connections this server accepted */
     bool draining;
@@ -556,6 +567,77 @@ static void put_str(struct head_out *h, const char *s)
     put(h, s, strlen(s));
 }
 
+static void written(struct pg_httpd_conn *c);
+
+/* Holds @c's answer for the loop's flush. */
+static void flush_queue(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+
+    c->flush_next = NULL;
+    c->flush_queued = true;
+    *s->flush_tail = c;
+    s->flush_tail = &c->flush_next;
+    if (s->flush_head == c) {
+        event_active(s->flush_ev, EV_WRITE, 1);
+    }
+}
+
+/* A closing connection leaves the flush list. */
+static void flush_unlink(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+    struct pg_httpd_conn **pp = &s->flush_head;
+
+    if (!c->flush_queued) {
+        return;
+    }
+    while (*pp != c) {
+        pp = &(*pp)->flush_next;
+    }
+    *pp = c->flush_next;
+    if (s->flush_tail == &c->flush_next) {
+        s->flush_tail = pp;
+    }
+    c->flush_queued = false;
+}
+
+/* Sends the held answers. It runs after every connection the loop found
+ * ready (each answered one is queued while the others are read), so a
+ * client with several connections is woken once for all their answers
+ * rather than once per answer: on a busy gateway that shares its cores
+ * with its clients, each wakeup also preempts a loop. An answer the socket
+ * does not take whole goes to the output buffer as usual. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_httpd *s = arg;
+    struct pg_httpd_conn *list = s->flush_head;
+
+    (void)fd;
+    (void)what;
+    s->flush_head = NULL;
+    s->flush_tail = &s->flush_head;
+    while (list != NULL) {
+        struct pg_httpd_conn *c = list;
+        ssize_t n;
+
+        list = c->flush_next;
+        c->flush_queued = false;
+        n = send(c->fd, c->ans, c->ans_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n == (ssize_t)c->ans_len) {
+            written(c);
+            continue;
+        }
+        n = n > 0 ? n : 0;
+        evbuffer_add(bufferevent_get_output(c->bev), c->ans + n, c->ans_len - (size_t)n);
+        read_off(c);
+        bufferevent_enable(c->bev, EV_WRITE);
+        set_deadline(c, s->lim.write_timeout_ns > 0
+                            ? pg_mono_s() + ns_s(s->lim.write_timeout_ns)
+                            : 0);
+    }
+}
+
 /* One sendmsg of @head and @body: bytes the socket took (0 when it took
  * none or failed; the bufferevent's own write then meets the error). */
 static ssize_t send_head_body(int fd, const void *head, size_t hlen, const void *body, size_t blen)
@@ -632,9 +714,22 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
             blen = len;
         }
         /* Plain TCP with nothing queued before it (nearly every answer):
-         * straight to the socket, so the output buffer needs no chain;
-         * what the socket does not take is queued as usual. */
+         * a short one is held and sent with the other answers of this loop
+         * pass (on_flush), a longer one goes straight to the socket, so the
+         * output buffer needs no chain; what the socket does not take is
+         * queued as usual. */
         if (s->ssl_ctx == NULL && !h.spilled && evbuffer_get_length(out) == 0) {
+            if (h.n + blen <= sizeof(c->ans)) {
+                memcpy(c->ans, h.b, h.n);
+                if (blen > 0) {
+                    memcpy(c->ans + h.n, body, blen);
+                }
+                c->ans_len = h.n + blen;
+                c->state = S_WRITE;
+                set_deadline(c, 0);
+                flush_queue(c);
+                return;
+            }
             sent = send_head_body(c->fd, h.b, h.n, body, blen);
         }
         if ((size_t)sent < h.n) {
@@ -1166,7 +1261,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         /* A request the handler holds stays until it answers: only then can
          * the connection go (its answer will fail to write). */
         if (c->state == S_CALL ||
-            (c->state == S_WRITE && event_pending(c->written_ev, EV_WRITE, NULL))) {
+            (c->state == S_WRITE &&
+             (c->flush_queued || event_pending(c->written_ev, EV_WRITE, NULL)))) {
             read_off(c);
             return;
         }
@@ -1217,6 +1313,7 @@ static void conn_close(struct pg_httpd_conn *c)
     struct pg_httpd *s = c->srv;
 
     req_end(c);
+    flush_unlink(c);
     if (c->timer != NULL) {
         event_free(c->timer);
     }
@@ -1466,7 +1563,9 @@ static struct pg_httpd *server_new(struct httpd_shared *sh, struct event_base *b
     }
     s->accept_ev = event_new(base, fd, EV_READ | EV_PERSIST, on_accept, s);
     s->retry_ev = evtimer_new(base, on_retry, s);
-    if (s->accept_ev == NULL || s->retry_ev == NULL ||
+    s->flush_tail = &s->flush_head;
+    s->flush_ev = event_new(base, -1, 0, on_flush, s);
+    if (s->accept_ev == NULL || s->retry_ev == NULL || s->flush_ev == NULL ||
         event_add(s->accept_ev, NULL) != 0) {
         pg_httpd_free(s);
         return NULL;
@@ -1527,6 +1626,9 @@ void pg_httpd_free(struct pg_httpd *s)
     }
     if (s->retry_ev != NULL) {
         event_free(s->retry_ev);
+    }
+    if (s->flush_ev != NULL) {
+        event_free(s->flush_ev);
     }
     {
         struct httpd_shared *sh = s->sh;
