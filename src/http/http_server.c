@@ -109,6 +109,7 @@ struct pg_httpd_conn {
     bool body_done;
     size_t scanned;        /* HEAD: bytes already searched for the blank line */
     double req_start, body_start, deadline;
+    double armed;          /* when the timer fires (0 = not pending): see set_deadline */
     uint64_t body_got, lingered;
     unsigned n_requests;
     struct pg_http_chunked ch;
@@ -238,16 +239,17 @@ static int sock_read(struct pg_httpd_conn *c, int max)
 
 /* ---- deadlines --------------------------------------------------------- */
 
+/* The timer is moved only when a deadline comes earlier than the one it
+ * is armed for: a later one (or none) waits for it to fire, and on_timer
+ * then re-arms it or does nothing. A request then costs no timer changes
+ * (it set four: header, body, none, idle). */
 static void set_deadline(struct pg_httpd_conn *c, double at)
 {
     c->deadline = at;
-    if (at <= 0) {
-        evtimer_del(c->timer);
-        return;
-    }
-    {
+    if (at > 0 && (c->armed <= 0 || at < c->armed)) {
         struct timeval tv = pg_ns_to_tv((int64_t)((at - pg_mono_s()) * 1e9));
 
+        c->armed = at;
         evtimer_add(c->timer, &tv);
     }
 }
@@ -370,7 +372,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (c->deadline > 0 && pg_mono_s() + 0.0005 < c->deadline) {
+    c->armed = 0;
+    if (c->deadline <= 0) {
+        return; /* none any more */
+    }
+    if (pg_mono_s() + 0.0005 < c->deadline) {
         set_deadline(c, c->deadline); /* moved later meanwhile */
         return;
     }
@@ -965,7 +971,12 @@ static void start_body(struct pg_httpd_conn *c)
     if (r->h.chunked || r->h.content_length > BULK_BODY_BYTES) {
         read_size(c, BULK_READ_BYTES);
     }
-    set_deadline(c, body_deadline(c));
+    /* A body that came with its head (an SDK push, most often) ends in
+     * process() now: no deadline to set for it. */
+    if (r->h.chunked ||
+        evbuffer_get_length(bufferevent_get_input(c->bev)) < r->h.content_length) {
+        set_deadline(c, body_deadline(c));
+    }
     process(c);
 }
 
