@@ -129,11 +129,10 @@ struct rx_job {
     size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
     /* inputs */
-    struct pg_arena *scratch;      /* owned: raw body + decoded layers */
+    struct pg_arena *scratch;      /* owned: decoded layers */
     struct pg_arena *arena;        /* owned: becomes the batch's arena */
-    const uint8_t *raw;            /* in scratch */
+    const uint8_t *raw;            /* req->body: the server's, kept until the answer */
     size_t len;
-    struct evbuffer *body;         /* owned: a queued body, copied into scratch by the worker */
     struct pg_http_codings codings;
     struct pg_metadata md;         /* in arena: peer address, headers */
     enum pg_err md_err;            /* a metadata failure, reported after translation */

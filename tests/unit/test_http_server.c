@@ -164,20 +164,37 @@ PG_TEST(test_emfile_pauses_accept)
     event_base_free(base);
 }
 
-/* Echoes "path|X-V|body" (200), reading the body out of r->body. */
+/* FNV-1a of @n bytes. */
+static unsigned fnv(const char *b, size_t n)
+{
+    unsigned h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (unsigned char)b[i]) * 16777619u;
+    }
+    return h;
+}
+
+/* Echoes "path|X-V|body" (200), the body from r->body; a body over 1 KiB
+ * as "<length>:<fnv>". */
 static void on_echo(struct pg_httpd_req *r, void *arg)
 {
     char out[4096];
     const char *v = evhttp_find_header(r->in, "X-V");
     int n = snprintf(out, sizeof(out), "%s|%s|", r->path, v != NULL ? v : "-");
-    size_t blen = evbuffer_get_length(r->body);
+    size_t blen = r->body_len;
 
     (void)arg;
+    if (blen > 1024 && n > 0) {
+        n += snprintf(out + n, sizeof(out) - (size_t)n, "%zu:%u", blen, fnv(r->body, blen));
+        pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n);
+        return;
+    }
     if (n < 0 || (size_t)n + blen > sizeof(out)) {
         pg_httpd_reply(r, 500, "too long");
         return;
     }
-    evbuffer_remove(r->body, out + n, blen);
+    memcpy(out + n, r->body, blen);
     pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n + blen);
 }
 
@@ -226,6 +243,17 @@ static bool exchange(int fd, const char *req, size_t len, const char *const *wan
     return true;
 }
 
+/* Sends @a, waits so the server reads it alone, then exchange()s @b. */
+static bool exchange_split(int fd, const char *a, size_t alen, const char *b, size_t blen,
+                           const char *const *want, int n_want)
+{
+    if (send(fd, a, alen, 0) != (ssize_t)alen) {
+        return false;
+    }
+    usleep(30000);
+    return exchange(fd, b, blen, want, n_want);
+}
+
 PG_TEST(test_keepalive_reuse)
 {
     struct event_base *base = event_base_new();
@@ -233,7 +261,7 @@ PG_TEST(test_keepalive_reuse)
     socklen_t sl = sizeof(sa);
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
-                                  .max_body = 4096,
+                                  .max_body = 65536,
                                   .max_header_bytes = 32768,
                                   .max_target = 256,
                                   .max_headers = 100,
@@ -269,8 +297,29 @@ PG_TEST(test_keepalive_reuse)
                             "POST /e HTTP/1.1\r\nHost: x\r\nX-V: 5\r\nContent-Length: 5\r\n"
                             "\r\n12345";
 
+        /* Bodies split across reads: a chunked one (its framing dropped,
+         * a request pipelined behind it) and one of 40000 bytes (the input
+         * buffer grows past its standard size). */
+        const char *ch1 = "POST /ch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          "3\r\nabc\r\n4;ext=1\r\nde";
+        const char *ch2 = "fg\r\n0\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\n\r\n";
+        const char *w4[] = {"/ch|-|abcdefg", "/after|-|"};
+        static char large[40000 + 128], want_large[64];
+        const char *w5[] = {want_large};
+        int hl;
+
+        hl = snprintf(large, sizeof(large), "POST /large HTTP/1.1\r\nHost: x\r\nX-V: L\r\n"
+                      "Content-Length: 40000\r\n\r\n");
+        for (int i = 0; i < 40000; i++) {
+            large[hl + i] = (char)('a' + (i * 7) % 26);
+        }
+        snprintf(want_large, sizeof(want_large), "/large|L|40000:%u", fnv(large + hl, 40000));
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
             _exit(2);
+        }
+        if (!exchange_split(fd, ch1, strlen(ch1), ch2, strlen(ch2), w4, 2) ||
+            !exchange_split(fd, large, (size_t)hl + 1000, large + hl + 1000, 39000, w5, 1)) {
+            _exit(3);
         }
         /* A head over the kept buffer size (~20 KiB, 90 headers). */
         n += (size_t)snprintf(big + n, sizeof(big) - n, "POST /big HTTP/1.1\r\nHost: x\r\n");
