@@ -205,7 +205,13 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
     job->err = PG_ERR_INTERNAL;
     pg_status_clear(&job->st);
     pg_status_clear(&job->md_st);
-    err = request_codings(rx, in, &job->codings, &job->st);
+    if (lp->codings_req == req) {
+        job->codings = lp->codings;
+        err = PG_ERR_OK;
+    } else {
+        err = request_codings(rx, in, &job->codings, &job->st);
+    }
+    lp->codings_req = NULL;
     if (err != PG_ERR_OK) {
         job->err = err;
         goto finish;
@@ -352,10 +358,15 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     }
     /* Memory before the body: from Content-Length now, or step by step as
      * chunks arrive (on_body). */
-    return admit(lp, req,
-                 admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
-                                        : req->content_length == PG_HTTP_NO_LENGTH ? 0
-                                                                                   : req->content_length));
+    if (!admit(lp, req,
+               admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
+                                      : req->content_length == PG_HTTP_NO_LENGTH ? 0
+                                                                                 : req->content_length))) {
+        return false;
+    }
+    lp->codings_req = req;
+    lp->codings = codings;
+    return true;
 }
 
 static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)

@@ -76,6 +76,11 @@ struct rx_loop {
      * a push then allocates no job. */
     struct rx_job *free_jobs;
     size_t n_free_jobs;
+    /* The Content-Encoding list on_head parsed for @codings_req (admitted),
+     * for its on_request to reuse: the body nearly always comes with its
+     * head, so nothing runs in between. Compared, never dereferenced. */
+    const struct pg_httpd_req *codings_req;
+    struct pg_http_codings codings;
 };
 
 enum { LOOP_RUN = 0, LOOP_STOP, LOOP_EXIT };
