@@ -153,8 +153,12 @@ struct httpd_shared {
     int refs;                          /* under mu: servers using it */
 };
 
+/* Siblings are allocated together and each written per request by its own
+ * loop: each on cache lines of its own. */
+#define HTTPD_LINE 64
+
 struct pg_httpd {
-    struct httpd_shared *sh;           /* shared with siblings; freed by the last */
+    _Alignas(HTTPD_LINE) struct httpd_shared *sh; /* shared with siblings; freed by the last */
     struct event_base *base;
     SSL_CTX *ssl_ctx;
     struct pg_httpd_limits lim;
@@ -1570,13 +1574,14 @@ static struct pg_httpd *server_new(struct httpd_shared *sh, struct event_base *b
                                    SSL_CTX *ssl_ctx, const struct pg_httpd_limits *lim,
                                    const struct pg_httpd_ops *ops, void *arg)
 {
-    struct pg_httpd *s = calloc(1, sizeof(*s));
+    struct pg_httpd *s = aligned_alloc(HTTPD_LINE, sizeof(*s));
     struct rlimit rl;
 
     if (s == NULL) {
         close(fd);
         return NULL;
     }
+    memset(s, 0, sizeof(*s));
     if (sh == NULL) {
         sh = calloc(1, sizeof(*sh));
         if (sh == NULL || (sh->peers = pg_peer_counts_new()) == NULL) {

@@ -39,6 +39,8 @@ struct code_metric {
 };
 
 struct rx_pool; /* pprof_workers.c */
+
+#define RX_LOOP_LINE 64 /* cache line */
 struct rx_job;
 
 /* One event loop serving the endpoint: loop 0 is the host's (the main
@@ -48,7 +50,9 @@ struct rx_job;
  * accept to answer; only large bodies visit a worker. Everything here is
  * that loop's thread's unless marked. */
 struct rx_loop {
-    struct rx *rx;
+    /* Each loop on cache lines of its own (the array is line-aligned):
+     * what one writes per request never shares a line the other reads. */
+    _Alignas(RX_LOOP_LINE) struct rx *rx;
     unsigned idx;
     struct event_base *base;       /* loop 0: the host's (borrowed); else owned */
     struct pg_httpd *httpd;        /* owned */
@@ -84,6 +88,7 @@ struct rx_loop {
 };
 
 enum { LOOP_RUN = 0, LOOP_STOP, LOOP_EXIT };
+_Static_assert(sizeof(struct rx_loop) % RX_LOOP_LINE == 0, "loops share no cache line");
 
 struct rx {
     struct rx_cfg cfg;
