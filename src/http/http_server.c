@@ -691,17 +691,20 @@ static void flush_unlink(struct pg_httpd_conn *c)
 static void on_flush(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_httpd *s = arg;
-    struct pg_httpd_conn *list = s->flush_head;
+    struct pg_httpd_conn *c;
 
     (void)fd;
     (void)what;
-    s->flush_head = NULL;
-    s->flush_tail = &s->flush_head;
-    while (list != NULL) {
-        struct pg_httpd_conn *c = list;
+    /* One at a time off the list's head, so a connection the list still
+     * holds can close meanwhile (flush_unlink) and an answer queued by
+     * written() (a pipelined request) goes out in this pass too. */
+    while ((c = s->flush_head) != NULL) {
         ssize_t n;
 
-        list = c->flush_next;
+        s->flush_head = c->flush_next;
+        if (s->flush_head == NULL) {
+            s->flush_tail = &s->flush_head;
+        }
         c->flush_queued = false;
         n = send(c->fd, c->ans, c->ans_len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n == (ssize_t)c->ans_len) {
