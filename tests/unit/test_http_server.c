@@ -348,4 +348,119 @@ PG_TEST(test_keepalive_reuse)
     event_base_free(base);
 }
 
-PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse))
+/* A client that pipelines thousands of requests and does not read for a
+ * while: the held answers stop fitting the socket (partial sends go to the
+ * output buffer, reading pauses), then it reads. Every answer must arrive,
+ * whole and in order, on the same connection. */
+#define UNREAD_N 3000
+static int unread_client(const struct sockaddr_in *sa)
+{
+    static char req[UNREAD_N * 40], in[1 << 16];
+    int fd = socket(AF_INET, SOCK_STREAM, 0), rcv = 4096;
+    size_t len = 0, sent = 0, have = 0;
+    int answers = 0;
+    bool reading = false;
+
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) != 0) {
+        return 2;
+    }
+    for (int i = 0; i < UNREAD_N; i++) {
+        len += (size_t)snprintf(req + len, sizeof(req) - len, "GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+    }
+    for (int spins = 0; answers < UNREAD_N && spins < 200000; spins++) {
+        ssize_t n = sent < len ? send(fd, req + sent, len - sent, MSG_DONTWAIT) : -1;
+
+        if (n > 0) {
+            sent += (size_t)n;
+        } else if (!reading) {
+            usleep(200000); /* all sent or blocked: the server's answers pile up */
+            reading = true;
+        }
+        if (!reading) {
+            continue;
+        }
+        n = recv(fd, in + have, sizeof(in) - have, MSG_DONTWAIT);
+        if (n == 0) {
+            return 3; /* closed */
+        }
+        if (n < 0) {
+            usleep(1000);
+            continue;
+        }
+        have += (size_t)n;
+        for (;;) {
+            char *end = memmem(in, have, "\r\n\r\n", 4), want[32];
+            char *cl = end != NULL ? memmem(in, (size_t)(end - in), "Content-Length: ", 16) : NULL;
+            size_t blen = cl != NULL ? strtoul(cl + 16, NULL, 10) : 0, used;
+            int wl;
+
+            if (end == NULL || cl == NULL || (size_t)(end + 4 - in) + blen > have) {
+                break;
+            }
+            wl = snprintf(want, sizeof(want), "/p%d|-|", answers);
+            if (blen != (size_t)wl || memcmp(end + 4, want, blen) != 0) {
+                fprintf(stderr, "  answer %d: %.*s\n", answers, (int)blen, end + 4);
+                return 4;
+            }
+            answers++;
+            used = (size_t)(end + 4 - in) + blen;
+            memmove(in, in + used, have - used);
+            have -= used;
+        }
+    }
+    return answers == UNREAD_N ? 0 : 5;
+}
+
+PG_TEST(test_answers_not_read)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .write_timeout_ns = 5000000000LL,
+                                  .max_body = 4096,
+                                  .max_header_bytes = 4096,
+                                  .max_target = 256,
+                                  .max_headers = 16,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_echo,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_httpd *s;
+    int status = -1, snd = 4096;
+    pid_t child;
+
+    CHECK(base != NULL && lfd >= 0);
+    /* Inherited by the accepted socket: a small send buffer that does not
+     * grow, so the answers stop fitting. */
+    CHECK(setsockopt(lfd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)) == 0);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return;
+    }
+    child = fork();
+    if (child == 0) {
+        _exit(unread_client(&sa));
+    }
+    CHECK(child > 0);
+    for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; i++) {
+        run_loop(base, 0.05);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT((int)pg_httpd_accepted(s), 1);
+    pg_httpd_free(s);
+    event_base_free(base);
+}
+
+PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse),
+             PG_CASE(test_answers_not_read))
