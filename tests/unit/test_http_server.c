@@ -6,8 +6,10 @@
  * process so their sockets do not count against our limit.
  * Also: one keep-alive connection carries requests of very different heads
  * (the connection reuses its request, head buffer and body buffer), some
- * pipelined, and every answer must carry its own request's path, header and
- * body. */
+ * pipelined, bodies split across reads (chunked, and larger than the input
+ * buffer), and every answer must carry its own request's path, header and
+ * body; and a client that reads its pipelined answers only once the server's
+ * send buffer is full gets every one of them. */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <netinet/in.h>
