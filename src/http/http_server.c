@@ -1673,6 +1673,9 @@ void pg_httpd_free(struct pg_httpd *s)
         return;
     }
     pg_httpd_stop_accepting(s);
+    /* Answers given since the loop last ran (a shutdown's 503s) go out
+     * before their connections close: the loop will not run again. */
+    on_flush(-1, 0, s);
     while (s->conns != NULL) {
         conn_close(s->conns);
     }

@@ -464,5 +464,76 @@ PG_TEST(test_answers_not_read)
     event_base_free(base);
 }
 
+/* A request the handler holds, answered just before the server is freed
+ * (a shutdown's 503, with no loop pass after it): the answer still reaches
+ * the client. */
+static struct pg_httpd_req *held_req;
+
+static void on_hold(struct pg_httpd_req *r, void *arg)
+{
+    (void)arg;
+    held_req = r;
+}
+
+PG_TEST(test_answer_then_free)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .max_body = 4096,
+                                  .max_header_bytes = 4096,
+                                  .max_target = 256,
+                                  .max_headers = 16,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_hold,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_httpd *s;
+    int status = -1;
+    pid_t child;
+
+    CHECK(base != NULL && lfd >= 0);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return;
+    }
+    held_req = NULL;
+    child = fork();
+    if (child == 0) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        const char *req = "POST /h HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab";
+        const char *want[] = {"shutting down\n"};
+
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            _exit(2);
+        }
+        _exit(exchange(fd, req, strlen(req), want, 1) ? 0 : 1);
+    }
+    CHECK(child > 0);
+    for (int i = 0; i < 100 && held_req == NULL; i++) {
+        run_loop(base, 0.02);
+    }
+    CHECK(held_req != NULL);
+    if (held_req != NULL) {
+        pg_httpd_reply(held_req, 503, "shutting down");
+    }
+    pg_httpd_free(s); /* no loop pass in between */
+    for (int i = 0; i < 100 && waitpid(child, &status, WNOHANG) == 0; i++) {
+        usleep(20000);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    event_base_free(base);
+}
+
 PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse),
-             PG_CASE(test_answers_not_read))
+             PG_CASE(test_answers_not_read), PG_CASE(test_answer_then_free))
