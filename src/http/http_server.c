@@ -1674,8 +1674,14 @@ void pg_httpd_free(struct pg_httpd *s)
     }
     pg_httpd_stop_accepting(s);
     /* Answers given since the loop last ran (a shutdown's 503s) go out
-     * before their connections close: the loop will not run again. */
-    on_flush(-1, 0, s);
+     * before their connections close, as far as the sockets take them;
+     * nothing else runs (no pipelined request): the loop will not run again. */
+    for (struct pg_httpd_conn *c; (c = s->flush_head) != NULL;) {
+        s->flush_head = c->flush_next;
+        c->flush_queued = false;
+        (void)!send(c->fd, c->ans, c->ans_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    s->flush_tail = &s->flush_head;
     while (s->conns != NULL) {
         conn_close(s->conns);
     }
