@@ -227,13 +227,12 @@ static void handle_symbol(struct pprof_ext *x, struct pg_httpd_req *req)
     const char *body = NULL;
     size_t len = 0;
     if (strcmp(req->method, "POST") == 0) {
-        struct evbuffer *in = req->body;
-        len = evbuffer_get_length(in);
+        len = req->body_len;
         if (len > SYMBOL_BODY_MAX) {
             pg_admin_reply_text(&x->http, req, 413, "symbol request body over 1 MiB");
             return;
         }
-        body = len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : NULL;
+        body = len ? req->body : NULL;
     } else {
         body = pg_admin_request_query(req);
         len = body ? strlen(body) : 0;

@@ -10,7 +10,12 @@
  *           still arrives is dropped unbuffered for a moment so the client
  *           reads the answer instead of a reset, then the socket closes.
  * The connection owns its request; the handler borrows it between on_head
- * and on_done. Loop thread only. */
+ * and on_done. Loop thread only.
+ *
+ * Input goes to one flat buffer per connection (plain TCP reads straight
+ * into it; TLS copies what its bufferevent decrypted): a head is copied out
+ * and parsed, the body stays where it was read and is what the handler
+ * sees, so a push costs no allocation and no copy of its body here. */
 #define _GNU_SOURCE /* accept4 */
 #include "http/http_server.h"
 
@@ -83,6 +88,15 @@ struct req_priv {
  * the next request up to this size; a larger one (a head near
  * max_request_header_bytes) is given back when its request ends. */
 #define HEAD_BUF_KEEP (8 * 1024)
+/* The input buffer's standard size (a head, a push of a few KiB), and how
+ * many empty ones a server keeps for its connections to share. */
+#define IN_BUF_BYTES HEAD_READ_BYTES
+#define IN_SPARES 32
+/* A read asks for at least this much room (else the buffer grows). */
+#define IN_MIN_READ 4096
+/* Answers up to this size (a 204, a refusal's line) are held and sent
+ * together once the loop has run every ready connection (see on_flush). */
+#define ANSWER_HOLD_BYTES 512
 
 struct pg_httpd_conn {
     struct pg_httpd *srv;
@@ -106,12 +120,24 @@ struct pg_httpd_conn {
     bool body_done;
     size_t scanned;        /* HEAD: bytes already searched for the blank line */
     double req_start, body_start, deadline;
+    double armed;          /* when the timer fires (0 = not pending): see set_deadline */
     uint64_t body_got, lingered;
     unsigned n_requests;
     struct pg_http_chunked ch;
     struct req_priv *req;  /* &rq while a request is on, else NULL */
     struct req_priv rq;
-    struct evbuffer *body; /* owned: every request's body, emptied when it ends */
+    /* owned: the input buffer (NULL while none is needed), laid out as
+     *   [0, body_off)                    consumed
+     *   [body_off, body_off + body_got)  BODY..: the body so far (chunked: data only)
+     *   [in_off, in_len)                 read, not parsed yet
+     * An empty standard-size one goes back to the server's spares between
+     * requests, so waiting connections hold none. */
+    char *in;
+    size_t in_cap, in_off, in_len, body_off;
+    struct pg_httpd_conn *flush_next; /* srv->flush list while an answer waits in @ans */
+    bool flush_queued;
+    size_t ans_len;
+    char ans[ANSWER_HOLD_BYTES]; /* an answer held for the loop's flush (plain TCP) */
     char *hbuf;            /* owned: header slots, head bytes, path; see HEAD_BUF_KEEP */
     size_t hcap;
 };
@@ -127,8 +153,12 @@ struct httpd_shared {
     int refs;                          /* under mu: servers using it */
 };
 
+/* Siblings are allocated together and each written per request by its own
+ * loop: each on cache lines of its own. */
+#define HTTPD_LINE 64
+
 struct pg_httpd {
-    struct httpd_shared *sh;           /* shared with siblings; freed by the last */
+    _Alignas(HTTPD_LINE) struct httpd_shared *sh; /* shared with siblings; freed by the last */
     struct event_base *base;
     SSL_CTX *ssl_ctx;
     struct pg_httpd_limits lim;
@@ -137,6 +167,12 @@ struct pg_httpd {
     int lfd;
     struct event *accept_ev, *retry_ev;
     struct pg_httpd_conn *conns;
+    /* Connections whose answer waits in their @ans, oldest first, and the
+     * event that sends them once the loop ran every ready connection. */
+    struct pg_httpd_conn *flush_head, **flush_tail;
+    struct event *flush_ev;
+    char *spares[IN_SPARES]; /* owned: empty input buffers of IN_BUF_BYTES */
+    size_t n_spares;
     size_t open, cap; /* open: this server's connections (loop thread) */
     uint64_t accepted; /* atomic: connections this server accepted */
     bool draining;
@@ -186,57 +222,113 @@ static void read_size(struct pg_httpd_conn *c, int n)
     }
 }
 
-/* One read() into the input buffer: bytes read, 0 at EOF, -1 on error
- * (errno; EAGAIN when nothing was there). */
+/* Bytes read and not parsed yet. */
+static size_t in_have(const struct pg_httpd_conn *c)
+{
+    return c->in_len - c->in_off;
+}
+
+/* At least @want bytes of room after in_len: a spare buffer, the consumed
+ * bytes dropped, or a larger buffer (doubling, but a body of known length
+ * gets no more than it needs). False on OOM. */
+static bool in_room(struct pg_httpd_conn *c, size_t want)
+{
+    struct pg_httpd *s = c->srv;
+    size_t keep, need, cap;
+    char *b;
+
+    if (c->in_cap - c->in_len >= want) {
+        return true;
+    }
+    if (c->in == NULL && want <= IN_BUF_BYTES && s->n_spares > 0) {
+        c->in = s->spares[--s->n_spares];
+        c->in_cap = IN_BUF_BYTES;
+        c->in_off = c->in_len = c->body_off = 0;
+        return true;
+    }
+    keep = c->state == S_BODY ? c->body_off : c->in_off; /* a body being read stays */
+    if (keep > 0) {
+        memmove(c->in, c->in + keep, c->in_len - keep);
+        c->in_len -= keep;
+        c->in_off -= keep;
+        c->body_off = c->state == S_BODY ? c->body_off - keep : 0;
+        if (c->in_cap - c->in_len >= want) {
+            return true;
+        }
+    }
+    need = c->in_len + want;
+    cap = c->in_cap > 0 ? 2 * c->in_cap : IN_BUF_BYTES;
+    if (c->state == S_BODY && c->req != NULL && !c->req->h.chunked &&
+        c->req->h.content_length != PG_HTTP_NO_LENGTH &&
+        c->body_off + c->req->h.content_length < cap) {
+        cap = (size_t)(c->body_off + c->req->h.content_length);
+    }
+    cap = cap > need ? cap : need;
+    b = realloc(c->in, cap);
+    if (b == NULL) {
+        return false;
+    }
+    c->in = b;
+    c->in_cap = cap;
+    return true;
+}
+
+/* Between requests: an empty buffer goes back to the spares (or is freed). */
+static void in_release(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+
+    if (c->in == NULL || c->in_off < c->in_len) {
+        return;
+    }
+    if (c->in_cap == IN_BUF_BYTES && s->n_spares < IN_SPARES) {
+        s->spares[s->n_spares++] = c->in;
+    } else {
+        free(c->in);
+    }
+    c->in = NULL;
+    c->in_cap = c->in_off = c->in_len = c->body_off = 0;
+}
+
+/* One read() into the input buffer, of up to @max bytes (less when the
+ * buffer has IN_MIN_READ bytes of room but not @max): bytes read, 0 at EOF,
+ * -1 on error (errno; EAGAIN when nothing was there, ENOMEM). */
 static int sock_read(struct pg_httpd_conn *c, int max)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    struct evbuffer_iovec v[2];
-    struct iovec iov[2];
+    size_t want = (size_t)max, room;
     ssize_t n;
-    int nv;
 
-    /* The bufferevent keeps its input's end frozen except while it reads. */
-    evbuffer_unfreeze(in, 0);
-    nv = evbuffer_reserve_space(in, max, v, 2);
-    if (nv <= 0) {
-        evbuffer_freeze(in, 0);
+    if (c->in_off == c->in_len && c->state != S_BODY) {
+        c->in_off = c->in_len = 0; /* all parsed: start over */
+    }
+    room = c->in_cap - c->in_len;
+    if (room < want && room >= IN_MIN_READ) {
+        want = room;
+    }
+    if (!in_room(c, want)) {
         errno = ENOMEM;
         return -1;
     }
-    for (int i = 0; i < nv; i++) {
-        iov[i].iov_base = v[i].iov_base;
-        iov[i].iov_len = v[i].iov_len;
-    }
-    if (nv == 2 && v[0].iov_len >= (size_t)max) {
-        nv = 1;
-    }
-    n = readv(c->fd, iov, nv);
+    n = read(c->fd, c->in + c->in_len, want);
     if (n > 0) {
-        size_t left = (size_t)n;
-
-        for (int i = 0; i < nv; i++) {
-            v[i].iov_len = left < v[i].iov_len ? left : v[i].iov_len;
-            left -= v[i].iov_len;
-        }
-        evbuffer_commit_space(in, v, nv);
+        c->in_len += (size_t)n;
     }
-    evbuffer_freeze(in, 0);
     return (int)n;
 }
 
 /* ---- deadlines --------------------------------------------------------- */
 
+/* The timer is moved only when a deadline comes earlier than the one it
+ * is armed for: a later one (or none) waits for it to fire, and on_timer
+ * then re-arms it or does nothing. A request then costs no timer changes
+ * (it set four: header, body, none, idle). */
 static void set_deadline(struct pg_httpd_conn *c, double at)
 {
     c->deadline = at;
-    if (at <= 0) {
-        evtimer_del(c->timer);
-        return;
-    }
-    {
+    if (at > 0 && (c->armed <= 0 || at < c->armed)) {
         struct timeval tv = pg_ns_to_tv((int64_t)((at - pg_mono_s()) * 1e9));
 
+        c->armed = at;
         evtimer_add(c->timer, &tv);
     }
 }
@@ -313,7 +405,6 @@ static void raw_answer(struct pg_httpd_conn *c, int code, const char *reason)
  * the state machine; true when the phase is over. */
 static bool catch_up(struct pg_httpd_conn *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
     struct pg_httpd *s = c->srv;
     size_t open_before = s->open;
     enum conn_state before = c->state;
@@ -324,7 +415,7 @@ static bool catch_up(struct pg_httpd_conn *c)
         return false;
     }
     if (before == S_HEAD) {
-        size_t have = evbuffer_get_length(in);
+        size_t have = in_have(c);
 
         room = have < c->srv->lim.max_header_bytes + 1 ? c->srv->lim.max_header_bytes + 1 - have
                                                        : 0;
@@ -359,7 +450,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (c->deadline > 0 && pg_mono_s() + 0.0005 < c->deadline) {
+    c->armed = 0;
+    if (c->deadline <= 0) {
+        return; /* none any more */
+    }
+    if (pg_mono_s() + 0.0005 < c->deadline) {
         set_deadline(c, c->deadline); /* moved later meanwhile */
         return;
     }
@@ -421,9 +516,6 @@ static void req_end(struct pg_httpd_conn *c)
     }
     /* r->in's entries are slots in c->hbuf: nothing to free. */
     evhttp_clear_headers(&r->out);
-    if (evbuffer_get_length(c->body) > 0) {
-        evbuffer_drain(c->body, evbuffer_get_length(c->body));
-    }
     if (c->hcap > HEAD_BUF_KEEP) {
         free(c->hbuf);
         c->hbuf = NULL;
@@ -438,7 +530,6 @@ static struct req_priv *req_new(struct pg_httpd_conn *c)
     memset(r, 0, sizeof(*r));
     TAILQ_INIT(&r->in);
     TAILQ_INIT(&r->out);
-    r->pub.body = c->body;
     r->pub.conn = c;
     r->pub.method = "";
     r->pub.target = "";
@@ -556,6 +647,80 @@ static void put_str(struct head_out *h, const char *s)
     put(h, s, strlen(s));
 }
 
+static void written(struct pg_httpd_conn *c);
+
+/* Holds @c's answer for the loop's flush. */
+static void flush_queue(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+
+    c->flush_next = NULL;
+    c->flush_queued = true;
+    *s->flush_tail = c;
+    s->flush_tail = &c->flush_next;
+    if (s->flush_head == c) {
+        event_active(s->flush_ev, EV_WRITE, 1);
+    }
+}
+
+/* A closing connection leaves the flush list. */
+static void flush_unlink(struct pg_httpd_conn *c)
+{
+    struct pg_httpd *s = c->srv;
+    struct pg_httpd_conn **pp = &s->flush_head;
+
+    if (!c->flush_queued) {
+        return;
+    }
+    while (*pp != c) {
+        pp = &(*pp)->flush_next;
+    }
+    *pp = c->flush_next;
+    if (s->flush_tail == &c->flush_next) {
+        s->flush_tail = pp;
+    }
+    c->flush_queued = false;
+}
+
+/* Sends the held answers. It runs after every connection the loop found
+ * ready (each answered one is queued while the others are read), so a
+ * client with several connections is woken once for all their answers
+ * rather than once per answer: on a busy gateway that shares its cores
+ * with its clients, each wakeup also preempts a loop. An answer the socket
+ * does not take whole goes to the output buffer as usual. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_httpd *s = arg;
+    struct pg_httpd_conn *c;
+
+    (void)fd;
+    (void)what;
+    /* One at a time off the list's head, so a connection the list still
+     * holds can close meanwhile (flush_unlink) and an answer queued by
+     * written() (a pipelined request) goes out in this pass too. */
+    while ((c = s->flush_head) != NULL) {
+        ssize_t n;
+
+        s->flush_head = c->flush_next;
+        if (s->flush_head == NULL) {
+            s->flush_tail = &s->flush_head;
+        }
+        c->flush_queued = false;
+        n = send(c->fd, c->ans, c->ans_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n == (ssize_t)c->ans_len) {
+            written(c);
+            continue;
+        }
+        n = n > 0 ? n : 0;
+        evbuffer_add(bufferevent_get_output(c->bev), c->ans + n, c->ans_len - (size_t)n);
+        read_off(c);
+        bufferevent_enable(c->bev, EV_WRITE);
+        set_deadline(c, s->lim.write_timeout_ns > 0
+                            ? pg_mono_s() + ns_s(s->lim.write_timeout_ns)
+                            : 0);
+    }
+}
+
 /* One sendmsg of @head and @body: bytes the socket took (0 when it took
  * none or failed; the bufferevent's own write then meets the error). */
 static ssize_t send_head_body(int fd, const void *head, size_t hlen, const void *body, size_t blen)
@@ -632,9 +797,22 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
             blen = len;
         }
         /* Plain TCP with nothing queued before it (nearly every answer):
-         * straight to the socket, so the output buffer needs no chain;
-         * what the socket does not take is queued as usual. */
+         * a short one is held and sent with the other answers of this loop
+         * pass (on_flush), a longer one goes straight to the socket, so the
+         * output buffer needs no chain; what the socket does not take is
+         * queued as usual. */
         if (s->ssl_ctx == NULL && !h.spilled && evbuffer_get_length(out) == 0) {
+            if (h.n + blen <= sizeof(c->ans)) {
+                memcpy(c->ans, h.b, h.n);
+                if (blen > 0) {
+                    memcpy(c->ans + h.n, body, blen);
+                }
+                c->ans_len = h.n + blen;
+                c->state = S_WRITE;
+                set_deadline(c, 0);
+                flush_queue(c);
+                return;
+            }
             sent = send_head_body(c->fd, h.b, h.n, body, blen);
         }
         if ((size_t)sent < h.n) {
@@ -739,6 +917,8 @@ static void body_complete(struct pg_httpd_conn *c)
 {
     c->body_done = true;
     c->state = S_CALL;
+    c->req->pub.body = c->in != NULL ? c->in + c->body_off : "";
+    c->req->pub.body_len = (size_t)c->body_got;
     set_deadline(c, 0);
     c->srv->ops.on_request(&c->req->pub, c->srv->arg);
     /* Reading stops while the handler holds the request (answered later,
@@ -749,9 +929,9 @@ static void body_complete(struct pg_httpd_conn *c)
     }
 }
 
-/* head_end over @len contiguous bytes (the usual case: one read holds the
- * head): memchr instead of an evbuffer search per line. Same rule. */
-static size_t head_end_flat(struct pg_httpd_conn *c, const char *b, size_t len)
+/* Finds the end of the head in the @len bytes at @b (the byte after its
+ * blank line); 0 = not yet. c->scanned keeps how far it looked. */
+static size_t head_end(struct pg_httpd_conn *c, const char *b, size_t len)
 {
     size_t i = c->scanned;
 
@@ -778,53 +958,6 @@ static size_t head_end_flat(struct pg_httpd_conn *c, const char *b, size_t len)
     }
 }
 
-/* Finds the end of the head (the byte after its blank line); 0 = not yet. */
-static size_t head_end(struct pg_httpd_conn *c, struct evbuffer *in)
-{
-    size_t len = evbuffer_get_length(in);
-    struct evbuffer_ptr p;
-    struct evbuffer_iovec first;
-
-    if (evbuffer_peek(in, -1, NULL, &first, 1) >= 1 && first.iov_len == len) {
-        return head_end_flat(c, first.iov_base, len);
-    }
-
-    if (evbuffer_ptr_set(in, &p, c->scanned, EVBUFFER_PTR_SET) != 0) {
-        return 0;
-    }
-    for (;;) {
-        char nx[2];
-        struct evbuffer_ptr q;
-        ev_ssize_t got;
-
-        p = evbuffer_search(in, "\n", 1, &p);
-        if (p.pos < 0) {
-            c->scanned = len;
-            return 0;
-        }
-        q = p;
-        if (evbuffer_ptr_set(in, &q, 1, EVBUFFER_PTR_ADD) != 0) {
-            c->scanned = (size_t)p.pos;
-            return 0;
-        }
-        got = evbuffer_copyout_from(in, &q, nx, 2);
-        if (got >= 1 && nx[0] == '\n') {
-            return (size_t)p.pos + 2;
-        }
-        if (got >= 2 && nx[0] == '\r' && nx[1] == '\n') {
-            return (size_t)p.pos + 3;
-        }
-        if (got < 1 || (got == 1 && nx[0] == '\r')) {
-            c->scanned = (size_t)p.pos;
-            return 0;
-        }
-        if (evbuffer_ptr_set(in, &p, 1, EVBUFFER_PTR_ADD) != 0) {
-            c->scanned = len;
-            return 0;
-        }
-    }
-}
-
 static void start_body(struct pg_httpd_conn *c)
 {
     struct req_priv *r = c->req;
@@ -832,6 +965,7 @@ static void start_body(struct pg_httpd_conn *c)
 
     c->body_start = pg_mono_s();
     c->body_got = 0;
+    c->body_off = c->in_off;
     c->body_done = false;
     memset(&c->ch, 0, sizeof(c->ch));
     if (!r->h.chunked && (r->h.content_length == PG_HTTP_NO_LENGTH || r->h.content_length == 0)) {
@@ -870,7 +1004,11 @@ static void start_body(struct pg_httpd_conn *c)
     if (r->h.chunked || r->h.content_length > BULK_BODY_BYTES) {
         read_size(c, BULK_READ_BYTES);
     }
-    set_deadline(c, body_deadline(c));
+    /* A body that came with its head (an SDK push, most often) ends in
+     * process() now: no deadline to set for it. */
+    if (r->h.chunked || in_have(c) < r->h.content_length) {
+        set_deadline(c, body_deadline(c));
+    }
     process(c);
 }
 
@@ -900,7 +1038,6 @@ static bool head_buf(struct pg_httpd_conn *c, size_t need)
 static void read_head(struct pg_httpd_conn *c)
 {
     struct pg_httpd *s = c->srv;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
     struct pg_http_parse_limits pl = {s->lim.max_target, s->lim.max_headers};
     struct req_priv *r;
     char why[200];
@@ -911,18 +1048,18 @@ static void read_head(struct pg_httpd_conn *c)
     if (!c->started) {
         /* Blank lines before a request are allowed (RFC 9112 2.2). */
         for (;;) {
-            unsigned char b[2];
-            ev_ssize_t got = evbuffer_copyout(in, b, 2);
+            const char *b = c->in + c->in_off;
+            size_t got = in_have(c);
 
             if (got >= 1 && b[0] == '\n') {
-                evbuffer_drain(in, 1);
+                c->in_off += 1;
             } else if (got >= 2 && b[0] == '\r' && b[1] == '\n') {
-                evbuffer_drain(in, 2);
+                c->in_off += 2;
             } else {
                 break;
             }
         }
-        if (evbuffer_get_length(in) == 0) {
+        if (in_have(c) == 0) {
             return;
         }
         c->started = true;
@@ -934,9 +1071,9 @@ static void read_head(struct pg_httpd_conn *c)
             set_deadline(c, 0);
         }
     }
-    end = head_end(c, in);
+    end = head_end(c, c->in + c->in_off, in_have(c));
     if (end == 0) {
-        if (evbuffer_get_length(in) > s->lim.max_header_bytes) {
+        if (in_have(c) > s->lim.max_header_bytes) {
             snprintf(why, sizeof(why), "request head larger than %zu bytes",
                      s->lim.max_header_bytes);
             refuse(c, 431, why);
@@ -960,7 +1097,8 @@ static void read_head(struct pg_httpd_conn *c)
             return;
         }
         head = c->hbuf;
-        evbuffer_remove(in, head, end);
+        memcpy(head, c->in + c->in_off, end);
+        c->in_off += end;
         head[end] = '\0';
         lines = pg_http_head_lines(head, end);
         if (!head_buf(c, strs + lines * sizeof(struct evkeyval))) {
@@ -996,32 +1134,28 @@ static void read_head(struct pg_httpd_conn *c)
 static void read_body(struct pg_httpd_conn *c)
 {
     struct pg_httpd *s = c->srv;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
     struct req_priv *r = c->req;
     uint64_t before = c->body_got;
     char why[200];
 
-    while (evbuffer_get_length(in) > 0 && !c->body_done) {
+    while (in_have(c) > 0 && !c->body_done) {
         if (!r->h.chunked) {
+            /* The bytes are where the body goes: right after what it has. */
             uint64_t want = r->h.content_length - c->body_got;
-            size_t n = evbuffer_get_length(in);
+            size_t n = in_have(c);
 
             if (n > want) {
                 n = (size_t)want;
             }
-            evbuffer_remove_buffer(in, r->pub.body, n);
+            c->in_off += n;
             c->body_got += n;
             c->body_done = c->body_got == r->h.content_length;
         } else {
-            struct evbuffer_iovec v;
             size_t used = 0, data = 0;
             enum pg_http_chunk_rc rc;
 
-            if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
-                break;
-            }
-            rc = pg_http_chunked_feed(&c->ch, v.iov_base, v.iov_len, &used, &data, why,
-                                      sizeof(why));
+            rc = pg_http_chunked_feed(&c->ch, (const uint8_t *)c->in + c->in_off, in_have(c),
+                                      &used, &data, why, sizeof(why));
             if (rc == PG_HTTP_CHUNK_ERROR) {
                 c->req->h.keep_alive = false;
                 pg_httpd_reply(&r->pub, 400, why);
@@ -1034,10 +1168,12 @@ static void read_body(struct pg_httpd_conn *c)
                     pg_httpd_reply(&r->pub, 413, why);
                     return;
                 }
-                evbuffer_remove_buffer(in, r->pub.body, data);
+                /* Data moves down over the framing before it. */
+                memmove(c->in + c->body_off + c->body_got, c->in + c->in_off, data);
                 c->body_got += data;
+                c->in_off += data;
             } else {
-                evbuffer_drain(in, used);
+                c->in_off += used;
             }
             c->body_done = rc == PG_HTTP_CHUNK_DONE;
         }
@@ -1059,8 +1195,7 @@ static void read_body(struct pg_httpd_conn *c)
 static void linger_read(struct pg_httpd_conn *c)
 {
     struct pg_httpd *s = c->srv;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    size_t n = evbuffer_get_length(in);
+    size_t n = in_have(c);
     double now = pg_mono_s();
 
     struct httpd_shared *sh = s->sh;
@@ -1075,7 +1210,7 @@ static void linger_read(struct pg_httpd_conn *c)
     sh->linger_tokens -= (double)n;
     over = sh->linger_tokens < 0;
     pthread_mutex_unlock(&sh->mu);
-    evbuffer_drain(in, n);
+    c->in_off = c->in_len = 0; /* dropped */
     c->lingered += n;
     if (c->lingered > LINGER_MAX_BYTES || over) {
         conn_close(c);
@@ -1100,17 +1235,31 @@ static void process(struct pg_httpd_conn *c)
     }
 }
 
+/* TLS: what the bufferevent decrypted moves to the input buffer. */
 static void on_read(struct bufferevent *bev, void *arg)
 {
-    (void)bev;
-    process(arg);
+    struct pg_httpd_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t n = evbuffer_get_length(in);
+
+    if (n == 0) {
+        return;
+    }
+    if (c->in_off == c->in_len && c->state != S_BODY) {
+        c->in_off = c->in_len = 0;
+    }
+    if (!in_room(c, n)) {
+        conn_close(c);
+        return;
+    }
+    evbuffer_remove(in, c->in + c->in_len, n);
+    c->in_len += n;
+    process(c);
 }
 
 /* The answer is out: next request, linger, or close. */
 static void written(struct pg_httpd_conn *c)
 {
-    struct bufferevent *bev = c->bev;
-
     req_end(c);
     if (c->close_after) {
         if (c->linger && c->srv->ssl_ctx == NULL) {
@@ -1130,8 +1279,10 @@ static void written(struct pg_httpd_conn *c)
     read_size(c, 0); /* the default again */
     idle_deadline(c, false);
     read_on(c);
-    if (evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+    if (in_have(c) > 0) {
         process(c); /* pipelined */
+    } else {
+        in_release(c);
     }
 }
 
@@ -1166,7 +1317,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         /* A request the handler holds stays until it answers: only then can
          * the connection go (its answer will fail to write). */
         if (c->state == S_CALL ||
-            (c->state == S_WRITE && event_pending(c->written_ev, EV_WRITE, NULL))) {
+            (c->state == S_WRITE &&
+             (c->flush_queued || event_pending(c->written_ev, EV_WRITE, NULL)))) {
             read_off(c);
             return;
         }
@@ -1182,11 +1334,12 @@ static void on_sock_read(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     want = c->read_max;
-    if (c->state == S_BODY) {
-        /* A body chain moves to the request whole, its free room with it: read
-         * about what arrives (twice the last read, 4 KiB at least) and never
-         * past the announced length, so a trickled body does not hold a large
-         * chain per read. */
+    if (c->state == S_LINGER) {
+        want = want < IN_BUF_BYTES ? want : IN_BUF_BYTES; /* dropped: no larger buffer */
+    } else if (c->state == S_BODY) {
+        /* About what arrives (twice the last read, 4 KiB at least) and never
+         * past the announced length: the buffer grows with the bytes that
+         * came, not ahead of them. */
         int hint = c->last_read < (1 << 29) ? 2 * c->last_read : want;
 
         want = hint < 4096 ? 4096 : (hint < want ? hint : want);
@@ -1217,6 +1370,7 @@ static void conn_close(struct pg_httpd_conn *c)
     struct pg_httpd *s = c->srv;
 
     req_end(c);
+    flush_unlink(c);
     if (c->timer != NULL) {
         event_free(c->timer);
     }
@@ -1226,9 +1380,7 @@ static void conn_close(struct pg_httpd_conn *c)
     if (c->read_ev != NULL) {
         event_free(c->read_ev);
     }
-    if (c->body != NULL) {
-        evbuffer_free(c->body);
-    }
+    free(c->in);
     free(c->hbuf);
     if (c->bev != NULL) {
         bufferevent_free(c->bev); /* closes the fd */
@@ -1308,13 +1460,12 @@ static void conn_new(struct pg_httpd *s, int fd, const struct sockaddr_storage *
         c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
     c->timer = evtimer_new(s->base, on_timer, c);
-    c->body = evbuffer_new();
     c->written_ev = event_new(s->base, -1, 0, on_written, c);
     if (s->ssl_ctx == NULL) {
         c->read_max = HEAD_READ_BYTES;
         c->read_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, on_sock_read, c);
     }
-    if (c->bev == NULL || c->timer == NULL || c->written_ev == NULL || c->body == NULL ||
+    if (c->bev == NULL || c->timer == NULL || c->written_ev == NULL ||
         (s->ssl_ctx == NULL && c->read_ev == NULL)) {
         conn_close(c);
         return;
@@ -1426,13 +1577,14 @@ static struct pg_httpd *server_new(struct httpd_shared *sh, struct event_base *b
                                    SSL_CTX *ssl_ctx, const struct pg_httpd_limits *lim,
                                    const struct pg_httpd_ops *ops, void *arg)
 {
-    struct pg_httpd *s = calloc(1, sizeof(*s));
+    struct pg_httpd *s = aligned_alloc(HTTPD_LINE, sizeof(*s));
     struct rlimit rl;
 
     if (s == NULL) {
         close(fd);
         return NULL;
     }
+    memset(s, 0, sizeof(*s));
     if (sh == NULL) {
         sh = calloc(1, sizeof(*sh));
         if (sh == NULL || (sh->peers = pg_peer_counts_new()) == NULL) {
@@ -1466,7 +1618,9 @@ static struct pg_httpd *server_new(struct httpd_shared *sh, struct event_base *b
     }
     s->accept_ev = event_new(base, fd, EV_READ | EV_PERSIST, on_accept, s);
     s->retry_ev = evtimer_new(base, on_retry, s);
-    if (s->accept_ev == NULL || s->retry_ev == NULL ||
+    s->flush_tail = &s->flush_head;
+    s->flush_ev = event_new(base, -1, 0, on_flush, s);
+    if (s->accept_ev == NULL || s->retry_ev == NULL || s->flush_ev == NULL ||
         event_add(s->accept_ev, NULL) != 0) {
         pg_httpd_free(s);
         return NULL;
@@ -1519,6 +1673,15 @@ void pg_httpd_free(struct pg_httpd *s)
         return;
     }
     pg_httpd_stop_accepting(s);
+    /* Answers given since the loop last ran (a shutdown's 503s) go out
+     * before their connections close, as far as the sockets take them;
+     * nothing else runs (no pipelined request): the loop will not run again. */
+    for (struct pg_httpd_conn *c; (c = s->flush_head) != NULL;) {
+        s->flush_head = c->flush_next;
+        c->flush_queued = false;
+        (void)!send(c->fd, c->ans, c->ans_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    s->flush_tail = &s->flush_head;
     while (s->conns != NULL) {
         conn_close(s->conns);
     }
@@ -1527,6 +1690,12 @@ void pg_httpd_free(struct pg_httpd *s)
     }
     if (s->retry_ev != NULL) {
         event_free(s->retry_ev);
+    }
+    if (s->flush_ev != NULL) {
+        event_free(s->flush_ev);
+    }
+    while (s->n_spares > 0) {
+        free(s->spares[--s->n_spares]);
     }
     {
         struct httpd_shared *sh = s->sh;

@@ -30,7 +30,6 @@
 #include <openssl/ssl.h>
 
 struct event_base;
-struct evbuffer;
 struct evkeyvalq;
 struct pg_httpd;
 struct pg_httpd_conn;
@@ -61,7 +60,9 @@ struct pg_httpd_req {
     int minor;                   /* HTTP/1.<minor> */
     struct evkeyvalq *in;        /* request headers */
     struct evkeyvalq *out;       /* response headers the handler adds */
-    struct evbuffer *body;       /* complete when on_request runs */
+    const char *body;            /* the whole body when on_request runs, body_len bytes; */
+    size_t body_len;             /* the server's (the connection's input buffer), valid
+                                  * until the answer is sent: never past pg_httpd_reply */
     uint64_t content_length;     /* PG_HTTP_NO_LENGTH when chunked or absent */
     bool chunked;
     const char *peer_addr;       /* "127.0.0.1", "::1", "unix" */

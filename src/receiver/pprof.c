@@ -440,7 +440,10 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         }
     }
     rx->unix_path = s->transport == PG_TRANSPORT_UNIX; /* ours to remove at shutdown */
-    rx->loops = calloc(n_loops, sizeof(*rx->loops));
+    rx->loops = aligned_alloc(RX_LOOP_LINE, n_loops * sizeof(*rx->loops));
+    if (rx->loops != NULL) {
+        memset(rx->loops, 0, n_loops * sizeof(*rx->loops));
+    }
     rx->auth_rl = calloc(1, sizeof(*rx->auth_rl));
     if (rx->loops == NULL || rx->auth_rl == NULL) {
         for (size_t i = 0; i < n_loops; i++) {

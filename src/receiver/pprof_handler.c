@@ -11,7 +11,6 @@
 
 #include <sys/queue.h>
 
-#include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -177,20 +176,18 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
     return PG_ERR_OK;
 }
 
-/* Loop thread: checks, moves the body out of the request, copies what the
- * batch needs from it, then starts the job (inline or on a worker). Owns
+/* Loop thread: checks, copies what the batch needs from the request, then
+ * starts the job (inline or on a worker) on the body where the server read
+ * it (it stays until the answer, which comes after the job). Owns
  * @admitted bytes of the memory budget (released when the job ends). */
 static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t admitted)
 {
     struct rx *rx = lp->rx;
     struct evkeyvalq *in = req->in;
-    struct evbuffer *buf = req->body;
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
-    size_t len = evbuffer_get_length(buf);
+    size_t len = req->body_len;
     struct rx_job *job;
     enum pg_err err;
-    uint8_t *raw;
-    bool to_pool;
 
     job = pg_rx_job_new(lp);
     if (job == NULL) {
@@ -208,7 +205,13 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
     job->err = PG_ERR_INTERNAL;
     pg_status_clear(&job->st);
     pg_status_clear(&job->md_st);
-    err = request_codings(rx, in, &job->codings, &job->st);
+    if (lp->codings_req == req) {
+        job->codings = lp->codings;
+        err = PG_ERR_OK;
+    } else {
+        err = request_codings(rx, in, &job->codings, &job->st);
+    }
+    lp->codings_req = NULL;
     if (err != PG_ERR_OK) {
         job->err = err;
         goto finish;
@@ -222,25 +225,11 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
     /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
     job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
     job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
-    /* A body for the workers moves to the job as it is (the chains, no copy):
-     * copying and faulting in megabytes would stall the loop. */
-    to_pool = pg_rx_job_queued(rx, len);
-    if (to_pool) {
-        raw = NULL;
-        job->body = evbuffer_new();
-    } else {
-        raw = job->scratch ? pg_arena_alloc(job->scratch, len ? len : 1) : NULL;
-    }
-    if (job->arena == NULL || job->scratch == NULL || (to_pool ? job->body == NULL : raw == NULL)) {
+    if (job->arena == NULL || job->scratch == NULL) {
         job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
         goto finish;
     }
-    if (to_pool ? evbuffer_add_buffer(job->body, buf) != 0
-                : evbuffer_remove(buf, raw, len) != (int)len) {
-        job->err = pg_status_set(&job->st, PG_ERR_INTERNAL, "could not read the request body");
-        goto finish;
-    }
-    job->raw = raw;
+    job->raw = (const uint8_t *)req->body;
     job->len = len;
     {
         /* The request belongs to the server and the loop: copy what the
@@ -369,10 +358,15 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     }
     /* Memory before the body: from Content-Length now, or step by step as
      * chunks arrive (on_body). */
-    return admit(lp, req,
-                 admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
-                                        : req->content_length == PG_HTTP_NO_LENGTH ? 0
-                                                                                   : req->content_length));
+    if (!admit(lp, req,
+               admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
+                                      : req->content_length == PG_HTTP_NO_LENGTH ? 0
+                                                                                 : req->content_length))) {
+        return false;
+    }
+    lp->codings_req = req;
+    lp->codings = codings;
+    return true;
 }
 
 static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)

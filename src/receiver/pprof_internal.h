@@ -39,6 +39,8 @@ struct code_metric {
 };
 
 struct rx_pool; /* pprof_workers.c */
+
+#define RX_LOOP_LINE 64 /* cache line */
 struct rx_job;
 
 /* One event loop serving the endpoint: loop 0 is the host's (the main
@@ -48,7 +50,9 @@ struct rx_job;
  * accept to answer; only large bodies visit a worker. Everything here is
  * that loop's thread's unless marked. */
 struct rx_loop {
-    struct rx *rx;
+    /* Each loop on cache lines of its own (the array is line-aligned):
+     * what one writes per request never shares a line the other reads. */
+    _Alignas(RX_LOOP_LINE) struct rx *rx;
     unsigned idx;
     struct event_base *base;       /* loop 0: the host's (borrowed); else owned */
     struct pg_httpd *httpd;        /* owned */
@@ -76,9 +80,15 @@ struct rx_loop {
      * a push then allocates no job. */
     struct rx_job *free_jobs;
     size_t n_free_jobs;
+    /* The Content-Encoding list on_head parsed for @codings_req (admitted),
+     * for its on_request to reuse: the body nearly always comes with its
+     * head, so nothing runs in between. Compared, never dereferenced. */
+    const struct pg_httpd_req *codings_req;
+    struct pg_http_codings codings;
 };
 
 enum { LOOP_RUN = 0, LOOP_STOP, LOOP_EXIT };
+_Static_assert(sizeof(struct rx_loop) % RX_LOOP_LINE == 0, "loops share no cache line");
 
 struct rx {
     struct rx_cfg cfg;
@@ -129,11 +139,10 @@ struct rx_job {
     size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
     /* inputs */
-    struct pg_arena *scratch;      /* owned: raw body + decoded layers */
+    struct pg_arena *scratch;      /* owned: decoded layers */
     struct pg_arena *arena;        /* owned: becomes the batch's arena */
-    const uint8_t *raw;            /* in scratch */
+    const uint8_t *raw;            /* req->body: the server's, kept until the answer */
     size_t len;
-    struct evbuffer *body;         /* owned: a queued body, copied into scratch by the worker */
     struct pg_http_codings codings;
     struct pg_metadata md;         /* in arena: peer address, headers */
     enum pg_err md_err;            /* a metadata failure, reported after translation */

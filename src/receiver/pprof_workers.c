@@ -13,7 +13,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "core/cgroup.h"
@@ -77,9 +76,6 @@ static void job_free(struct rx_job *job)
     struct rx_loop *lp = job->loop;
 
     pg_memlimit_release(job->admitted);
-    if (job->body != NULL) {
-        evbuffer_free(job->body);
-    }
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -102,30 +98,12 @@ static void job_run(struct rx *rx, struct rx_job *job)
     size_t body_len = 0, inflated = 0;
     enum pg_err err;
 
-    if (job->body != NULL) {
-        uint8_t *raw = pg_arena_alloc(job->scratch, job->len);
-
-        if (raw == NULL || evbuffer_remove(job->body, raw, job->len) != (int)job->len) {
-            job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a %zu-byte request",
-                                     job->len);
-            return;
-        }
-        evbuffer_free(job->body);
-        job->body = NULL;
-        job->raw = raw;
-    }
     body = job->raw;
     body_len = job->len;
     if (job->codings.n > 0) {
-        /* Decoded layers go to an arena of their own so the raw body can go
-         * as soon as it is inflated: the two never wait out translation together. */
-        struct pg_arena *dec = pg_arena_create(pg_arena_cap(job->scratch));
-
-        err = dec == NULL ? pg_status_set(&job->st, PG_ERR_NOMEM, "no memory to decode the body")
-                          : pg_http_decode_body(dec, job->raw, job->len, &job->codings, max,
-                                                &body, &body_len, &inflated, &job->st);
-        pg_arena_destroy(job->scratch);
-        job->scratch = dec;
+        /* Decoded layers go to scratch; the raw body is the server's. */
+        err = pg_http_decode_body(job->scratch, job->raw, job->len, &job->codings, max, &body,
+                                  &body_len, &inflated, &job->st);
     } else {
         err = PG_ERR_OK;
     }

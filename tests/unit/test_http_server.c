@@ -6,8 +6,10 @@
  * process so their sockets do not count against our limit.
  * Also: one keep-alive connection carries requests of very different heads
  * (the connection reuses its request, head buffer and body buffer), some
- * pipelined, and every answer must carry its own request's path, header and
- * body. */
+ * pipelined, bodies split across reads (chunked, and larger than the input
+ * buffer), and every answer must carry its own request's path, header and
+ * body; and a client that reads its pipelined answers only once the server's
+ * send buffer is full gets every one of them. */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <netinet/in.h>
@@ -164,20 +166,37 @@ PG_TEST(test_emfile_pauses_accept)
     event_base_free(base);
 }
 
-/* Echoes "path|X-V|body" (200), reading the body out of r->body. */
+/* FNV-1a of @n bytes. */
+static unsigned fnv(const char *b, size_t n)
+{
+    unsigned h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (unsigned char)b[i]) * 16777619u;
+    }
+    return h;
+}
+
+/* Echoes "path|X-V|body" (200), the body from r->body; a body over 1 KiB
+ * as "<length>:<fnv>". */
 static void on_echo(struct pg_httpd_req *r, void *arg)
 {
     char out[4096];
     const char *v = evhttp_find_header(r->in, "X-V");
     int n = snprintf(out, sizeof(out), "%s|%s|", r->path, v != NULL ? v : "-");
-    size_t blen = evbuffer_get_length(r->body);
+    size_t blen = r->body_len;
 
     (void)arg;
+    if (blen > 1024 && n > 0) {
+        n += snprintf(out + n, sizeof(out) - (size_t)n, "%zu:%u", blen, fnv(r->body, blen));
+        pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n);
+        return;
+    }
     if (n < 0 || (size_t)n + blen > sizeof(out)) {
         pg_httpd_reply(r, 500, "too long");
         return;
     }
-    evbuffer_remove(r->body, out + n, blen);
+    memcpy(out + n, r->body, blen);
     pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n + blen);
 }
 
@@ -226,6 +245,17 @@ static bool exchange(int fd, const char *req, size_t len, const char *const *wan
     return true;
 }
 
+/* Sends @a, waits so the server reads it alone, then exchange()s @b. */
+static bool exchange_split(int fd, const char *a, size_t alen, const char *b, size_t blen,
+                           const char *const *want, int n_want)
+{
+    if (send(fd, a, alen, 0) != (ssize_t)alen) {
+        return false;
+    }
+    usleep(30000);
+    return exchange(fd, b, blen, want, n_want);
+}
+
 PG_TEST(test_keepalive_reuse)
 {
     struct event_base *base = event_base_new();
@@ -233,7 +263,7 @@ PG_TEST(test_keepalive_reuse)
     socklen_t sl = sizeof(sa);
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
-                                  .max_body = 4096,
+                                  .max_body = 65536,
                                   .max_header_bytes = 32768,
                                   .max_target = 256,
                                   .max_headers = 100,
@@ -269,8 +299,29 @@ PG_TEST(test_keepalive_reuse)
                             "POST /e HTTP/1.1\r\nHost: x\r\nX-V: 5\r\nContent-Length: 5\r\n"
                             "\r\n12345";
 
+        /* Bodies split across reads: a chunked one (its framing dropped,
+         * a request pipelined behind it) and one of 40000 bytes (the input
+         * buffer grows past its standard size). */
+        const char *ch1 = "POST /ch HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          "3\r\nabc\r\n4;ext=1\r\nde";
+        const char *ch2 = "fg\r\n0\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\n\r\n";
+        const char *w4[] = {"/ch|-|abcdefg", "/after|-|"};
+        static char large[40000 + 128], want_large[64];
+        const char *w5[] = {want_large};
+        int hl;
+
+        hl = snprintf(large, sizeof(large), "POST /large HTTP/1.1\r\nHost: x\r\nX-V: L\r\n"
+                      "Content-Length: 40000\r\n\r\n");
+        for (int i = 0; i < 40000; i++) {
+            large[hl + i] = (char)('a' + (i * 7) % 26);
+        }
+        snprintf(want_large, sizeof(want_large), "/large|L|40000:%u", fnv(large + hl, 40000));
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
             _exit(2);
+        }
+        if (!exchange_split(fd, ch1, strlen(ch1), ch2, strlen(ch2), w4, 2) ||
+            !exchange_split(fd, large, (size_t)hl + 1000, large + hl + 1000, 39000, w5, 1)) {
+            _exit(3);
         }
         /* A head over the kept buffer size (~20 KiB, 90 headers). */
         n += (size_t)snprintf(big + n, sizeof(big) - n, "POST /big HTTP/1.1\r\nHost: x\r\n");
@@ -299,4 +350,190 @@ PG_TEST(test_keepalive_reuse)
     event_base_free(base);
 }
 
-PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse))
+/* A client that pipelines thousands of requests and does not read for a
+ * while: the held answers stop fitting the socket (partial sends go to the
+ * output buffer, reading pauses), then it reads. Every answer must arrive,
+ * whole and in order, on the same connection. */
+#define UNREAD_N 3000
+static int unread_client(const struct sockaddr_in *sa)
+{
+    static char req[UNREAD_N * 40], in[1 << 16];
+    int fd = socket(AF_INET, SOCK_STREAM, 0), rcv = 4096;
+    size_t len = 0, sent = 0, have = 0;
+    int answers = 0;
+    bool reading = false;
+
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) != 0) {
+        return 2;
+    }
+    for (int i = 0; i < UNREAD_N; i++) {
+        len += (size_t)snprintf(req + len, sizeof(req) - len, "GET /p%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+    }
+    for (int spins = 0; answers < UNREAD_N && spins < 200000; spins++) {
+        ssize_t n = sent < len ? send(fd, req + sent, len - sent, MSG_DONTWAIT) : -1;
+
+        if (n > 0) {
+            sent += (size_t)n;
+        } else if (!reading) {
+            usleep(200000); /* all sent or blocked: the server's answers pile up */
+            reading = true;
+        }
+        if (!reading) {
+            continue;
+        }
+        n = recv(fd, in + have, sizeof(in) - have, MSG_DONTWAIT);
+        if (n == 0) {
+            return 3; /* closed */
+        }
+        if (n < 0) {
+            usleep(1000);
+            continue;
+        }
+        have += (size_t)n;
+        for (;;) {
+            char *end = memmem(in, have, "\r\n\r\n", 4), want[32];
+            char *cl = end != NULL ? memmem(in, (size_t)(end - in), "Content-Length: ", 16) : NULL;
+            size_t blen = cl != NULL ? strtoul(cl + 16, NULL, 10) : 0, used;
+            int wl;
+
+            if (end == NULL || cl == NULL || (size_t)(end + 4 - in) + blen > have) {
+                break;
+            }
+            wl = snprintf(want, sizeof(want), "/p%d|-|", answers);
+            if (blen != (size_t)wl || memcmp(end + 4, want, blen) != 0) {
+                fprintf(stderr, "  answer %d: %.*s\n", answers, (int)blen, end + 4);
+                return 4;
+            }
+            answers++;
+            used = (size_t)(end + 4 - in) + blen;
+            memmove(in, in + used, have - used);
+            have -= used;
+        }
+    }
+    return answers == UNREAD_N ? 0 : 5;
+}
+
+PG_TEST(test_answers_not_read)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .write_timeout_ns = 5000000000LL,
+                                  .max_body = 4096,
+                                  .max_header_bytes = 4096,
+                                  .max_target = 256,
+                                  .max_headers = 16,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_echo,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_httpd *s;
+    int status = -1, snd = 4096;
+    pid_t child;
+
+    CHECK(base != NULL && lfd >= 0);
+    /* Inherited by the accepted socket: a small send buffer that does not
+     * grow, so the answers stop fitting. */
+    CHECK(setsockopt(lfd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)) == 0);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return;
+    }
+    child = fork();
+    if (child == 0) {
+        _exit(unread_client(&sa));
+    }
+    CHECK(child > 0);
+    for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; i++) {
+        run_loop(base, 0.05);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_INT((int)pg_httpd_accepted(s), 1);
+    pg_httpd_free(s);
+    event_base_free(base);
+}
+
+/* A request the handler holds, answered just before the server is freed
+ * (a shutdown's 503, with no loop pass after it): the answer still reaches
+ * the client. */
+static struct pg_httpd_req *held_req;
+
+static void on_hold(struct pg_httpd_req *r, void *arg)
+{
+    (void)arg;
+    held_req = r;
+}
+
+PG_TEST(test_answer_then_free)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .max_body = 4096,
+                                  .max_header_bytes = 4096,
+                                  .max_target = 256,
+                                  .max_headers = 16,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_hold,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_httpd *s;
+    int status = -1;
+    pid_t child;
+
+    CHECK(base != NULL && lfd >= 0);
+    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
+    CHECK(s != NULL);
+    if (s == NULL) {
+        return;
+    }
+    held_req = NULL;
+    child = fork();
+    if (child == 0) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        const char *req = "POST /h HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab";
+        const char *want[] = {"shutting down\n"};
+
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            _exit(2);
+        }
+        _exit(exchange(fd, req, strlen(req), want, 1) ? 0 : 1);
+    }
+    CHECK(child > 0);
+    for (int i = 0; i < 100 && held_req == NULL; i++) {
+        run_loop(base, 0.02);
+    }
+    CHECK(held_req != NULL);
+    if (held_req != NULL) {
+        pg_httpd_reply(held_req, 503, "shutting down");
+    }
+    pg_httpd_free(s); /* no loop pass in between */
+    for (int i = 0; i < 100 && waitpid(child, &status, WNOHANG) == 0; i++) {
+        usleep(20000);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    event_base_free(base);
+}
+
+PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse),
+             PG_CASE(test_answers_not_read), PG_CASE(test_answer_then_free))
