@@ -103,4 +103,13 @@ static inline bool pg_hex_id(const char *s, size_t len, uint8_t *out, size_t n)
 #endif
 }
 
+/* A trace id (32 digits) and a span id (16 digits) into @out's 16 + 8 bytes: true when both
+ * are valid ids (pg_hex_id's answer for each). Points at the widest variant the CPU runs
+ * (AVX2, SSSE3, else the two pg_hex_id calls), chosen once before main (core/hex.c). */
+extern bool (*pg_hex_link_ids)(const char *t, size_t tl, const char *s, size_t sl,
+                               uint8_t *out);
+/* "base", "ssse3" or "avx2"; NULL when the CPU lacks it (tests compare the variants). */
+bool (*pg_hex_link_ids_variant(const char *name))(const char *, size_t, const char *, size_t,
+                                                   uint8_t *);
+
 #endif

@@ -759,8 +759,7 @@ classified:
             const struct pg_pprof_str *ts_s = &x->p.strings[lab[tr].str];
             const struct pg_pprof_str *ss_s = &x->p.strings[lab[sp].str];
 
-            if (pg_hex_id(ts_s->p, ts_s->len, ids, 16) &&
-                pg_hex_id(ss_s->p, ss_s->len, ids + 16, 8) &&
+            if (pg_hex_link_ids(ts_s->p, ts_s->len, ss_s->p, ss_s->len, ids) &&
                 (l = pg_dict_link(x->b, ids, ids + 16)) < 0) {
                 return nomem(x, "links");
             }
