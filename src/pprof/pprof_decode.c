@@ -370,6 +370,10 @@ struct counts {
     size_t string_bytes;
     /* The first run of samples the fast path framed: the filling pass jumps over it. */
     const uint8_t *sample_run, *sample_run_end;
+    /* The first run of strings it framed and their number: the filling pass walks it
+     * without checking tags or bounds again. */
+    const uint8_t *string_run;
+    size_t string_run_n;
 };
 
 /* A field at @q with tag byte @tag and a one-byte length (its bounds not checked). */
@@ -422,7 +426,18 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
                 continue;
             case 0x22: COUNT_RUN(c->locations, (void)0); continue;
             case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
-            case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
+            case 0x32: {
+                /* string bytes = the run's span minus two framing bytes per string */
+                const uint8_t *const run = r.p;
+                const size_t n0 = c->strings;
+                COUNT_RUN(c->strings, (void)0);
+                c->string_bytes += (size_t)(r.p - run) - 2 * (c->strings - n0);
+                if (c->string_run == NULL) {
+                    c->string_run = run;
+                    c->string_run_n = c->strings - n0;
+                }
+                continue;
+            }
             default: break;
             }
 #undef COUNT_RUN
@@ -554,6 +569,18 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
          * runs as pass 1 counts them. */
         if (r.p == c->sample_run) {
             r.p = c->sample_run_end;
+            continue;
+        }
+        if (r.p == c->string_run) {
+            struct pg_pprof_str *sp = p->strings + is;
+            const uint8_t *q = r.p;
+            for (size_t k = 0; k < c->string_run_n; k++) {
+                sp[k].p = (const char *)q + 2;
+                sp[k].len = q[1];
+                q += 2 + q[1];
+            }
+            is += c->string_run_n;
+            r.p = q;
             continue;
         }
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {
