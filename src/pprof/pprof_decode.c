@@ -187,8 +187,9 @@ static enum pg_err decode_line(const struct pg_pprof *p, struct pg_pb r, struct 
     return PG_ERR_OK;
 }
 
-static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p, struct pg_pb r,
-                                   struct pg_pprof_location *l, struct pg_status *st)
+static enum pg_err decode_location_counted(struct pg_arena *a, const struct pg_pprof *p,
+                                           struct pg_pb r, struct pg_pprof_location *l,
+                                           struct pg_status *st)
 {
     static const char *const names[6] = {NULL, "id", "mapping_id", "address", "line",
                                          "is_folded"};
@@ -261,6 +262,64 @@ static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p,
     }
     l->n_lines = (uint32_t)n_lines;
     return PG_ERR_OK;
+}
+
+/* Most locations hold a few lines: one pass decodes them into a small buffer, then they
+ * get their exact allocation. Anything else (more lines, any error) goes through the
+ * counting decoder from the start, which gives every limit and error message. */
+static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p, struct pg_pb r,
+                                   struct pg_pprof_location *l, struct pg_status *st)
+{
+    struct pg_pprof_line buf[8];
+    struct pg_pb q = r;
+    size_t n = 0;
+
+    memset(l, 0, sizeof(*l));
+    l->mapping_pos = PG_PPROF_NONE;
+    while (q.p < q.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        struct pg_pb sub;
+        if (!pg_pb_tag(&q, &f, &wt)) {
+            goto counted;
+        }
+        if (f == 4) {
+            if (wt != PG_PB_LEN || n == sizeof(buf) / sizeof(buf[0]) || !pg_pb_len(&q, &sub) ||
+                decode_line(p, sub, &buf[n++], NULL) != PG_ERR_OK) {
+                goto counted;
+            }
+            continue;
+        }
+        if (f < 1 || f > 5) {
+            if (!pg_pb_skip(&q, wt)) {
+                goto counted;
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT || !pg_pb_varint(&q, &v)) {
+            goto counted;
+        }
+        switch (f) {
+        case 1: l->id = v; break;
+        case 2: l->mapping_id = v; break;
+        case 3: l->address = v; break;
+        default: l->is_folded = v != 0; break;
+        }
+    }
+    if (n > p->limits->max_stack_depth) {
+        goto counted;
+    }
+    if (n > 0) {
+        l->lines = pg_arena_alloc(a, n * sizeof(*l->lines));
+        if (l->lines == NULL) {
+            goto counted;
+        }
+        memcpy(l->lines, buf, n * sizeof(*l->lines));
+    }
+    l->n_lines = (uint32_t)n;
+    return PG_ERR_OK;
+counted:
+    return decode_location_counted(a, p, r, l, st);
 }
 
 /* ---- id maps -------------------------------------------------------------- */
