@@ -81,10 +81,11 @@ static enum pg_err decode_value_type(const struct pg_pprof *p, struct pg_pb r, c
 /* Reads a message whose known fields 1..@n are all varints into v[1..n]
  * (zeroed first; the last occurrence wins; unknown fields are skipped).
  * @what names the message in "malformed" errors, @msg and @names in
- * wire-type errors. */
-static enum pg_err decode_varints(const struct pg_pprof *p, struct pg_pb r, const char *what,
-                                  const char *msg, const char *const *names, uint32_t n,
-                                  uint64_t *v, struct pg_status *st)
+ * wire-type errors. Inlined into each caller: with @n constant the zeroing and the
+ * field checks fold, and the call's cost goes (~44 calls per SDK push). */
+static inline __attribute__((always_inline)) enum pg_err
+decode_varints(const struct pg_pprof *p, struct pg_pb r, const char *what, const char *msg,
+               const char *const *names, uint32_t n, uint64_t *v, struct pg_status *st)
 {
     memset(v, 0, (n + 1) * sizeof(*v));
     while (r.p < r.end) {
