@@ -6,6 +6,7 @@
 #ifndef PG_CORE_ARENA_H
 #define PG_CORE_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,30 @@ static inline void *pg_arena_alloc(struct pg_arena *a, size_t size)
     }
 #endif
     return pg_arena_alloc_slow(a, size);
+}
+/* For hot paths that must make no call: true when @size bytes (> 0) fit the inline bump
+ * window, then pg_arena_alloc_fit(@a, @size) hands them out without any check. Always
+ * false under AddressSanitizer (every allocation goes out of line there). */
+static inline bool pg_arena_fits(const struct pg_arena *a, size_t size)
+{
+#ifndef PG_ARENA_ASAN
+    const struct pg_arena_bump *b = (const struct pg_arena_bump *)a;
+    /* as in pg_arena_alloc: a rounding of 0 wraps and does not fit */
+    return ((size + 15u) & ~(size_t)15u) - 1u < (size_t)(b->lim - b->cur);
+#else
+    (void)a;
+    (void)size;
+    return false;
+#endif
+}
+static inline void *pg_arena_alloc_fit(struct pg_arena *a, size_t size)
+{
+    struct pg_arena_bump *b = (struct pg_arena_bump *)a;
+    void *p = b->cur;
+
+    b->cur += (size + 15u) & ~(size_t)15u;
+    b->last = p;
+    return p;
 }
 void *pg_arena_zalloc(struct pg_arena *a, size_t size);
 /* nmemb*size with overflow check, zeroed. */

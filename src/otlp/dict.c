@@ -1099,8 +1099,9 @@ static inline uint64_t link_hash(uint64_t w0, uint64_t w1, uint64_t w2)
     return (rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2) * K1;
 }
 
-int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
-                     const uint8_t span_id[8])
+__attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
+                                                      const uint8_t trace_id[16],
+                                                      const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
     uint64_t w0, w1, w2, h, *slots;
@@ -1139,6 +1140,57 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
+    *l = link_init;
+    ids = (uint64_t *)(l + 1);
+    ids[0] = w0;
+    ids[1] = w1;
+    ids[2] = w2;
+    l->trace_id.data = (uint8_t *)ids;
+    l->trace_id.len = 16;
+    l->span_id.data = (uint8_t *)ids + 16;
+    l->span_id.len = 8;
+    t->items[t->n] = l;
+    slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
+    return (int32_t)t->n++;
+}
+
+/* The usual call makes no call of its own, so it needs no saved registers: with room in
+ * the slot table, the item array and the arena's bump window, the lookup and the insert
+ * are done here; otherwise link_general does the same with growth and errors. */
+int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
+                     const uint8_t span_id[8])
+{
+    struct tab *t = &b->t[T_LINK];
+    uint64_t w0, w1, w2, h, *slots;
+    uint32_t h32;
+    size_t pos;
+    struct pg_otlp_link *l;
+    uint64_t *ids;
+
+    if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1 || t->n == t->cap ||
+        t->n >= INT32_MAX - 1 || !pg_arena_fits(b->out, sizeof(*l) + 24)) {
+        return link_general(b, trace_id, span_id);
+    }
+    memcpy(&w0, trace_id, 8);
+    memcpy(&w1, trace_id + 8, 8);
+    memcpy(&w2, span_id, 8);
+    h = link_hash(w0, w1, w2);
+    h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    slots = t->slots;
+    for (pos = h32 & t->mask;; pos = (pos + 1) & t->mask) {
+        uint64_t s = slots[pos];
+        if (s == 0) {
+            break;
+        }
+        if ((uint32_t)(s >> 32) == h32) {
+            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
+                                                       t->items[(uint32_t)s - 1] + 1);
+            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
+                return (int32_t)((uint32_t)s - 1);
+            }
+        }
+    }
+    l = pg_arena_alloc_fit(b->out, sizeof(*l) + 24);
     *l = link_init;
     ids = (uint64_t *)(l + 1);
     ids[0] = w0;

@@ -81,10 +81,11 @@ static enum pg_err decode_value_type(const struct pg_pprof *p, struct pg_pb r, c
 /* Reads a message whose known fields 1..@n are all varints into v[1..n]
  * (zeroed first; the last occurrence wins; unknown fields are skipped).
  * @what names the message in "malformed" errors, @msg and @names in
- * wire-type errors. */
-static enum pg_err decode_varints(const struct pg_pprof *p, struct pg_pb r, const char *what,
-                                  const char *msg, const char *const *names, uint32_t n,
-                                  uint64_t *v, struct pg_status *st)
+ * wire-type errors. Inlined into each caller: with @n constant the zeroing and the
+ * field checks fold, and the call's cost goes (~44 calls per SDK push). */
+static inline __attribute__((always_inline)) enum pg_err
+decode_varints(const struct pg_pprof *p, struct pg_pb r, const char *what, const char *msg,
+               const char *const *names, uint32_t n, uint64_t *v, struct pg_status *st)
 {
     memset(v, 0, (n + 1) * sizeof(*v));
     while (r.p < r.end) {
@@ -187,8 +188,9 @@ static enum pg_err decode_line(const struct pg_pprof *p, struct pg_pb r, struct 
     return PG_ERR_OK;
 }
 
-static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p, struct pg_pb r,
-                                   struct pg_pprof_location *l, struct pg_status *st)
+static enum pg_err decode_location_counted(struct pg_arena *a, const struct pg_pprof *p,
+                                           struct pg_pb r, struct pg_pprof_location *l,
+                                           struct pg_status *st)
 {
     static const char *const names[6] = {NULL, "id", "mapping_id", "address", "line",
                                          "is_folded"};
@@ -261,6 +263,64 @@ static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p,
     }
     l->n_lines = (uint32_t)n_lines;
     return PG_ERR_OK;
+}
+
+/* Most locations hold a few lines: one pass decodes them into a small buffer, then they
+ * get their exact allocation. Anything else (more lines, any error) goes through the
+ * counting decoder from the start, which gives every limit and error message. */
+static enum pg_err decode_location(struct pg_arena *a, const struct pg_pprof *p, struct pg_pb r,
+                                   struct pg_pprof_location *l, struct pg_status *st)
+{
+    struct pg_pprof_line buf[8];
+    struct pg_pb q = r;
+    size_t n = 0;
+
+    memset(l, 0, sizeof(*l));
+    l->mapping_pos = PG_PPROF_NONE;
+    while (q.p < q.end) {
+        uint32_t f, wt;
+        uint64_t v;
+        struct pg_pb sub;
+        if (!pg_pb_tag(&q, &f, &wt)) {
+            goto counted;
+        }
+        if (f == 4) {
+            if (wt != PG_PB_LEN || n == sizeof(buf) / sizeof(buf[0]) || !pg_pb_len(&q, &sub) ||
+                decode_line(p, sub, &buf[n++], NULL) != PG_ERR_OK) {
+                goto counted;
+            }
+            continue;
+        }
+        if (f < 1 || f > 5) {
+            if (!pg_pb_skip(&q, wt)) {
+                goto counted;
+            }
+            continue;
+        }
+        if (wt != PG_PB_VARINT || !pg_pb_varint(&q, &v)) {
+            goto counted;
+        }
+        switch (f) {
+        case 1: l->id = v; break;
+        case 2: l->mapping_id = v; break;
+        case 3: l->address = v; break;
+        default: l->is_folded = v != 0; break;
+        }
+    }
+    if (n > p->limits->max_stack_depth) {
+        goto counted;
+    }
+    if (n > 0) {
+        l->lines = pg_arena_alloc(a, n * sizeof(*l->lines));
+        if (l->lines == NULL) {
+            goto counted;
+        }
+        memcpy(l->lines, buf, n * sizeof(*l->lines));
+    }
+    l->n_lines = (uint32_t)n;
+    return PG_ERR_OK;
+counted:
+    return decode_location_counted(a, p, r, l, st);
 }
 
 /* ---- id maps -------------------------------------------------------------- */
@@ -370,6 +430,10 @@ struct counts {
     size_t string_bytes;
     /* The first run of samples the fast path framed: the filling pass jumps over it. */
     const uint8_t *sample_run, *sample_run_end;
+    /* The first run of strings it framed and their number: the filling pass walks it
+     * without checking tags or bounds again. */
+    const uint8_t *string_run;
+    size_t string_run_n;
 };
 
 /* A field at @q with tag byte @tag and a one-byte length (its bounds not checked). */
@@ -422,7 +486,18 @@ static enum pg_err count_fields(struct pg_pprof *p, struct counts *c, struct pg_
                 continue;
             case 0x22: COUNT_RUN(c->locations, (void)0); continue;
             case 0x2a: COUNT_RUN(c->functions, (void)0); continue;
-            case 0x32: COUNT_RUN(c->strings, c->string_bytes += r.p[1]); continue;
+            case 0x32: {
+                /* string bytes = the run's span minus two framing bytes per string */
+                const uint8_t *const run = r.p;
+                const size_t n0 = c->strings;
+                COUNT_RUN(c->strings, (void)0);
+                c->string_bytes += (size_t)(r.p - run) - 2 * (c->strings - n0);
+                if (c->string_run == NULL) {
+                    c->string_run = run;
+                    c->string_run_n = c->strings - n0;
+                }
+                continue;
+            }
             default: break;
             }
 #undef COUNT_RUN
@@ -554,6 +629,18 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
          * runs as pass 1 counts them. */
         if (r.p == c->sample_run) {
             r.p = c->sample_run_end;
+            continue;
+        }
+        if (r.p == c->string_run) {
+            struct pg_pprof_str *sp = p->strings + is;
+            const uint8_t *q = r.p;
+            for (size_t k = 0; k < c->string_run_n; k++) {
+                sp[k].p = (const char *)q + 2;
+                sp[k].len = q[1];
+                q += 2 + q[1];
+            }
+            is += c->string_run_n;
+            r.p = q;
             continue;
         }
         if (r.end - r.p >= 2 && r.p[1] < 0x80) {

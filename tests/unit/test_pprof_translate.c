@@ -356,7 +356,8 @@ enum inv {
     INV_MAP_DUP, INV_LOC_ID0, INV_LOC_DUP, INV_FN_ID0, INV_FN_DUP, INV_LOC_MISSING_MAP,
     INV_LINE_MISSING_FN, INV_LINE_FN0, INV_SAMPLE_MISSING_LOC, INV_SAMPLE_LOC0, INV_WIRETYPE,
     INV_WIRETYPE_NESTED, INV_TRUNC_VARINT, INV_TRUNC_LEN, INV_GROUP, INV_EMPTY, INV_LABEL_RANGE,
-    INV_OVERLONG_VARINT, INV_NEGATIVE_STR,
+    INV_OVERLONG_VARINT, INV_NEGATIVE_STR, INV_LINE_WIRETYPE, INV_LINE_NESTED_WIRETYPE,
+    INV_MANY_LINES_MISSING_FN,
 };
 
 static uint8_t *invalid_profile(enum inv kind, size_t *len)
@@ -481,6 +482,27 @@ static uint8_t *invalid_profile(enum inv kind, size_t *len)
         pw_raw(&raw, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11);
         *len = raw.n;
         return raw.b;
+    case INV_LINE_WIRETYPE: { /* Location.line as a varint */
+        struct pw l = {0};
+        pw_u(&l, 1, 1);
+        pw_u(&l, 4, 7);
+        pw_msg(&b.out, 4, &l);
+        break;
+    }
+    case INV_LINE_NESTED_WIRETYPE: { /* Line.function_id as bytes */
+        struct pw l = {0}, ln = {0};
+        pw_u(&l, 1, 1);
+        pw_str(&ln, 1, "x");
+        pw_msg(&l, 4, &ln);
+        pw_msg(&b.out, 4, &l);
+        break;
+    }
+    case INV_MANY_LINES_MISSING_FN: { /* more lines than the one-pass decoder buffers */
+        static const uint64_t ln[] = {1, 1, 1, 2, 1, 3, 1, 4, 1, 5, 1, 6, 1, 7, 1, 8, 1, 9, 77, 10};
+        base_tables(&b);
+        ppb_location(&b, 3, 0, 0x10, ln, 10, 0);
+        break;
+    }
     case INV_NEGATIVE_STR: {
         base_tables(&b);
         pw_u(&b.out, 15, (uint64_t)-3); /* doc_url = -3 */
@@ -522,6 +544,9 @@ PG_TEST(invalid_inputs)
         {INV_LABEL_RANGE, PG_ERR_MALFORMED, "sample #0: label string index 500 out of range"},
         {INV_OVERLONG_VARINT, PG_ERR_MALFORMED, "malformed time_nanos"},
         {INV_NEGATIVE_STR, PG_ERR_MALFORMED, "doc_url: string index -3 out of range"},
+        {INV_LINE_WIRETYPE, PG_ERR_MALFORMED, "Location.line has wire type 0"},
+        {INV_LINE_NESTED_WIRETYPE, PG_ERR_MALFORMED, "Line.function_id has wire type 2"},
+        {INV_MANY_LINES_MISSING_FN, PG_ERR_MALFORMED, "location id 3 has a line with missing function id 77"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t len;
@@ -645,6 +670,25 @@ PG_TEST(limits)
         CHECK(strstr(r.st.msg, "exceeds max_request_body_size (333 bytes)") != NULL);
         run_free(&r);
         free(g);
+    }
+    /* lines in one location over max_stack_depth: the total is named */
+    {
+        static const uint64_t ln[] = {1, 1, 1, 2, 1, 3};
+        struct ppb b;
+        size_t blen;
+        uint8_t *bp;
+        ppb_init(&b);
+        base_tables(&b);
+        ppb_location(&b, 3, 0, 0x10, ln, 3, 0);
+        bp = ppb_finish(&b, &blen);
+        pg_translate_opts_default(&o);
+        o.limits.max_stack_depth = 2;
+        run_opts(&r, bp, blen, &o);
+        CHECK_INT(r.err, PG_ERR_LIMIT);
+        CHECK(strstr(r.st.msg, "3 lines in one location exceed the limit max_stack_depth (2)") !=
+              NULL);
+        run_free(&r);
+        free(bp);
     }
     /* a request arena cap turns into LIMIT, not a crash */
     {
