@@ -259,8 +259,10 @@ static bool in_room(struct pg_httpd_conn *c, size_t want)
     need = c->in_len + want;
     cap = c->in_cap > 0 ? 2 * c->in_cap : IN_BUF_BYTES;
     if (c->state == S_BODY && c->req != NULL && !c->req->h.chunked &&
-        c->req->h.content_length != PG_HTTP_NO_LENGTH &&
-        c->body_off + c->req->h.content_length < cap) {
+        c->req->h.content_length != PG_HTTP_NO_LENGTH) {
+        /* A body of known (admitted, capped) length gets its size at once:
+         * doubling towards it would copy it several times and leave the
+         * last step up to twice as large. */
         cap = (size_t)(c->body_off + c->req->h.content_length);
     }
     cap = cap > need ? cap : need;
@@ -288,6 +290,36 @@ static void in_release(struct pg_httpd_conn *c)
     }
     c->in = NULL;
     c->in_cap = c->in_off = c->in_len = c->body_off = 0;
+}
+
+_Static_assert(IN_BUF_BYTES == PG_HTTPD_POOLED_BODY, "http_server.h names the pooled size");
+
+void pg_httpd_drop_body(struct pg_httpd_req *pub)
+{
+    struct pg_httpd_conn *c = pub->conn;
+    size_t rest;
+    char *b;
+
+    pub->body = NULL;
+    pub->body_len = 0;
+    if (c == NULL || c->in == NULL || c->state != S_CALL) {
+        return;
+    }
+    rest = c->in_len - c->in_off; /* pipelined bytes behind the body */
+    if (rest == 0) {
+        free(c->in);
+        c->in = NULL;
+        c->in_cap = c->in_off = c->in_len = c->body_off = 0;
+        return;
+    }
+    memmove(c->in, c->in + c->in_off, rest);
+    c->in_off = c->body_off = 0;
+    c->in_len = rest;
+    if (c->in_cap > IN_BUF_BYTES && rest <= IN_BUF_BYTES &&
+        (b = realloc(c->in, IN_BUF_BYTES)) != NULL) {
+        c->in = b;
+        c->in_cap = IN_BUF_BYTES;
+    }
 }
 
 /* One read() into the input buffer, of up to @max bytes (less when the

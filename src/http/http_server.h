@@ -152,6 +152,16 @@ void pg_httpd_reply(struct pg_httpd_req *r, int code, const char *text);
 void pg_httpd_reply_body(struct pg_httpd_req *r, int code, const char *ctype, const void *body,
                          size_t len);
 
+/* Bodies up to this size are read into a pooled per-connection buffer.
+ * A handler that goes on working on a larger body after on_request returns
+ * may copy it into memory of its own and call pg_httpd_drop_body, so the
+ * server's copy is not held until the answer (large uploads' peak RSS). */
+#define PG_HTTPD_POOLED_BODY (16 * 1024)
+/* From on_request only, on the loop's thread: the server frees @r's body
+ * buffer now (bytes pipelined behind the body are kept); r->body becomes
+ * NULL. */
+void pg_httpd_drop_body(struct pg_httpd_req *r);
+
 /* True when the client has closed its side (checked on the socket, for
  * requests waiting on a worker). */
 bool pg_httpd_client_gone(const struct pg_httpd_req *r);

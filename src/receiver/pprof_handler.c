@@ -178,7 +178,9 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
 
 /* Loop thread: checks, copies what the batch needs from the request, then
  * starts the job (inline or on a worker) on the body where the server read
- * it (it stays until the answer, which comes after the job). Owns
+ * it (it stays until the answer, which comes after the job), or, for a body
+ * larger than the server's pooled buffer, on a copy in the job's scratch
+ * arena (freed once the pprof is translated). Owns
  * @admitted bytes of the memory budget (released when the job ends). */
 static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t admitted)
 {
@@ -231,6 +233,22 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
     }
     job->raw = (const uint8_t *)req->body;
     job->len = len;
+    if (len > PG_HTTPD_POOLED_BODY) {
+        /* A large body moves into scratch, which the translator frees as
+         * soon as the pprof bytes are dead: the connection's copy would
+         * otherwise stay until the answer, beside the translated request. */
+        uint8_t *copy = pg_arena_alloc(job->scratch, len);
+
+        if (copy == NULL) {
+            job->err = pg_status_set(&job->st, PG_ERR_NOMEM,
+                                     "no memory for a %zu-byte request", len);
+            goto finish;
+        }
+        memcpy(copy, req->body, len);
+        job->raw = copy;
+        job->raw_in_scratch = true;
+        pg_httpd_drop_body(req);
+    }
     {
         /* The request belongs to the server and the loop: copy what the
          * batch keeps now (a metadata failure is reported after

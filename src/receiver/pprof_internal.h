@@ -141,7 +141,8 @@ struct rx_job {
     /* inputs */
     struct pg_arena *scratch;      /* owned: decoded layers */
     struct pg_arena *arena;        /* owned: becomes the batch's arena */
-    const uint8_t *raw;            /* req->body: the server's, kept until the answer */
+    const uint8_t *raw;            /* req->body: the server's, kept until the answer; */
+    bool raw_in_scratch;           /* or, large, a copy in scratch, freed once inflated */
     size_t len;
     struct pg_http_codings codings;
     struct pg_metadata md;         /* in arena: peer address, headers */

@@ -100,7 +100,19 @@ static void job_run(struct rx *rx, struct rx_job *job)
 
     body = job->raw;
     body_len = job->len;
-    if (job->codings.n > 0) {
+    if (job->codings.n > 0 && job->raw_in_scratch) {
+        /* A large body's copy is alone in scratch: the decoded layers go to an
+         * arena of their own and the copy goes as soon as it is inflated, so
+         * the two never wait out translation together. */
+        struct pg_arena *dec = pg_arena_create(pg_arena_cap(job->scratch));
+
+        err = dec == NULL ? pg_status_set(&job->st, PG_ERR_NOMEM, "no memory to decode the body")
+                          : pg_http_decode_body(dec, job->raw, job->len, &job->codings, max,
+                                                &body, &body_len, &inflated, &job->st);
+        pg_arena_destroy(job->scratch);
+        job->scratch = dec;
+        job->raw = NULL;
+    } else if (job->codings.n > 0) {
         /* Decoded layers go to scratch; the raw body is the server's. */
         err = pg_http_decode_body(job->scratch, job->raw, job->len, &job->codings, max, &body,
                                   &body_len, &inflated, &job->st);

@@ -189,6 +189,14 @@ static void on_echo(struct pg_httpd_req *r, void *arg)
     (void)arg;
     if (blen > 1024 && n > 0) {
         n += snprintf(out + n, sizeof(out) - (size_t)n, "%zu:%u", blen, fnv(r->body, blen));
+        if (strcmp(r->path, "/drop") == 0) {
+            /* The server's buffer goes before the answer; what was pipelined stays. */
+            pg_httpd_drop_body(r);
+            if (r->body != NULL || r->body_len != 0) {
+                pg_httpd_reply(r, 500, "body still there");
+                return;
+            }
+        }
         pg_httpd_reply_body(r, 200, "text/plain", out, (size_t)n);
         return;
     }
@@ -308,7 +316,13 @@ PG_TEST(test_keepalive_reuse)
         const char *w4[] = {"/ch|-|abcdefg", "/after|-|"};
         static char large[40000 + 128], want_large[64];
         const char *w5[] = {want_large};
-        int hl;
+        /* pg_httpd_drop_body: a large chunked body dropped with a request
+         * pipelined behind it in the same buffer (kept and served), then one
+         * of known length (read to its exact size: nothing behind it). */
+        static char drop[40000 + 192], cdrop[40000 + 256], want_drop[64];
+        const char *w6[] = {want_drop, "/after2|-|"}, *w7[] = {want_drop};
+        const char *after2 = "GET /after2 HTTP/1.1\r\nHost: x\r\n\r\n";
+        int hl, dl, cl;
 
         hl = snprintf(large, sizeof(large), "POST /large HTTP/1.1\r\nHost: x\r\nX-V: L\r\n"
                       "Content-Length: 40000\r\n\r\n");
@@ -316,11 +330,22 @@ PG_TEST(test_keepalive_reuse)
             large[hl + i] = (char)('a' + (i * 7) % 26);
         }
         snprintf(want_large, sizeof(want_large), "/large|L|40000:%u", fnv(large + hl, 40000));
+        dl = snprintf(drop, sizeof(drop), "POST /drop HTTP/1.1\r\nHost: x\r\nX-V: D\r\n"
+                      "Content-Length: 40000\r\n\r\n");
+        memcpy(drop + dl, large + hl, 40000);
+        snprintf(want_drop, sizeof(want_drop), "/drop|D|40000:%u", fnv(drop + dl, 40000));
+        cl = snprintf(cdrop, sizeof(cdrop), "POST /drop HTTP/1.1\r\nHost: x\r\nX-V: D\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n9c40\r\n");
+        memcpy(cdrop + cl, drop + dl, 40000);
+        cl += 40000;
+        cl += snprintf(cdrop + cl, sizeof(cdrop) - (size_t)cl, "\r\n0\r\n\r\n%s", after2);
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
             _exit(2);
         }
         if (!exchange_split(fd, ch1, strlen(ch1), ch2, strlen(ch2), w4, 2) ||
-            !exchange_split(fd, large, (size_t)hl + 1000, large + hl + 1000, 39000, w5, 1)) {
+            !exchange_split(fd, large, (size_t)hl + 1000, large + hl + 1000, 39000, w5, 1) ||
+            !exchange(fd, cdrop, (size_t)cl, w6, 2) ||
+            !exchange_split(fd, drop, (size_t)dl + 1000, drop + dl + 1000, 39000, w7, 1)) {
             _exit(3);
         }
         /* A head over the kept buffer size (~20 KiB, 90 headers). */
