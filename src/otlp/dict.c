@@ -1099,16 +1099,67 @@ static inline uint64_t link_hash(uint64_t w0, uint64_t w1, uint64_t w2)
     return (rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2) * K1;
 }
 
+/* The slot of key (@w0, @w1, @w2) (hash @h32) in @t: its index when present (*@pos its
+ * slot), else -1 with *@pos the empty slot where it goes. Inlined into both callers. */
+__attribute__((always_inline)) static inline int32_t link_find(const struct tab *t,
+                                                               uint64_t w0, uint64_t w1,
+                                                               uint64_t w2, uint32_t h32,
+                                                               size_t *pos)
+{
+    const uint64_t *slots = t->slots;
+    size_t p;
+
+    for (p = h32 & t->mask;; p = (p + 1) & t->mask) {
+        uint64_t s = slots[p];
+        if (s == 0) {
+            break;
+        }
+        if ((uint32_t)(s >> 32) == h32) {
+            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
+                                                       t->items[(uint32_t)s - 1] + 1);
+            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
+                *pos = p;
+                return (int32_t)((uint32_t)s - 1);
+            }
+        }
+    }
+    *pos = p;
+    return -1;
+}
+
+/* Fills the new Link @l (24 bytes of room after it, in the out arena) and files it in
+ * slot @pos of @t; its index. */
+__attribute__((always_inline)) static inline int32_t link_add(struct tab *t,
+                                                              struct pg_otlp_link *l,
+                                                              uint64_t w0, uint64_t w1,
+                                                              uint64_t w2, uint32_t h32,
+                                                              size_t pos)
+{
+    uint64_t *ids = (uint64_t *)(l + 1);
+
+    *l = link_init;
+    ids[0] = w0;
+    ids[1] = w1;
+    ids[2] = w2;
+    l->trace_id.data = (uint8_t *)ids;
+    l->trace_id.len = 16;
+    l->span_id.data = (uint8_t *)ids + 16;
+    l->span_id.len = 8;
+    t->items[t->n] = l;
+    t->slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
+    return (int32_t)t->n++;
+}
+
 __attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
                                                       const uint8_t trace_id[16],
                                                       const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint64_t w0, w1, w2, h, *slots;
+    uint64_t w0, w1, w2, h;
     uint32_t h32;
     size_t pos;
+    int32_t found;
     struct pg_otlp_link *l;
-    uint64_t *ids;
 
     memcpy(&w0, trace_id, 8);
     memcpy(&w1, trace_id + 8, 8);
@@ -1118,19 +1169,8 @@ __attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
     }
     h = link_hash(w0, w1, w2);
     h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
-    slots = t->slots;
-    for (pos = h32 & t->mask;; pos = (pos + 1) & t->mask) {
-        uint64_t s = slots[pos];
-        if (s == 0) {
-            break;
-        }
-        if ((uint32_t)(s >> 32) == h32) {
-            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
-                                                       t->items[(uint32_t)s - 1] + 1);
-            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
-                return (int32_t)((uint32_t)s - 1);
-            }
-        }
+    if ((found = link_find(t, w0, w1, w2, h32, &pos)) >= 0) {
+        return found;
     }
     if (t->n >= INT32_MAX - 1 || (t->n == t->cap && !tab_push_grow(b, t))) {
         return PG_DICT_NOMEM;
@@ -1140,18 +1180,7 @@ __attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
-    *l = link_init;
-    ids = (uint64_t *)(l + 1);
-    ids[0] = w0;
-    ids[1] = w1;
-    ids[2] = w2;
-    l->trace_id.data = (uint8_t *)ids;
-    l->trace_id.len = 16;
-    l->span_id.data = (uint8_t *)ids + 16;
-    l->span_id.len = 8;
-    t->items[t->n] = l;
-    slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
-    return (int32_t)t->n++;
+    return link_add(t, l, w0, w1, w2, h32, pos);
 }
 
 /* The usual call makes no call of its own, so it needs no saved registers: with room in
@@ -1161,14 +1190,13 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint64_t w0, w1, w2, h, *slots;
+    uint64_t w0, w1, w2, h;
     uint32_t h32;
     size_t pos;
-    struct pg_otlp_link *l;
-    uint64_t *ids;
+    int32_t found;
 
     if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1 || t->n == t->cap ||
-        t->n >= INT32_MAX - 1 || !pg_arena_fits(b->out, sizeof(*l) + 24)) {
+        t->n >= INT32_MAX - 1 || !pg_arena_fits(b->out, sizeof(struct pg_otlp_link) + 24)) {
         return link_general(b, trace_id, span_id);
     }
     memcpy(&w0, trace_id, 8);
@@ -1176,33 +1204,11 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
     memcpy(&w2, span_id, 8);
     h = link_hash(w0, w1, w2);
     h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
-    slots = t->slots;
-    for (pos = h32 & t->mask;; pos = (pos + 1) & t->mask) {
-        uint64_t s = slots[pos];
-        if (s == 0) {
-            break;
-        }
-        if ((uint32_t)(s >> 32) == h32) {
-            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
-                                                       t->items[(uint32_t)s - 1] + 1);
-            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
-                return (int32_t)((uint32_t)s - 1);
-            }
-        }
+    if ((found = link_find(t, w0, w1, w2, h32, &pos)) >= 0) {
+        return found;
     }
-    l = pg_arena_alloc_fit(b->out, sizeof(*l) + 24);
-    *l = link_init;
-    ids = (uint64_t *)(l + 1);
-    ids[0] = w0;
-    ids[1] = w1;
-    ids[2] = w2;
-    l->trace_id.data = (uint8_t *)ids;
-    l->trace_id.len = 16;
-    l->span_id.data = (uint8_t *)ids + 16;
-    l->span_id.len = 8;
-    t->items[t->n] = l;
-    slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
-    return (int32_t)t->n++;
+    return link_add(t, pg_arena_alloc_fit(b->out, sizeof(struct pg_otlp_link) + 24), w0, w1,
+                    w2, h32, pos);
 }
 
 /* ---- builder ------------------------------------------------------------ */
