@@ -264,12 +264,48 @@ static bool exchange_split(int fd, const char *a, size_t alen, const char *b, si
     return exchange(fd, b, blen, want, n_want);
 }
 
+/* A server on an ephemeral loopback port (*@sa), its listener's send buffer set to
+ * @sndbuf when > 0 (inherited by accepted sockets); NULL on failure (reported). */
+static struct pg_httpd *loopback_server(struct event_base *base, struct sockaddr_in *sa,
+                                        int sndbuf, const struct pg_httpd_limits *lim,
+                                        const struct pg_httpd_ops *ops)
+{
+    socklen_t sl = sizeof(*sa);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct pg_httpd *s;
+
+    *sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(base != NULL && lfd >= 0);
+    if (sndbuf > 0) {
+        CHECK(setsockopt(lfd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) == 0);
+    }
+    CHECK(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)) == 0 && listen(lfd, 8) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)sa, &sl) == 0);
+    s = pg_httpd_new(base, lfd, NULL, lim, ops, NULL);
+    CHECK(s != NULL);
+    return s;
+}
+
+/* Runs @base until @child exits (at most @rounds passes of 50 ms; killed after), and
+ * tells whether it exited with 0. */
+static bool child_ok(struct event_base *base, pid_t child, int rounds)
+{
+    int status = -1;
+
+    for (int i = 0; i < rounds && waitpid(child, &status, WNOHANG) == 0; i++) {
+        run_loop(base, 0.05);
+    }
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 PG_TEST(test_keepalive_reuse)
 {
     struct event_base *base = event_base_new();
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa;
     struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
                                   .max_body = 65536,
                                   .max_header_bytes = 32768,
@@ -280,15 +316,9 @@ PG_TEST(test_keepalive_reuse)
                                .on_request = on_echo,
                                .on_answer = on_answer,
                                .on_conn_event = on_conn_event};
-    struct pg_httpd *s;
-    int status = -1;
+    struct pg_httpd *s = loopback_server(base, &sa, 0, &lim, &ops);
     pid_t child;
 
-    CHECK(base != NULL && lfd >= 0);
-    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
-    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
-    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
-    CHECK(s != NULL);
     if (s == NULL) {
         return;
     }
@@ -362,14 +392,7 @@ PG_TEST(test_keepalive_reuse)
                   : 1);
     }
     CHECK(child > 0);
-    for (int i = 0; i < 40 && waitpid(child, &status, WNOHANG) == 0; i++) {
-        run_loop(base, 0.05);
-    }
-    if (waitpid(child, &status, WNOHANG) == 0) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-    }
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(child_ok(base, child, 40));
     CHECK_INT((int)pg_httpd_accepted(s), 1);
     pg_httpd_free(s);
     event_base_free(base);
@@ -442,9 +465,7 @@ static int unread_client(const struct sockaddr_in *sa)
 PG_TEST(test_answers_not_read)
 {
     struct event_base *base = event_base_new();
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa;
     struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
                                   .write_timeout_ns = 5000000000LL,
                                   .max_body = 4096,
@@ -456,18 +477,10 @@ PG_TEST(test_answers_not_read)
                                .on_request = on_echo,
                                .on_answer = on_answer,
                                .on_conn_event = on_conn_event};
-    struct pg_httpd *s;
-    int status = -1, snd = 4096;
+    /* A small send buffer that does not grow, so the answers stop fitting. */
+    struct pg_httpd *s = loopback_server(base, &sa, 4096, &lim, &ops);
     pid_t child;
 
-    CHECK(base != NULL && lfd >= 0);
-    /* Inherited by the accepted socket: a small send buffer that does not
-     * grow, so the answers stop fitting. */
-    CHECK(setsockopt(lfd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd)) == 0);
-    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
-    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
-    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
-    CHECK(s != NULL);
     if (s == NULL) {
         return;
     }
@@ -476,14 +489,7 @@ PG_TEST(test_answers_not_read)
         _exit(unread_client(&sa));
     }
     CHECK(child > 0);
-    for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; i++) {
-        run_loop(base, 0.05);
-    }
-    if (waitpid(child, &status, WNOHANG) == 0) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-    }
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(child_ok(base, child, 200));
     CHECK_INT((int)pg_httpd_accepted(s), 1);
     pg_httpd_free(s);
     event_base_free(base);
@@ -503,9 +509,7 @@ static void on_hold(struct pg_httpd_req *r, void *arg)
 PG_TEST(test_answer_then_free)
 {
     struct event_base *base = event_base_new();
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa;
     struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
                                   .max_body = 4096,
                                   .max_header_bytes = 4096,
@@ -516,15 +520,10 @@ PG_TEST(test_answer_then_free)
                                .on_request = on_hold,
                                .on_answer = on_answer,
                                .on_conn_event = on_conn_event};
-    struct pg_httpd *s;
+    struct pg_httpd *s = loopback_server(base, &sa, 0, &lim, &ops);
     int status = -1;
     pid_t child;
 
-    CHECK(base != NULL && lfd >= 0);
-    CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 8) == 0);
-    CHECK(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
-    s = pg_httpd_new(base, lfd, NULL, &lim, &ops, NULL);
-    CHECK(s != NULL);
     if (s == NULL) {
         return;
     }
