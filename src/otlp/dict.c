@@ -1099,25 +1099,43 @@ static inline uint64_t link_hash(uint64_t w0, uint64_t w1, uint64_t w2)
     return (rotl64(w0 * K1 ^ w1, 31) * K2 ^ w2) * K1;
 }
 
-/* The slot of key (@w0, @w1, @w2) (hash @h32) in @t: its index when present (*@pos its
- * slot), else -1 with *@pos the empty slot where it goes. Inlined into both callers. */
+/* A link's key: the ids as three words and their folded hash. */
+struct link_key {
+    uint64_t w0, w1, w2;
+    uint32_t h32;
+};
+
+__attribute__((always_inline)) static inline struct link_key link_key(const uint8_t trace_id[16],
+                                                                      const uint8_t span_id[8])
+{
+    struct link_key k;
+    uint64_t h;
+
+    memcpy(&k.w0, trace_id, 8);
+    memcpy(&k.w1, trace_id + 8, 8);
+    memcpy(&k.w2, span_id, 8);
+    h = link_hash(k.w0, k.w1, k.w2);
+    k.h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    return k;
+}
+
+/* @k's index in @t when present (*@pos its slot), else -1 with *@pos the empty slot
+ * where it goes. Inlined into both callers. */
 __attribute__((always_inline)) static inline int32_t link_find(const struct tab *t,
-                                                               uint64_t w0, uint64_t w1,
-                                                               uint64_t w2, uint32_t h32,
-                                                               size_t *pos)
+                                                               struct link_key k, size_t *pos)
 {
     const uint64_t *slots = t->slots;
     size_t p;
 
-    for (p = h32 & t->mask;; p = (p + 1) & t->mask) {
+    for (p = k.h32 & t->mask;; p = (p + 1) & t->mask) {
         uint64_t s = slots[p];
         if (s == 0) {
             break;
         }
-        if ((uint32_t)(s >> 32) == h32) {
-            const uint64_t *k = (const uint64_t *)((const struct pg_otlp_link *)
-                                                       t->items[(uint32_t)s - 1] + 1);
-            if (k[0] == w0 && k[1] == w1 && k[2] == w2) {
+        if ((uint32_t)(s >> 32) == k.h32) {
+            const uint64_t *ids = (const uint64_t *)((const struct pg_otlp_link *)
+                                                         t->items[(uint32_t)s - 1] + 1);
+            if (ids[0] == k.w0 && ids[1] == k.w1 && ids[2] == k.w2) {
                 *pos = p;
                 return (int32_t)((uint32_t)s - 1);
             }
@@ -1127,26 +1145,24 @@ __attribute__((always_inline)) static inline int32_t link_find(const struct tab 
     return -1;
 }
 
-/* Fills the new Link @l (24 bytes of room after it, in the out arena) and files it in
- * slot @pos of @t; its index. */
+/* Fills the new Link @l (24 bytes of room after it, in the out arena) with @k and files
+ * it in slot @pos of @t; its index. */
 __attribute__((always_inline)) static inline int32_t link_add(struct tab *t,
                                                               struct pg_otlp_link *l,
-                                                              uint64_t w0, uint64_t w1,
-                                                              uint64_t w2, uint32_t h32,
-                                                              size_t pos)
+                                                              struct link_key k, size_t pos)
 {
     uint64_t *ids = (uint64_t *)(l + 1);
 
     *l = link_init;
-    ids[0] = w0;
-    ids[1] = w1;
-    ids[2] = w2;
+    ids[0] = k.w0;
+    ids[1] = k.w1;
+    ids[2] = k.w2;
     l->trace_id.data = (uint8_t *)ids;
     l->trace_id.len = 16;
     l->span_id.data = (uint8_t *)ids + 16;
     l->span_id.len = 8;
     t->items[t->n] = l;
-    t->slots[pos] = (uint64_t)h32 << 32 | ((uint64_t)t->n + 1);
+    t->slots[pos] = (uint64_t)k.h32 << 32 | ((uint64_t)t->n + 1);
     return (int32_t)t->n++;
 }
 
@@ -1155,21 +1171,15 @@ __attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
                                                       const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint64_t w0, w1, w2, h;
-    uint32_t h32;
+    struct link_key k = link_key(trace_id, span_id);
     size_t pos;
     int32_t found;
     struct pg_otlp_link *l;
 
-    memcpy(&w0, trace_id, 8);
-    memcpy(&w1, trace_id + 8, 8);
-    memcpy(&w2, span_id, 8);
     if (!tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
-    h = link_hash(w0, w1, w2);
-    h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
-    if ((found = link_find(t, w0, w1, w2, h32, &pos)) >= 0) {
+    if ((found = link_find(t, k, &pos)) >= 0) {
         return found;
     }
     if (t->n >= INT32_MAX - 1 || (t->n == t->cap && !tab_push_grow(b, t))) {
@@ -1180,18 +1190,17 @@ __attribute__((noinline)) static int32_t link_general(struct pg_dict_builder *b,
     if (l == NULL) {
         return PG_DICT_NOMEM;
     }
-    return link_add(t, l, w0, w1, w2, h32, pos);
+    return link_add(t, l, k, pos);
 }
 
-/* The usual call makes no call of its own, so it needs no saved registers: with room in
- * the slot table, the item array and the arena's bump window, the lookup and the insert
- * are done here; otherwise link_general does the same with growth and errors. */
+/* The usual call makes no call of its own: with room in the slot table, the item array
+ * and the arena's bump window, the lookup and the insert are done here; otherwise
+ * link_general does the same with growth and errors. */
 int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
                      const uint8_t span_id[8])
 {
     struct tab *t = &b->t[T_LINK];
-    uint64_t w0, w1, w2, h;
-    uint32_t h32;
+    struct link_key k;
     size_t pos;
     int32_t found;
 
@@ -1199,16 +1208,11 @@ int32_t pg_dict_link(struct pg_dict_builder *b, const uint8_t trace_id[16],
         t->n >= INT32_MAX - 1 || !pg_arena_fits(b->out, sizeof(struct pg_otlp_link) + 24)) {
         return link_general(b, trace_id, span_id);
     }
-    memcpy(&w0, trace_id, 8);
-    memcpy(&w1, trace_id + 8, 8);
-    memcpy(&w2, span_id, 8);
-    h = link_hash(w0, w1, w2);
-    h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
-    if ((found = link_find(t, w0, w1, w2, h32, &pos)) >= 0) {
+    k = link_key(trace_id, span_id);
+    if ((found = link_find(t, k, &pos)) >= 0) {
         return found;
     }
-    return link_add(t, pg_arena_alloc_fit(b->out, sizeof(struct pg_otlp_link) + 24), w0, w1,
-                    w2, h32, pos);
+    return link_add(t, pg_arena_alloc_fit(b->out, sizeof(struct pg_otlp_link) + 24), k, pos);
 }
 
 /* ---- builder ------------------------------------------------------------ */
