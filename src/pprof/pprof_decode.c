@@ -586,29 +586,21 @@ static enum pg_err check_limits(const struct pg_pprof_limits *l, const struct co
     return PG_ERR_OK;
 }
 
-#define ALLOC_ARRAY(ptr, n)                                                                        \
+/* @ptr = @n entries from the arena, zeroed when @zero (arrays the filling pass writes
+ * whole need not be). Counts are capped (check_limits), so n * size cannot overflow. */
+#define ALLOC_ARRAY_Z(ptr, n, zero)                                                                \
     do {                                                                                           \
         if ((n) > 0) {                                                                             \
-            (ptr) = pg_arena_calloc(a, (n), sizeof(*(ptr)));                                       \
+            (ptr) = (zero) ? pg_arena_calloc(a, (n), sizeof(*(ptr)))                               \
+                           : pg_arena_alloc(a, (n) * sizeof(*(ptr)));                              \
             if ((ptr) == NULL) {                                                                   \
                 return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,        \
                                      "pprof: no memory for %zu table entries", (size_t)(n));       \
             }                                                                                      \
         }                                                                                          \
     } while (0)
-
-/* The same without zeroing, for arrays whose every entry the filling pass writes. Counts
- * are capped (check_limits), so n * size cannot overflow. */
-#define ALLOC_ARRAY_RAW(ptr, n)                                                                    \
-    do {                                                                                           \
-        if ((n) > 0) {                                                                             \
-            (ptr) = pg_arena_alloc(a, (n) * sizeof(*(ptr)));                                       \
-            if ((ptr) == NULL) {                                                                   \
-                return pg_status_set(st, pg_arena_hit_cap(a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,        \
-                                     "pprof: no memory for %zu table entries", (size_t)(n));       \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
+#define ALLOC_ARRAY(ptr, n) ALLOC_ARRAY_Z(ptr, n, true)
+#define ALLOC_ARRAY_RAW(ptr, n) ALLOC_ARRAY_Z(ptr, n, false)
 
 /* Pass 2: decode everything but samples. Framing was checked by pass 1. */
 static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const struct counts *c,
