@@ -218,6 +218,26 @@ static void srv_post(const struct srv *s, const char *path, const char *json)
 
 /* ---- the exporter rig ----------------------------------------------------- */
 
+/* The otlp exporter created from @cfg's root as component @id of @host (NULL: a host
+ * with no event base), with no pipeline around it; @diag (initialised here) collects
+ * config errors. */
+static enum pg_err create_from_config(struct pg_config *cfg, struct pg_host *host, const char *id,
+                                      struct pg_diag *diag, void **state)
+{
+    static struct pg_host bare = {NULL, "test", NULL};
+    struct pg_component_ctx ctx;
+
+    pg_diag_init(diag);
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.host = host != NULL ? host : &bare;
+    ctx.id = id;
+    ctx.log_name = id;
+    ctx.config = cfg->root;
+    ctx.config_arena = cfg->arena;
+    ctx.diag = diag;
+    return pg_exporter_otlp.create(&ctx, state);
+}
+
 struct rig {
     struct event_base *base;
     struct pg_host host;
@@ -235,7 +255,6 @@ static bool rig_create(struct rig *r, const char *id, const char *fmt, ...)
 {
     char yaml[4096];
     va_list ap;
-    struct pg_component_ctx ctx;
     struct pg_status st;
 
     memset(r, 0, sizeof(*r));
@@ -248,16 +267,8 @@ static bool rig_create(struct rig *r, const char *id, const char *fmt, ...)
     r->host.base = r->base;
     r->host.version = "test";
     r->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    pg_diag_init(&r->diag);
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.host = &r->host;
-    ctx.id = r->id;
-    ctx.log_name = r->id;
-    ctx.config = r->cfg ? r->cfg->root : NULL;
-    ctx.config_arena = r->cfg ? r->cfg->arena : NULL;
-    ctx.diag = &r->diag;
     if (r->cfg == NULL || r->cfg->diag.n > 0 ||
-        pg_exporter_otlp.create(&ctx, &r->state) != PG_ERR_OK) {
+        create_from_config(r->cfg, &r->host, r->id, &r->diag, &r->state) != PG_ERR_OK) {
         for (size_t i = 0; i < r->diag.n; i++) {
             fprintf(stderr, "  config: %s\n", r->diag.msgs[i]);
         }
@@ -1081,25 +1092,6 @@ PG_TEST(replay_pauses_past_soft_limit)
     }
 }
 
-/* The otlp exporter created from @cfg's root as component @id, with no
- * pipeline around it; @diag (initialised here) collects config errors. */
-static enum pg_err create_from_config(struct pg_config *cfg, const char *id, struct pg_diag *diag,
-                                      void **state)
-{
-    static struct pg_host host = {NULL, "test", NULL};
-    struct pg_component_ctx ctx;
-
-    pg_diag_init(diag);
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.host = &host;
-    ctx.id = id;
-    ctx.log_name = id;
-    ctx.config = cfg->root;
-    ctx.config_arena = cfg->arena;
-    ctx.diag = diag;
-    return pg_exporter_otlp.create(&ctx, state);
-}
-
 /* compression_params.level: confighttp's accepted values and message. */
 PG_TEST(compression_params_validation)
 {
@@ -1136,7 +1128,7 @@ PG_TEST(compression_params_validation)
         snprintf(yaml, sizeof(yaml), "endpoint: host:1\ntls: {insecure: true}\n%s", cases[i].yaml);
         cfg = pg_config_load_string("cp.yaml", yaml, strlen(yaml));
         PG_REQUIRE(cfg != NULL);
-        err = create_from_config(cfg, "otlp/cp", &diag, &state);
+        err = create_from_config(cfg, NULL, "otlp/cp", &diag, &state);
         if (cases[i].error == NULL) {
             CHECK_INT(err, PG_ERR_OK);
             CHECK_INT(diag.n, 0);
@@ -1206,7 +1198,7 @@ PG_TEST(config_errors)
         void *state = NULL;
 
         PG_REQUIRE(cfg != NULL);
-        CHECK_INT(create_from_config(cfg, "otlp/bad", &diag, &state), PG_ERR_CONFIG);
+        CHECK_INT(create_from_config(cfg, NULL, "otlp/bad", &diag, &state), PG_ERR_CONFIG);
         CHECK(diag.n > 0);
         if (diag.n == 0) {
             fprintf(stderr, "  accepted: %s", bad[i]);
