@@ -229,8 +229,8 @@ static size_t in_have(const struct pg_httpd_conn *c)
 }
 
 /* At least @want bytes of room after in_len: a spare buffer, the consumed
- * bytes dropped, or a larger buffer (doubling, but a body of known length
- * gets no more than it needs). False on OOM. */
+ * bytes dropped, or a larger buffer (doubling; a body of known length gets
+ * its exact size). False on OOM. */
 static bool in_room(struct pg_httpd_conn *c, size_t want)
 {
     struct pg_httpd *s = c->srv;
@@ -307,9 +307,7 @@ void pg_httpd_drop_body(struct pg_httpd_req *pub)
     }
     rest = c->in_len - c->in_off; /* pipelined bytes behind the body */
     if (rest == 0) {
-        free(c->in);
-        c->in = NULL;
-        c->in_cap = c->in_off = c->in_len = c->body_off = 0;
+        in_release(c);
         return;
     }
     memmove(c->in, c->in + c->in_off, rest);
@@ -681,6 +679,17 @@ static void put_str(struct head_out *h, const char *s)
 
 static void written(struct pg_httpd_conn *c);
 
+/* The answer's rest waits in the output buffer: reading pauses and the
+ * bufferevent writes it, within write_timeout. */
+static void wait_writable(struct pg_httpd_conn *c)
+{
+    const struct pg_httpd_limits *l = &c->srv->lim;
+
+    read_off(c);
+    bufferevent_enable(c->bev, EV_WRITE);
+    set_deadline(c, l->write_timeout_ns > 0 ? pg_mono_s() + ns_s(l->write_timeout_ns) : 0);
+}
+
 /* Holds @c's answer for the loop's flush. */
 static void flush_queue(struct pg_httpd_conn *c)
 {
@@ -745,11 +754,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
         }
         n = n > 0 ? n : 0;
         evbuffer_add(bufferevent_get_output(c->bev), c->ans + n, c->ans_len - (size_t)n);
-        read_off(c);
-        bufferevent_enable(c->bev, EV_WRITE);
-        set_deadline(c, s->lim.write_timeout_ns > 0
-                            ? pg_mono_s() + ns_s(s->lim.write_timeout_ns)
-                            : 0);
+        wait_writable(c);
     }
 }
 
@@ -862,28 +867,23 @@ void pg_httpd_reply_body(struct pg_httpd_req *pub, int code, const char *ctype, 
      * one) then costs one writev and no epoll changes; it completes from
      * the loop (written_ev), not here, where the caller still holds the
      * request. */
-    if (s->ssl_ctx == NULL && evbuffer_get_length(out) == 0) {
-        set_deadline(c, 0);
-        event_active(c->written_ev, EV_WRITE, 1);
-        return;
-    }
     if (s->ssl_ctx == NULL) {
-        int n;
+        int n = 0;
 
-        /* The bufferevent keeps its output's start frozen except while it
-         * writes itself, as here. */
-        evbuffer_unfreeze(out, 1);
-        n = evbuffer_write(out, c->fd);
-        evbuffer_freeze(out, 1);
+        if (evbuffer_get_length(out) > 0) {
+            /* The bufferevent keeps its output's start frozen except while it
+             * writes itself, as here. */
+            evbuffer_unfreeze(out, 1);
+            n = evbuffer_write(out, c->fd);
+            evbuffer_freeze(out, 1);
+        }
         if (n >= 0 && evbuffer_get_length(out) == 0) {
             set_deadline(c, 0);
             event_active(c->written_ev, EV_WRITE, 1);
             return;
         }
     }
-    read_off(c);
-    bufferevent_enable(c->bev, EV_WRITE);
-    set_deadline(c, l->write_timeout_ns > 0 ? pg_mono_s() + ns_s(l->write_timeout_ns) : 0);
+    wait_writable(c);
 }
 
 void pg_httpd_reply(struct pg_httpd_req *pub, int code, const char *text)
