@@ -68,7 +68,7 @@ __attribute__((target("avx2"))) static bool link_ids_avx2(const char *t, size_t 
 {
     const __m256i m = _mm256_set1_epi8(0x0f);
     __m256i v, lo, hi, ok, val, w;
-    __m128i tr, sp8, sv, slo, shi;
+    __m128i tr, sp8, sbad = _mm_setzero_si128();
 
     if (tl != 32 || sl != 16) {
         return false;
@@ -81,20 +81,11 @@ __attribute__((target("avx2"))) static bool link_ids_avx2(const char *t, size_t 
     val = _mm256_add_epi8(lo, _mm256_shuffle_epi8(_mm256_setr_epi8(PG_HEX_TADD, PG_HEX_TADD), hi));
     w = _mm256_maddubs_epi16(val, _mm256_set1_epi16(0x0110));
     tr = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-    sv = _mm_loadu_si128((const __m128i *)(const void *)s);
-    slo = _mm_and_si128(sv, _mm256_castsi256_si128(m));
-    shi = _mm_and_si128(_mm_srli_epi16(sv, 4), _mm256_castsi256_si128(m));
+    sp8 = _mm_packus_epi16(hex16_ssse3((const uint8_t *)s, &sbad), _mm_setzero_si128());
     _mm_storeu_si128((__m128i *)(void *)out, tr);
-    sp8 = _mm_packus_epi16(
-        _mm_maddubs_epi16(_mm_add_epi8(slo, _mm_shuffle_epi8(_mm_setr_epi8(PG_HEX_TADD), shi)),
-                          _mm_set1_epi16(0x0110)),
-        _mm_setzero_si128());
     _mm_storel_epi64((__m128i *)(void *)(out + 16), sp8);
     return _mm256_movemask_epi8(_mm256_cmpeq_epi8(ok, _mm256_setzero_si256())) == 0 &&
-           _mm_movemask_epi8(_mm_cmpeq_epi8(
-               _mm_and_si128(_mm_shuffle_epi8(_mm_setr_epi8(PG_HEX_TLO), slo),
-                             _mm_shuffle_epi8(_mm_setr_epi8(PG_HEX_THI), shi)),
-               _mm_setzero_si128())) == 0 &&
+           _mm_movemask_epi8(sbad) == 0 &&
            _mm_movemask_epi8(_mm_cmpeq_epi8(tr, _mm_setzero_si128())) != 0xffff &&
            _mm_movemask_epi8(_mm_cmpeq_epi8(sp8, _mm_setzero_si128())) != 0xffff;
 }
