@@ -405,6 +405,38 @@ static inline uint64_t str_hash_ascii(const char *s, size_t n, uint64_t seed, bo
     return fmix64(h);
 }
 
+/* *@s (@len bytes) hashed with @seed, replaced by a repaired copy (in b->tmp) when it is not
+ * valid UTF-8: the form strings and string attributes are stored in. False on OOM. */
+__attribute__((always_inline)) static inline bool hash_clean(struct pg_dict_builder *b,
+                                                             const char **s, size_t *len,
+                                                             uint64_t seed, uint64_t *h)
+{
+    bool ascii;
+
+    *h = str_hash_ascii(*s, *len, seed, &ascii);
+    if (!ascii && !pg_utf8_valid(*s, *len)) {
+        if ((*s = utf8_repair(b, *s, len)) == NULL) {
+            return false;
+        }
+        *h = pg_dict_hash_bytes(*s, *len, seed);
+    }
+    return true;
+}
+
+/* A NUL-terminated copy of @s in the out arena (pg_arena_strndup written out: one call
+ * less per new string); NULL on OOM. */
+__attribute__((always_inline)) static inline char *out_cstr(struct pg_dict_builder *b,
+                                                            const char *s, size_t len)
+{
+    char *copy = pg_arena_alloc(b->out, len + 1);
+
+    if (copy != NULL) {
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
 int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
 {
     struct tab *t = &b->t[T_STR];
@@ -412,19 +444,8 @@ int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
     uint64_t h, *slot = NULL;
     int32_t idx;
     char *copy;
-    bool ascii;
 
-    if (len > UINT32_MAX) {
-        return PG_DICT_NOMEM;
-    }
-    h = str_hash_ascii(s, len, 1, &ascii);
-    if (!ascii && !pg_utf8_valid(s, len)) {
-        if ((s = utf8_repair(b, s, &len)) == NULL) {
-            return PG_DICT_NOMEM;
-        }
-        h = pg_dict_hash_bytes(s, len, 1);
-    }
-    if (!tab_reserve(b, t)) {
+    if (len > UINT32_MAX || !hash_clean(b, &s, &len, 1, &h) || !tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
     k.s = s;
@@ -433,12 +454,9 @@ int32_t pg_dict_string(struct pg_dict_builder *b, const char *s, size_t len)
     if (idx >= 0) {
         return idx;
     }
-    /* inline pg_arena_strndup: one call less per new string */
-    if ((copy = pg_arena_alloc(b->out, len + 1)) == NULL) {
+    if ((copy = out_cstr(b, s, len)) == NULL) {
         return PG_DICT_NOMEM;
     }
-    memcpy(copy, s, len);
-    copy[len] = '\0';
     return tab_insert(b, t, h, slot, copy, (uint32_t)len);
 }
 
@@ -1043,17 +1061,9 @@ int32_t pg_dict_attr_str(struct pg_dict_builder *b, int32_t key_strindex, const 
     struct pg_otlp_anyvalue *v;
     uint64_t h = 19, hs, *slot = NULL;
     int32_t idx;
-    bool ascii;
     char *copy;
 
-    hs = str_hash_ascii(s, len, 29, &ascii);
-    if (!ascii && !pg_utf8_valid(s, len)) {
-        if ((s = utf8_repair(b, s, &len)) == NULL) {
-            return PG_DICT_NOMEM;
-        }
-        hs = pg_dict_hash_bytes(s, len, 29);
-    }
-    if (len == SIZE_MAX || !tab_reserve(b, t)) {
+    if (!hash_clean(b, &s, &len, 29, &hs) || len == SIZE_MAX || !tab_reserve(b, t)) {
         return PG_DICT_NOMEM;
     }
     h = hash_u64(h, (uint32_t)key_strindex);
@@ -1067,12 +1077,10 @@ int32_t pg_dict_attr_str(struct pg_dict_builder *b, int32_t key_strindex, const 
     }
     e = pg_arena_alloc(b->out, sizeof(*e));
     v = pg_arena_alloc(b->out, sizeof(*v));
-    copy = pg_arena_alloc(b->out, len + 1);
+    copy = out_cstr(b, s, len);
     if (e == NULL || v == NULL || copy == NULL) {
         return PG_DICT_NOMEM;
     }
-    memcpy(copy, s, len);
-    copy[len] = '\0';
     *v = anyvalue_init;
     v->value_case = PG_OTLP_ANYVALUE_STR;
     v->string_value = copy;
