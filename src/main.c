@@ -108,11 +108,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
     (void)what;
     if (++sc->count > 1) {
+        pg_log_info("main", "%s again", signal_name(sig));
         if (pg_service_end_delay(sc->svc)) {
-            pg_log_info("main", "%s again: not waiting out the shutdown delay", signal_name(sig));
             return;
         }
-        pg_log_warn("main", "%s again: exiting without draining", signal_name(sig));
+        pg_log_warn("main", "exiting without draining");
         exit(1);
     }
     pg_log_info("main", "%s received", signal_name(sig));
