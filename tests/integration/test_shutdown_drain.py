@@ -102,8 +102,12 @@ def main():
         t0 = time.time()
         gw.proc.send_signal(signal.SIGTERM)
         app.send_signal(signal.SIGTERM)
-        # The delay's promises, while the app flushes.
-        st_health = health(hport)
+        # The delay's promises, while the app flushes. (The signal reaches
+        # the gateway's loop a moment after kill() returns: poll briefly.)
+        st_health, end = health(hport), time.time() + 0.5
+        while st_health != 503 and time.time() < end:
+            time.sleep(0.01)
+            st_health = health(hport)
         st_push = post(gw.port, "/v1/pprof", body, {"Content-Type": "application/octet-stream"})[0]
         try:
             out, err = app.communicate(timeout=30)
