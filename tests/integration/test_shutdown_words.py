@@ -84,7 +84,16 @@ service:
 """
 
 
-def metric(gw, name):
+def with_slow_twin(cfg):
+    """@cfg plus a second otlp exporter (same destination) that drains 3s
+    longer: the gateway, and its /metrics, outlive the first one's drop."""
+    twin = re.search(r"  otlp:\n((?:    .*\n)+)", cfg).group(1)
+    twin = twin.replace("shutdown_timeout: 1s", "shutdown_timeout: 4s")
+    cfg = cfg.replace("exporters:\n  otlp:\n", "exporters:\n  otlp/slow:\n" + twin + "  otlp:\n", 1)
+    return cfg.replace("exporters: [otlp]", "exporters: [otlp, otlp/slow]")
+
+
+def metric(gw, name, labels=""):
     m = gw.wait_log(r"serving /metrics on [0-9.]+:(\d+)")
     if m is None:
         return None
@@ -92,12 +101,12 @@ def metric(gw, name):
         text = r.read().decode()
     total = 0
     for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
+        if (line.startswith(name + "{") or line.startswith(name + " ")) and labels in line:
             total += float(line.rsplit(" ", 1)[1])
     return total
 
 
-def stop_watching(gw, name):
+def stop_watching(gw, name, labels=""):
     """SIGTERM; reads metric @name until the endpoint closes (what an exporter
     counts at shutdown is counted just before the end). (exit code, last value)."""
     seen = []
@@ -105,7 +114,7 @@ def stop_watching(gw, name):
     def poll():
         while gw.proc.poll() is None:
             try:
-                seen.append(metric(gw, name))
+                seen.append(metric(gw, name, labels))
             except OSError:
                 return
             time.sleep(0.02)
@@ -180,11 +189,12 @@ def main():
         srv.call("/stop")
 
         # ---- 2. no storage, destination down ----
-        with Gateway(config(srv.port)) as gw:
+        with Gateway(with_slow_twin(config(srv.port))) as gw:
             codes = [post(gw.port, "/v1/pprof", body, hdrs)[0] for _ in range(2)]
             res.check("memory: pushes queued (204)", codes == [204] * 2, codes)
             time.sleep(0.5)
-            code, failed = stop_watching(gw, "otelcol_exporter_send_failed_profile_samples")
+            code, failed = stop_watching(gw, "otelcol_exporter_send_failed_profile_samples",
+                                         'exporter="otlp"')
             log = gw.log()
             line = next((ln for ln in log.splitlines() if "dropped" in ln), "")
             n = samples_of(log)
