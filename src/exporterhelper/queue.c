@@ -551,12 +551,18 @@ static void log_given_up(struct pg_exph *h, const char *why, size_t held)
         struct pg_spool_stats ss;
 
         pg_spool_get_stats(h->spool, &ss);
-        if (held > 0 || ss.pending > 0) {
+        if (held > 0) {
             pg_log_info(h->log,
                         "%s: %zu samples left in the spool for the next start (%" PRIu64
                         " request(s), %" PRIu64 " bytes, undelivered requests of the previous "
                         "run included)",
                         why, held, ss.pending, ss.pending_bytes);
+        } else if (ss.pending > 0) {
+            /* Only the previous run's backlog, not replayed yet. */
+            pg_log_info(h->log,
+                        "%s: %" PRIu64 " request(s) (%" PRIu64 " bytes) left in the spool for "
+                        "the next start",
+                        why, ss.pending, ss.pending_bytes);
         }
         return;
     }

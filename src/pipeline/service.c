@@ -887,8 +887,8 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (!idle) {
-        pg_log_warn("service", "shutdown deadline passed with data still in flight; "
-                               "exporters log what they could not deliver");
+        pg_log_warn("service", "drain deadline passed with data still in flight; each "
+                               "exporter says what stays in its spool or was dropped");
     }
     shutdown_kind(svc, PG_KIND_EXTENSION);
     destroy_all(svc);
