@@ -28,7 +28,7 @@ if not os.path.isdir(os.path.join(NODE_MODULES, "@coralogix", "opentelemetry-pro
     res.check("SDK installed in tests/node (run scripts/bootstrap.sh --test)", False, NODE_MODULES)
     res.finish()
 
-DELAY_S = 8
+DELAY_S = 15  # long: the checks during it must not outlast it on a loaded machine
 
 CONFIG = f"""
 receivers:
@@ -134,10 +134,10 @@ def main():
         code = gw.stop(signal.SIGTERM, timeout=15)
         took = time.time() - t1
         res.check("second SIGTERM: exits 0 without waiting out the delay",
-                  code == 0 and took < 2.0 and time.time() - t0 < DELAY_S - 0.5,
+                  code == 0 and took < 3.0 and time.time() - t0 < DELAY_S - 1,
                   (code, round(took, 2), round(time.time() - t0, 2)))
         log = gw.log()
-        steps = ["SIGTERM received", "health reports not ready; receivers keep accepting for 8.0s",
+        steps = ["SIGTERM received", f"health reports not ready; receivers keep accepting for {DELAY_S}.0s",
                  "SIGTERM again", "shutdown delay cut short with", "request(s) accepted during it",
                  "receivers stop accepting, exporters drain", 'msg="stopped"', "exited cleanly"]
         res.check("every step logged, in order",
