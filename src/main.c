@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * pprofgate's command line: run the gateway, validate a config, list the
- * built-in components, print the version. Signals: SIGTERM/SIGINT drain and
- * exit 0; a second one exits at once. */
+ * built-in components, print the version. Signals: SIGTERM/SIGINT stop
+ * gracefully (service::shutdown_delay, then the drain) and exit 0; a second
+ * one ends the delay; one during the drain exits at once. */
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -93,16 +94,28 @@ static struct pg_service *load(const char *path, struct event_base *base, struct
     return svc;
 }
 
+static const char *signal_name(evutil_socket_t sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal";
+}
+
+/* First signal: the graceful stop (service::shutdown_delay, then the
+ * drain). Another one during the delay ends the delay; one during the
+ * drain exits at once. */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct signal_ctx *sc = arg;
 
     (void)what;
     if (++sc->count > 1) {
-        pg_log_warn("main", "second signal %d: exiting without draining", (int)sig);
+        pg_log_info("main", "%s again", signal_name(sig));
+        if (pg_service_end_delay(sc->svc)) {
+            return;
+        }
+        pg_log_warn("main", "exiting without draining");
         exit(1);
     }
-    pg_log_info("main", "signal %d received", (int)sig);
+    pg_log_info("main", "%s received", signal_name(sig));
     pg_service_shutdown(sc->svc, SHUTDOWN_DEADLINE_NS);
 }
 

@@ -90,6 +90,11 @@ struct pg_log_ratelimit {
 };
 #define PG_LOG_RATELIMIT_INIT(per_sec, burst) { (burst), (per_sec), (burst), 0, 0 }
 bool pg_log_ratelimit_ok(struct pg_log_ratelimit *rl, unsigned long *suppressed_out);
+/* ", N similar lines suppressed" in a format, nothing when N is 0:
+ *   pg_log_info(c, "refused (peer=%s" PG_LOG_SUPPRESSED_FMT ")", peer, PG_LOG_SUPPRESSED(n));
+ * (%.0lu prints nothing for 0.) */
+#define PG_LOG_SUPPRESSED_FMT "%s%.0lu%s"
+#define PG_LOG_SUPPRESSED(n) (n) ? ", " : "", (unsigned long)(n), (n) ? " similar lines suppressed" : ""
 
 /* For event_set_log_callback(): libevent's messages (severity 0 debug .. 3
  * error) as "libevent" lines, at most 5 a second with a count of those

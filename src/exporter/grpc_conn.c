@@ -503,8 +503,14 @@ static void conn_fail(struct pg_grpc_conn *c, int code, const char *why)
     struct timeval tv;
     bool was_ready = c->state == ST_READY;
 
-    pg_log_warn(c->cfg.log_name, "connection to %s: %s%s", c->authority, why,
-                c->n_active ? " (failing in-flight calls)" : "");
+    /* A failed attempt is the exporter's to report (once per outage, with
+     * the reason its calls fail with); a working connection lost is news. */
+    if (was_ready) {
+        pg_log_warn(c->cfg.log_name, "connection to %s: %s%s", c->authority, why,
+                    c->n_active ? " (failing in-flight calls)" : "");
+    } else {
+        pg_log_debug(c->cfg.log_name, "connection to %s: %s", c->authority, why);
+    }
     teardown(c);
     while (c->active != NULL) {
         finish(c->active, code, "connection to %s: %s", c->authority, why);

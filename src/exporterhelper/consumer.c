@@ -6,6 +6,7 @@
  * several pushes is rejected for good, bisects it so one bad push cannot
  * drop the others. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,92 @@
 #include "exporterhelper/internal.h"
 
 static void consumer_run(struct pg_exph_consumer *c);
+
+/* An outage is said again after 1 minute, then at doubling gaps up to 10. */
+#define OUTAGE_REPORT_FIRST_NS (60LL * 1000000000LL)
+#define OUTAGE_REPORT_MAX_NS (600LL * 1000000000LL)
+
+/* "2m10s", "45s", "1h3m": a duration in an operator's words. */
+static void outage_duration(int64_t ns, char *buf, size_t len)
+{
+    int64_t s = ns / 1000000000LL;
+
+    if (s < 60) {
+        snprintf(buf, len, "%.1fs", (double)ns / 1e9);
+    } else if (s < 3600) {
+        snprintf(buf, len, s % 60 ? "%lldm%llds" : "%lldm", (long long)(s / 60),
+                 (long long)(s % 60));
+    } else {
+        snprintf(buf, len, "%lldh%lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+    }
+}
+
+/* Requests the exporter holds for the destination: queued, merging and in
+ * flight; with storage, every record not yet delivered. Under h->mu. */
+static uint64_t outage_waiting(const struct pg_exph *h)
+{
+    if (h->spool != NULL) {
+        struct pg_spool_stats ss;
+
+        pg_spool_get_stats(h->spool, &ss);
+        return ss.pending;
+    }
+    return (uint64_t)h->q_len + (h->pending != NULL) + h->busy;
+}
+
+static const char *outage_word(const struct pg_exph_result *r)
+{
+    return r->status != NULL &&
+                   (strcmp(r->status, "UNAVAILABLE") == 0 ||
+                    strcmp(r->status, "DEADLINE_EXCEEDED") == 0)
+               ? "unreachable"
+               : "not accepting exports";
+}
+
+/* A retryable failure: one line when an outage begins and one at each
+ * report time while it lasts, instead of a line per attempt. */
+static void outage_failed(struct pg_exph *h, const struct pg_exph_result *r, int64_t now)
+{
+    char dur[32];
+
+    h->outage_failures++;
+    if (h->outage_since_ns == 0) {
+        h->outage_since_ns = now;
+        h->outage_gap_ns = OUTAGE_REPORT_FIRST_NS;
+        h->outage_next_ns = now + h->outage_gap_ns;
+        pg_log_warn(h->log,
+                    "destination %s (%s: %s); retrying with backoff, %" PRIu64
+                    " request(s) waiting (said again while it lasts, at most every 10m; "
+                    "each attempt at debug level)",
+                    outage_word(r), r->status, r->message, outage_waiting(h));
+        return;
+    }
+    if (now < h->outage_next_ns) {
+        return;
+    }
+    outage_duration(now - h->outage_since_ns, dur, sizeof(dur));
+    pg_log_warn(h->log, "destination %s for %s, %" PRIu64 " request(s) waiting (%" PRIu64
+                " failed attempts; last: %s: %s)",
+                outage_word(r), dur, outage_waiting(h), h->outage_failures, r->status, r->message);
+    h->outage_gap_ns = h->outage_gap_ns * 2 > OUTAGE_REPORT_MAX_NS ? OUTAGE_REPORT_MAX_NS
+                                                                    : h->outage_gap_ns * 2;
+    h->outage_next_ns = now + h->outage_gap_ns;
+}
+
+/* An export went through: an outage, if there was one, is over. */
+static void outage_over(struct pg_exph *h)
+{
+    char dur[32];
+
+    if (h->outage_since_ns == 0) {
+        return;
+    }
+    outage_duration(pg_mono_ns() - h->outage_since_ns, dur, sizeof(dur));
+    pg_log_info(h->log, "delivering again after a %s outage (%" PRIu64 " failed attempts, %" PRIu64
+                " request(s) waiting)", dur, h->outage_failures, outage_waiting(h));
+    h->outage_since_ns = 0;
+    h->outage_failures = 0;
+}
 
 void *pg_exph_consumer_exporter(const struct pg_exph_consumer *c)
 {
@@ -149,6 +236,7 @@ static void send_done_locked(struct pg_exph_consumer *c, const struct pg_exph_re
     }
     p = &c->parts[c->cur];
     if (r->outcome == PG_EXPH_SENT) {
+        outage_over(h);
         pg_metric_add(h->m_sent, p->samples);
         pg_metric_add(h->m_sent_requests, 1);
         c->cur++;
@@ -179,8 +267,9 @@ static void send_done_locked(struct pg_exph_consumer *c, const struct pg_exph_re
         consumer_run(c);
         return;
     }
-    pg_log_info(h->log, "export of %zu samples failed (%s: %s); retrying in %lld ms", p->samples,
-                r->status, r->message, (long long)(wait / 1000000));
+    outage_failed(h, r, pg_mono_ns());
+    pg_log_debug(h->log, "export of %zu samples failed (%s: %s); retrying in %lld ms", p->samples,
+                 r->status, r->message, (long long)(wait / 1000000));
     pg_metric_add(h->m_retries, 1);
     {
         struct timeval tv = pg_ns_to_tv(wait);

@@ -66,7 +66,7 @@ extern const struct pg_field pg_exph_queue_fields[];
         {"sending_queue", PG_FT_SECTION, offsetof(st, member.queue), NULL, 0, 0,                   \
          pg_exph_queue_fields, NULL, PG_NO_PRESENT, NULL},                                         \
         {"shutdown_timeout", PG_FT_DURATION, offsetof(st, member.shutdown_timeout), "10s", 0, 0,   \
-         NULL, NULL, PG_NO_PRESENT, "how long shutdown drains the queue before dropping the rest"}
+         NULL, NULL, PG_NO_PRESENT, "how long shutdown drains the queue; then the rest stays in the spool (storage) or is dropped"}
 
 /* After pg_cfg_bind: the checks the field table cannot express (batch sizes,
  * the storage extension exists). Adds each problem to @diag; returns their
@@ -145,7 +145,8 @@ bool pg_exph_would_block(struct pg_exph *h, const struct pg_batch *batch);
 void pg_exph_entry_end(struct pg_exph *h);
 
 /* An exporter's shutdown(): no more intake; the queue drains until
- * shutdown_timeout, then what is left is dropped (and kept on disk). */
+ * shutdown_timeout, then what is left stays in the spool (with storage) or is
+ * dropped, logged and counted. */
 void pg_exph_shutdown(struct pg_exph *h);
 
 /* An exporter's idle(): nothing queued, merging or in flight. */

@@ -99,6 +99,13 @@ struct pg_exph {
     struct event *shutdown_timer;
     uint64_t seed;
 
+    /* An outage: retryable failures with no success since outage_since_ns
+     * (0 = none). Said when it begins, again at outage_next_ns (the gap
+     * doubling up to OUTAGE_REPORT_MAX), and when an export succeeds again;
+     * each attempt only at debug. */
+    int64_t outage_since_ns, outage_next_ns, outage_gap_ns;
+    uint64_t outage_failures;
+
     struct pg_metric *m_sent, *m_failed, *m_enqueue_failed, *m_retries;
     struct pg_metric *m_sent_requests, *m_capacity, *m_qsize, *m_inflight;
     char labels[160];

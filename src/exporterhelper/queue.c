@@ -491,15 +491,18 @@ void pg_exph_describe(const struct pg_exph *h, char *buf, size_t len)
              pg_exph_sizer_name(h->sizer));
 }
 
-/* Drops everything still queued or in flight (shutdown deadline). */
+/* Gives up on everything still queued or in flight (shutdown deadline, stop).
+ * With storage nothing is lost: each item stays in the spool and is replayed
+ * at the next start. Without it the samples are gone: counted as dropped
+ * (@reason) and returned. Under h->mu. */
 static size_t abort_all(struct pg_exph *h, const char *reason)
 {
-    size_t lost = 0;
+    size_t held = 0;
 
     h->aborted = true;
     if (h->pending != NULL) {
         h->pending->keep_spooled = true; /* replayed at the next start */
-        lost += h->pending->samples;
+        held += h->pending->samples;
         pg_exph_item_free(h, h->pending);
         h->pending = NULL;
     }
@@ -507,7 +510,7 @@ static size_t abort_all(struct pg_exph *h, const char *reason)
         struct pg_exph_item *it = h->q_head;
 
         h->q_head = it->next;
-        lost += it->samples;
+        held += it->samples;
         it->keep_spooled = true;
         pg_exph_item_free(h, it);
     }
@@ -519,7 +522,7 @@ static size_t abort_all(struct pg_exph *h, const char *reason)
         if (c->item != NULL && !c->abandoned) {
             c->item->keep_spooled = true;
             for (size_t p = c->cur; p < c->n_parts; p++) {
-                lost += c->parts[p].samples;
+                held += c->parts[p].samples;
             }
             if (c->timer != NULL) {
                 evtimer_del(c->timer);
@@ -532,26 +535,59 @@ static size_t abort_all(struct pg_exph *h, const char *reason)
         }
     }
     pg_exph_update_gauges(h);
-    if (lost > 0) {
-        pg_exph_count_drop(h, reason, lost);
+    if (held > 0 && h->spool == NULL) {
+        pg_exph_count_drop(h, reason, held);
     }
-    return lost;
+    return held;
+}
+
+/* The line that says what became of @held samples the exporter gave up on
+ * (@why: "shutdown_timeout (10s) passed"): with storage they, and whatever
+ * of the previous run was not replayed yet, wait in the spool; without it
+ * they are dropped (counted by abort_all). */
+static void log_given_up(struct pg_exph *h, const char *why, size_t held)
+{
+    if (h->spool != NULL) {
+        struct pg_spool_stats ss;
+
+        pg_spool_get_stats(h->spool, &ss);
+        if (held > 0) {
+            pg_log_info(h->log,
+                        "%s: %zu samples left in the spool for the next start (%" PRIu64
+                        " request(s), %" PRIu64 " bytes, undelivered requests of the previous "
+                        "run included)",
+                        why, held, ss.pending, ss.pending_bytes);
+        } else if (ss.pending > 0) {
+            /* Only the previous run's backlog, not replayed yet. */
+            pg_log_info(h->log,
+                        "%s: %" PRIu64 " request(s) (%" PRIu64 " bytes) left in the spool for "
+                        "the next start",
+                        why, ss.pending, ss.pending_bytes);
+        }
+        return;
+    }
+    if (held > 0) {
+        pg_log_error(h->log,
+                     "%s: dropped %zu samples not yet delivered (no sending_queue.storage to keep "
+                     "them; counted in otelcol_exporter_send_failed_profile_samples)",
+                     why, held);
+    }
 }
 
 static void on_shutdown_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_exph *h = arg;
-    size_t lost;
+    char why[96];
+    size_t held;
 
     (void)fd;
     (void)what;
     pg_exph_lock(h);
-    lost = abort_all(h, "shutdown");
+    held = abort_all(h, "shutdown");
     pg_exph_unlock(h);
-    if (lost > 0) {
-        pg_log_error(h->log, "shutdown deadline passed: dropped %zu samples not yet delivered",
-                     lost);
-    }
+    snprintf(why, sizeof(why), "shutdown_timeout (%.0fs) passed",
+             (double)h->cfg->shutdown_timeout / 1e9);
+    log_given_up(h, why, held);
 }
 
 void pg_exph_shutdown(struct pg_exph *h)
@@ -588,14 +624,15 @@ bool pg_exph_idle(const struct pg_exph *h)
 
 void pg_exph_stop(struct pg_exph *h)
 {
-    size_t lost;
+    size_t held;
+    bool said;
 
     pg_exph_lock(h);
-    lost = abort_all(h, "shutdown");
+    said = h->aborted; /* the shutdown deadline said it already */
+    held = abort_all(h, "shutdown");
     pg_exph_unlock(h);
-
-    if (lost > 0) {
-        pg_log_error(h->log, "exporter stopped with %zu samples undelivered", lost);
+    if (!said) {
+        log_given_up(h, "exporter stopped", held);
     }
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Extension `health_check`: the collector's health endpoint. GET <path>
  * answers 200 {"status":"Server available",...} while every pipeline runs
- * and 503 {"status":"Server not available",...} while starting or draining,
- * so a load balancer stops sending before the receivers close. Auth is off
- * by default: kubelet probes send no credentials unless told to. */
+ * and 503 {"status":"Server not available",...} while starting and from the
+ * first shutdown signal on (through service::shutdown_delay, while the
+ * receivers still accept, and the drain), so load balancers and the kubelet
+ * stop sending before the receivers close. Auth is off by default: kubelet
+ * probes send no credentials unless told to. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +101,7 @@ const struct pg_component_ops pg_extension_health_check = {
     .alias = NULL,
     .kind = PG_KIND_EXTENSION,
     .fields = health_fields,
-    .doc = "GET / answers 200 while all pipelines run, 503 while starting or draining",
+    .doc = "GET / answers 200 while all pipelines run, 503 while starting and from SIGTERM on",
     .create = health_create,
     .start = health_start,
     .process = NULL,

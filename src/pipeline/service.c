@@ -5,6 +5,7 @@
 #include "pipeline/service.h"
 
 #include <event2/event.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,7 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
     enum pg_err first = PG_ERR_OK;
     enum svc_state state = get_state(f->svc);
 
-    if (state != SVC_RUNNING && state != SVC_DRAINING) {
+    if (state != SVC_RUNNING && state != SVC_DELAYING && state != SVC_DRAINING) {
         fanout_entry_end(f);
         pg_batch_unref(batch);
         return pg_status_set(st, PG_ERR_UNAVAILABLE, "pprofgate is not running yet");
@@ -160,6 +161,9 @@ static enum pg_err fanout_consume(struct pg_consumer *self, struct pg_batch *bat
         }
     }
     fanout_entry_end(f);
+    if (state == SVC_DELAYING && first == PG_ERR_OK) {
+        __atomic_add_fetch(&f->svc->delay_accepted, 1, __ATOMIC_RELAXED);
+    }
     return first;
 }
 
@@ -171,7 +175,9 @@ static bool fanout_would_block(struct pg_consumer *self, const struct pg_batch *
 {
     struct fanout *f = (struct fanout *)self;
 
-    if (get_state(f->svc) != SVC_RUNNING) {
+    enum svc_state state = get_state(f->svc);
+
+    if (state != SVC_RUNNING && state != SVC_DELAYING) {
         return false; /* consume() answers for a service that is not running */
     }
     for (size_t i = 0; i < f->n; i++) {
@@ -414,6 +420,29 @@ static struct def **pipe_list(struct pg_service *svc, const struct pg_cfg_node *
     return out;
 }
 
+/* The longest service::shutdown_delay: a pod's grace period is about a
+ * minute, and a longer wait is more likely a typo (5m for 5s). */
+#define SHUTDOWN_DELAY_MAX_NS (5LL * 60 * 1000000000LL)
+
+/* service::shutdown_delay: a duration, 0 (the default) for none. */
+static void bind_shutdown_delay(struct pg_service *svc, const struct pg_cfg_node *service)
+{
+    const struct pg_cfg_node *n = pg_cfg_get(service, "shutdown_delay");
+    int64_t ns = 0;
+
+    if (n == NULL || n->kind == PG_CFG_NULL) {
+        return;
+    }
+    if (n->kind != PG_CFG_SCALAR || !pg_parse_duration(n->value, &ns) || ns < 0 ||
+        ns > SHUTDOWN_DELAY_MAX_NS) {
+        pg_diag_add(svc->diag, n, "service::shutdown_delay",
+                    "expected a duration from 0s to 5m (e.g. 5s): how long receivers keep "
+                    "accepting after SIGTERM while health_check reports not ready");
+        return;
+    }
+    svc->shutdown_delay_ns = ns;
+}
+
 static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
                                        "connectors", "service", NULL};
 
@@ -483,7 +512,8 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     const struct pg_cfg_node *metrics_node = NULL;
     size_t n_total = 0;
     size_t before = diag->n;
-    static const char *const service_keys[] = {"pipelines", "extensions", "telemetry", NULL};
+    static const char *const service_keys[] = {"pipelines", "extensions", "telemetry",
+                                               "shutdown_delay", NULL};
 
     if (root == NULL) {
         return NULL;
@@ -533,6 +563,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         goto fail;
     }
     pg_service_check_keys(svc, service, "service", service_keys);
+    bind_shutdown_delay(svc, service);
     pg_service_apply_telemetry(svc, pg_cfg_get(service, "telemetry"), &metrics_addr, &metrics_node);
 
     /* Extensions listed in service.extensions are instantiated first. */
@@ -856,8 +887,8 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (!idle) {
-        pg_log_warn("service", "shutdown deadline passed with data still in flight; "
-                               "exporters log what they could not deliver");
+        pg_log_warn("service", "drain deadline passed with data still in flight; each "
+                               "exporter says what stays in its spool or was dropped");
     }
     shutdown_kind(svc, PG_KIND_EXTENSION);
     destroy_all(svc);
@@ -866,24 +897,81 @@ static void drain_tick(evutil_socket_t fd, short what, void *arg)
     event_base_loopexit(svc->host.base, NULL);
 }
 
-void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns)
+/* The drain proper: receivers stop accepting (and answer what they hold),
+ * exporters drain until idle or the deadline. */
+static void begin_drain(struct pg_service *svc)
 {
     struct timeval tv = {0, 0};
 
-    if (get_state(svc) == SVC_DRAINING || get_state(svc) == SVC_STOPPED) {
-        return;
-    }
-    pg_log_info("service", "shutting down: receivers stop accepting, exporters drain");
+    pg_log_info("service", "shutting down: receivers stop accepting, exporters drain "
+                           "(up to %.0fs)", (double)svc->drain_budget_ns / 1e9);
     set_state(svc, SVC_DRAINING);
     shutdown_kind(svc, PG_KIND_RECEIVER);
     shutdown_kind(svc, PG_KIND_PROCESSOR);
-    svc->drain_deadline_ns = pg_mono_ns() + deadline_ns;
+    svc->drain_deadline_ns = pg_mono_ns() + svc->drain_budget_ns;
     svc->drain_timer = evtimer_new(svc->host.base, drain_tick, svc);
     if (svc->drain_timer == NULL) {
         drain_tick(-1, 0, svc);
         return;
     }
     event_add(svc->drain_timer, &tv);
+}
+
+static uint64_t delay_accepted(struct pg_service *svc)
+{
+    return __atomic_load_n(&svc->delay_accepted, __ATOMIC_RELAXED);
+}
+
+static void on_delay_over(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_service *svc = arg;
+
+    (void)fd;
+    (void)what;
+    pg_log_info("service", "shutdown delay over: %" PRIu64 " request(s) accepted during it",
+                delay_accepted(svc));
+    begin_drain(svc);
+}
+
+void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns)
+{
+    enum svc_state state = get_state(svc);
+
+    if (state == SVC_DELAYING || state == SVC_DRAINING || state == SVC_STOPPED) {
+        return;
+    }
+    svc->drain_budget_ns = deadline_ns;
+    if (svc->shutdown_delay_ns > 0 && state == SVC_RUNNING) {
+        struct timeval tv = pg_ns_to_tv(svc->shutdown_delay_ns);
+
+        svc->delay_timer = evtimer_new(svc->host.base, on_delay_over, svc);
+        if (svc->delay_timer != NULL && evtimer_add(svc->delay_timer, &tv) == 0) {
+            /* Health turns 503 now (pg_host_ready): load balancers and the
+             * kubelet stop routing here while the delay runs. */
+            set_state(svc, SVC_DELAYING);
+            svc->delay_end_ns = pg_mono_ns() + svc->shutdown_delay_ns;
+            pg_log_info("service",
+                        "shutting down: health reports not ready; receivers keep accepting "
+                        "for %.1fs (service::shutdown_delay) so clients can send their last "
+                        "profiles; a second signal ends the delay",
+                        (double)svc->shutdown_delay_ns / 1e9);
+            return;
+        }
+    }
+    begin_drain(svc);
+}
+
+bool pg_service_end_delay(struct pg_service *svc)
+{
+    if (get_state(svc) != SVC_DELAYING) {
+        return false;
+    }
+    evtimer_del(svc->delay_timer);
+    pg_log_info("service", "shutdown delay cut short with %.1fs left: %" PRIu64
+                " request(s) accepted during it",
+                (double)(svc->delay_end_ns - pg_mono_ns()) / 1e9, delay_accepted(svc));
+    begin_drain(svc);
+    return true;
 }
 
 void pg_service_free(struct pg_service *svc)
@@ -894,6 +982,9 @@ void pg_service_free(struct pg_service *svc)
     destroy_all(svc);
     if (svc->drain_timer != NULL) {
         event_free(svc->drain_timer);
+    }
+    if (svc->delay_timer != NULL) {
+        event_free(svc->delay_timer);
     }
     pg_arena_destroy(svc->arena);
     free(svc);

@@ -25,10 +25,15 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
  * what started and returns the error with a message. */
 PG_MUST_CHECK
 enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st);
-/* Begins a graceful stop: health turns 503, receivers stop accepting,
- * exporters drain; when all are idle (or @deadline_ns passed) every
- * instance is destroyed and the loop is told to exit. Idempotent. */
+/* Begins a graceful stop: health turns 503 at once; with
+ * service::shutdown_delay, receivers keep accepting (and answering) for that
+ * long; then receivers stop accepting and exporters drain; when all are idle
+ * (or @deadline_ns after the delay passed) every instance is destroyed and
+ * the loop is told to exit. Idempotent. */
 void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns);
+/* While the shutdown delay runs: ends it now (the drain begins) and returns
+ * true. Otherwise false (nothing to cut short). */
+bool pg_service_end_delay(struct pg_service *svc);
 /* Frees the service (after the loop ended). Destroys instances if needed. */
 void pg_service_free(struct pg_service *svc);
 bool pg_service_running(const struct pg_service *svc);

@@ -17,7 +17,9 @@
 
 struct event;
 
-enum svc_state { SVC_BUILT = 0, SVC_STARTING, SVC_RUNNING, SVC_DRAINING, SVC_STOPPED };
+/* SVC_DELAYING: a shutdown signal came and service::shutdown_delay runs:
+ * health says not ready while receivers keep taking pushes. */
+enum svc_state { SVC_BUILT = 0, SVC_STARTING, SVC_RUNNING, SVC_DELAYING, SVC_DRAINING, SVC_STOPPED };
 
 struct instance;
 
@@ -79,6 +81,14 @@ struct pg_service {
     bool exporters_shut; /* shutdown: exporters told once receivers are idle */
     struct event *drain_timer;
     int64_t drain_deadline_ns;
+    /* service::shutdown_delay (0 = none): after the first signal, how long
+     * receivers keep accepting while health reports not ready. Main thread,
+     * except delay_accepted (pushes taken during the delay, any loop). */
+    int64_t shutdown_delay_ns;
+    struct event *delay_timer;
+    int64_t delay_end_ns;
+    int64_t drain_budget_ns; /* the drain deadline, counted from the delay's end */
+    uint64_t delay_accepted;
     struct pg_metric *m_fallbacks;
     const char *log_paths[PG_LOG_MAX_OUTPUTS]; /* telemetry.logs.output_paths (config arena) */
     size_t n_log_paths;

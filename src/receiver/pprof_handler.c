@@ -104,11 +104,11 @@ static void on_answer(const struct pg_httpd_req *r, int code, const char *reason
         return;
     }
     if (code >= 500) {
-        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
-                    reason ? reason : "", peer ? peer : "?", suppressed);
+        pg_log_warn(rx->log_name, "answered %d: %s (peer=%s" PG_LOG_SUPPRESSED_FMT ")", code,
+                    reason ? reason : "", peer ? peer : "?", PG_LOG_SUPPRESSED(suppressed));
     } else {
-        pg_log_info(rx->log_name, "answered %d: %s (peer=%s, %lu similar lines suppressed)", code,
-                    reason ? reason : "", peer ? peer : "?", suppressed);
+        pg_log_info(rx->log_name, "answered %d: %s (peer=%s" PG_LOG_SUPPRESSED_FMT ")", code,
+                    reason ? reason : "", peer ? peer : "?", PG_LOG_SUPPRESSED(suppressed));
     }
 }
 
@@ -123,9 +123,9 @@ static void on_conn_event(int ev, const char *peer, void *arg)
     pg_metric_add(rx->m_conn_events[ev], 1);
     if (ev <= PG_HTTPD_ACCEPT_PAUSED &&
         reason_log_ok(rx, 1000 + ev, pg_httpd_event_names[ev], &suppressed)) {
-        pg_log_info(rx->log_name, "%s %s (%s; %lu similar lines suppressed)",
+        pg_log_info(rx->log_name, "%s %s (%s" PG_LOG_SUPPRESSED_FMT ")",
                     ev == PG_HTTPD_ACCEPT_PAUSED ? "accept paused:" : "connection refused from",
-                    peer ? peer : "?", pg_httpd_event_names[ev], suppressed);
+                    peer ? peer : "?", pg_httpd_event_names[ev], PG_LOG_SUPPRESSED(suppressed));
     }
 }
 
@@ -311,6 +311,15 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     char msg[160];
     enum pg_err err;
 
+    if (strcmp(req->path, "/") == 0 && strcmp(req->method, "GET") == 0) {
+        /* What this port is for (wait loops and curious operators poll /);
+         * no credentials needed: it names the endpoint and nothing else. */
+        pg_rx_reply(lp, req, 200,
+                    "pprofgate pprof receiver\n"
+                    "POST " PPROF_PATH "  a pprof profile (plain or gzip'd); 204 when accepted\n"
+                    "OTLP goes to the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)\n");
+        return false;
+    }
     if (strcmp(req->path, PPROF_PATH) != 0) {
         pg_rx_reply(lp, req, 404, "404 page not found");
         return false;

@@ -88,6 +88,37 @@ static void job_free(struct rx_job *job)
     free(job);
 }
 
+/* Enough of a body's first bytes to tell JSON or an OTLP request from pprof. */
+#define BODY_HEAD_LEN 16
+
+/* A body the pprof decoder refused: when its first bytes (@head, @len) say
+ * it is JSON or an OTLP ExportProfilesServiceRequest, names that, else NULL.
+ * Only on the error path. OTLP's first field (resource_profiles, 1, LEN)
+ * opens with a LEN field (resource or scope_profiles); pprof's field 1 is a
+ * ValueType, which opens with a varint (type, unit). */
+static const char *not_pprof_kind(const uint8_t *head, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) {
+        i++;
+    }
+    if (i < len && (head[i] == '{' || head[i] == '[')) {
+        return "JSON";
+    }
+    if (len >= 3 && head[0] == 0x0a) {
+        size_t j = 1;
+
+        while (j < len && (head[j] & 0x80) != 0) { /* the length varint */
+            j++;
+        }
+        if (j + 1 < len && (head[j + 1] & 0x07) == 2) {
+            return "an OTLP export request (protobuf)";
+        }
+    }
+    return NULL;
+}
+
 /* Worker side (or inline): everything that needs neither the request nor
  * the pipeline. Touches only @job, read-only config and atomic metrics. */
 static void job_run(struct rx *rx, struct rx_job *job)
@@ -120,11 +151,24 @@ static void job_run(struct rx *rx, struct rx_job *job)
         err = PG_ERR_OK;
     }
     if (err == PG_ERR_OK) {
+        /* The translator frees the body: its first bytes are kept for the
+         * hint a refused body gets. */
+        uint8_t head[BODY_HEAD_LEN];
+        size_t head_len = body_len < sizeof(head) ? body_len : sizeof(head);
+        const char *kind;
+
+        memcpy(head, body, head_len);
         /* Takes job->scratch: the pprof bytes die before the Sample structs are built. */
         err = pg_pprof_translate_owned(job->arena, &job->scratch, body, body_len, &rx->topts,
                                        &otlp, &job->stats, &job->st);
         pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
         pg_metric_observe(rx->m_latency, pg_mono_s() - job->t0);
+        if (err == PG_ERR_MALFORMED && (kind = not_pprof_kind(head, head_len)) != NULL) {
+            pg_status_set(&job->st, err,
+                          "this is not pprof (plain or gzip'd) but looks like %s; OTLP goes to "
+                          "the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)",
+                          kind);
+        }
     }
     pg_arena_destroy(job->scratch);
     job->scratch = NULL;
@@ -224,8 +268,8 @@ static void hold(struct rx_loop *lp, struct rx_job *job)
     log = lp->held == NULL && pg_log_ratelimit_ok(&rx->rl, &suppressed);
     pthread_mutex_unlock(&rx->log_mu);
     if (log) {
-        pg_log_info(rx->log_name, "holding requests: %s (%lu similar lines suppressed)",
-                    pg_status_text(&job->st), suppressed);
+        pg_log_info(rx->log_name, "holding requests: %s" PG_LOG_SUPPRESSED_FMT,
+                    pg_status_text(&job->st), PG_LOG_SUPPRESSED(suppressed));
     }
     job->held_since = pg_mono_s();
     job->next = NULL;

@@ -183,6 +183,140 @@ def kubelet_rules():
 
 # ---- 1. Kubernetes sidecar ---------------------------------------------------------
 
+def pod_containers(spec):
+    """The pod's long-running containers: its containers and its native
+    sidecars (initContainers with restartPolicy: Always)."""
+    return spec["containers"] + [c for c in spec.get("initContainers", [])
+                                 if c.get("restartPolicy") == "Always"]
+
+
+def duration_s(text, default):
+    """A config duration ("5s", "1m", "250ms") in seconds."""
+    if text is None:
+        return default
+    for unit, f in (("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)):
+        if str(text).endswith(unit) and str(text)[:-len(unit)].replace(".", "").isdigit():
+            return float(str(text)[:-len(unit)]) * f
+    raise ValueError(f"duration {text!r} not understood")
+
+
+# What the app container gets for its own stop (the SDK's final push) in the
+# grace period: the manifest's comment says 10s.
+APP_STOP_S = 10
+
+
+def sidecar_config(gw, cms):
+    """The gateway's config, read from the ConfigMap its --config names."""
+    name = os.path.basename(gw["args"][gw["args"].index("--config") + 1])
+    for cm in cms.values():
+        if name in cm.get("data", {}):
+            return yaml.safe_load(cm["data"][name])
+    raise ValueError(f"no ConfigMap holds {name}")
+
+
+def k8s_native_sidecar(spec, gw, cms):
+    """The manifest's shutdown story: pprofgate is a native sidecar (so the
+    kubelet stops it after the app), has a shutdown delay, and the grace
+    period covers the app's stop, the delay and the exporters' drain; its
+    probes are the health_check (startup, readiness) and the receiver
+    (liveness)."""
+    natives = [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+    res.check("k8s: pprofgate is a native sidecar (initContainers, restartPolicy: Always)",
+              gw in natives and gw not in spec["containers"], [c["name"] for c in natives])
+    res.check("k8s: the app is an ordinary container (stopped before the sidecar)",
+              any("pprofgate" not in c["image"] for c in spec["containers"]))
+    cfg = sidecar_config(gw, cms)
+    delay = duration_s((cfg.get("service") or {}).get("shutdown_delay"), 0)
+    drain = max(duration_s(e.get("shutdown_timeout"), 10)
+                for e in (cfg.get("exporters") or {}).values())
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    res.check("k8s: the config sets service::shutdown_delay", delay > 0, delay)
+    res.check("k8s: terminationGracePeriodSeconds covers the app's stop + delay + drain",
+              grace >= APP_STOP_S + delay + drain, (grace, APP_STOP_S, delay, drain))
+    ports = {p["name"]: p["containerPort"] for p in gw.get("ports", []) if "name" in p}
+    hc = (cfg.get("extensions") or {}).get("health_check") or {}
+    hc_port = int(str(hc.get("endpoint", "localhost:13133")).rsplit(":", 1)[1])
+    rx = ((cfg.get("receivers") or {}).get("pprof") or {}).get("server") or {}
+    rx_port = int(str(rx.get("endpoint", "localhost:4040")).rsplit(":", 1)[1])
+
+    def port_of(probe):
+        p = (probe.get("httpGet") or probe.get("tcpSocket") or {}).get("port")
+        return ports.get(p, p)
+
+    for kind in ("startupProbe", "readinessProbe"):
+        pr = gw.get(kind) or {}
+        res.check(f"k8s: {kind} asks health_check (GET {hc.get('path', '/')} on {hc_port})",
+                  "httpGet" in pr and port_of(pr) == hc_port
+                  and pr["httpGet"].get("path", "/") == hc.get("path", "/"), pr)
+    lv = gw.get("livenessProbe") or {}
+    res.check("k8s: livenessProbe asks the receiver (GET / answers 200 during the delay too)",
+              "httpGet" in lv and port_of(lv) == rx_port and lv["httpGet"].get("path") == "/", lv)
+    res.check("k8s: readiness is probed at least once during the delay "
+              "(periodSeconds <= shutdown_delay)",
+              (gw.get("readinessProbe") or {}).get("periodSeconds", 10) <= delay,
+              (gw.get("readinessProbe"), delay))
+
+
+APP_DAEMON = r"""
+const { ProfilingProvider } = require('@coralogix/opentelemetry-profiling');
+function pgDeployBurn(ms) { const end = Date.now() + ms; let x = 0; while (Date.now() < end) { x += Math.sqrt(x + 1); } return x; }
+(async () => {
+  const p = new ProfilingProvider({ collectionIntervalMs: 600000 });
+  await p.start();
+  const t = setInterval(() => pgDeployBurn(20), 30);
+  process.on('SIGTERM', async () => { clearInterval(t); await p.stop(); console.log('app flushed'); process.exit(0); });
+  console.log('app running');
+})().catch(e => { console.error('app error', e); process.exit(2); });
+"""
+
+
+def k8s_termination(spec, gw, proc, ports, app_env, server, log):
+    """Pod deletion as the kubelet runs it for a native sidecar: SIGTERM to
+    the app (an SDK whose only push is the final one, on SIGTERM), and once it
+    has exited, SIGTERM to pprofgate. The final push reaches the node's
+    collector; during the delay readiness fails and liveness holds; the
+    gateway exits within the grace period."""
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    before = len([a for a in server.resources() if a.get("service.name") == "checkout"])
+    e = dict(app_env, NODE_PATH=NODE_MODULES, PATH=os.environ.get("PATH", dp.DEFAULT_PATH))
+    app = subprocess.Popen(["node", "-e", APP_DAEMON], env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           cwd=os.path.join(SOURCE_DIR, "tests", "node"))
+    first = app.stdout.readline()
+    res.check("k8s termination: the app runs", first.strip() == "app running", first)
+    time.sleep(1.0)
+    t0 = time.time()
+    app.send_signal(signal.SIGTERM)
+    try:
+        out, err = app.communicate(timeout=grace)
+    except subprocess.TimeoutExpired:
+        app.kill()
+        out, err = app.communicate()
+    res.check("k8s termination: the app flushed on SIGTERM, no failed export",
+              app.returncode == 0 and "app flushed" in out and "export failed" not in err,
+              (app.returncode, err[-600:]))
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    ready = dp.probe_ok(gw["readinessProbe"], POD["pod_ip"], ports)
+    alive = dp.probe_ok(gw["livenessProbe"], POD["pod_ip"], ports)
+    res.check("k8s termination: during the delay readiness fails, liveness holds",
+              not ready and alive and proc.poll() is None, (ready, alive, read(log)[-800:]))
+    got = server.wait(lambda a: a.get("service.name") == "checkout"
+                      and len([b for b in server.resources()
+                               if b.get("service.name") == "checkout"]) > before)
+    res.check("k8s termination: the app's final push reaches the node's collector", len(got) > 0,
+              read(log)[-1500:])
+    try:
+        code = proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        code = None
+    res.check("k8s termination: the gateway exits 0 within the grace period",
+              code == 0 and time.time() - t0 <= grace, (code, round(time.time() - t0, 1)))
+    res.check("k8s termination: the delay and the drain are logged",
+              "shutdown delay over" in read(log) and 'msg="stopped"' in read(log),
+              read(log)[-1500:])
+
+
 def k8s_sidecar():
     path = os.path.join(SOURCE_DIR, "docker", "k8s-sidecar.yaml")
     with open(path) as f:
@@ -191,10 +325,11 @@ def k8s_sidecar():
     deps = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Pod")]
     res.check("k8s manifest: one workload", len(deps) == 1, [d["kind"] for d in docs])
     spec = deps[0]["spec"]["template"]["spec"] if deps[0]["kind"] != "Pod" else deps[0]["spec"]
-    gw = [c for c in spec["containers"] if "pprofgate" in c["image"]]
+    gw = [c for c in pod_containers(spec) if "pprofgate" in c["image"]]
     apps = [c for c in spec["containers"] if "pprofgate" not in c["image"]]
     res.check("k8s manifest: a pprofgate container and an app container", gw and apps)
     gw, app = gw[0], apps[0]
+    k8s_native_sidecar(spec, gw, cms)
     tmp = tempfile.mkdtemp(prefix="pg-k8s-")
     notes = []
     image = new_image(tmp, notes)
@@ -273,6 +408,7 @@ def k8s_sidecar():
             res.check("k8s: no attribute left encoded or unexpanded",
                       not [v for v in a.values() if isinstance(v, str) and ("$(" in v or "%2" in v
                                                                             or "%40" in v)], a)
+        k8s_termination(spec, gw, proc, ports, app_env, server, log)
         spools = [os.path.join(d, "file_storage") for d in spool_dirs]
         res.check("k8s: the spool lives on the emptyDir",
                   any(os.path.isdir(s) and os.listdir(s) for s in spools), spools)

@@ -515,6 +515,9 @@ PG_TEST(persistent_queue_replayed_by_the_next_helper)
         CHECK(false);
     }
     fake_close(&f); /* nothing sent: both stay on disk */
+    /* Kept for the next start is not lost: not counted as dropped. */
+    CHECK_INT(dropped(&f, "shutdown"), 0);
+    CHECK_INT(counter(&f, "otelcol_exporter_send_failed_profile_samples"), 0);
 
     if (fake_open(&f, "fake/spool2", yaml, 0)) {
         run_until(&f, 7);

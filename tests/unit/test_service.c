@@ -4,6 +4,7 @@
  * pipelines, processor errors, and the lifecycle order. Uses fake components
  * in a local registry so only core code is under test. */
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -344,6 +345,72 @@ PG_TEST(test_many_pipelines)
     event_base_free(base);
 }
 
+/* service::shutdown_delay: checked at build; during the delay the service
+ * is not ready but the receivers still run and their pushes are taken; the
+ * delay ends on its own or when pg_service_end_delay() cuts it short. */
+PG_TEST(test_shutdown_delay)
+{
+    static const char *const bad[] = {"10m", "soon", "-1s", "[1s]"};
+    struct event_base *base = event_base_new();
+    struct pg_status st;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char yaml[256];
+        struct pg_config *cfg;
+        struct pg_service *svc;
+
+        snprintf(yaml, sizeof(yaml),
+                 "receivers: {pprof: {}}\nexporters: {otlp: {}}\nservice: {shutdown_delay: %s, "
+                 "pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n", bad[i]);
+        cfg = pg_config_load_string("t.yaml", yaml, strlen(yaml));
+        svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+        CHECK(svc == NULL);
+        CHECK(pg_test_diag_has(&cfg->diag, "service::shutdown_delay: expected a duration from 0s "
+                                           "to 5m"));
+        pg_service_free(svc);
+        pg_config_free(cfg);
+    }
+    for (int cut = 0; cut < 2; cut++) {
+        char yaml[256];
+        struct pg_config *cfg;
+        struct pg_service *svc;
+        struct pg_batch *b = empty_batch();
+
+        snprintf(yaml, sizeof(yaml),
+                 "receivers: {pprof: {}}\nexporters: {otlp: {}}\nservice: {shutdown_delay: %s, "
+                 "pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+                 cut ? "1m" : "50ms");
+        cfg = pg_config_load_string("t.yaml", yaml, strlen(yaml));
+        n_exporters = 0;
+        memset(exported, 0, sizeof(exported));
+        svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+        PG_REQUIRE(svc != NULL);
+        CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+        CHECK(pg_service_running(svc));
+        CHECK(!pg_service_end_delay(svc)); /* no delay running yet */
+        trace[0] = '\0';
+        pg_service_shutdown(svc, 1000000000LL);
+        CHECK(!pg_service_running(svc)); /* health: not ready at once */
+        CHECK(strstr(trace, "stop:") == NULL);
+        CHECK_INT(pg_consumer_consume(recv_next, pg_batch_ref(b), &st), PG_ERR_OK);
+        CHECK_INT(exported[0], 1);
+        pg_service_shutdown(svc, 1000000000LL); /* idempotent */
+        if (cut) {
+            CHECK(pg_service_end_delay(svc));
+            CHECK(strncmp(trace, "stop:receiver/pprof", 19) == 0);
+            CHECK(!pg_service_end_delay(svc));
+        }
+        event_base_dispatch(base); /* cut: returns at once; else after 50 ms */
+        CHECK(strncmp(trace, "stop:receiver/pprof", 19) == 0);
+        CHECK(strstr(trace, "stop:exporter/otlp") != NULL);
+        pg_batch_unref(b);
+        pg_service_free(svc);
+        pg_config_free(cfg);
+    }
+    event_base_free(base);
+}
+
 PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_fanout_and_lifecycle),
              PG_CASE(test_busy_exporter_maps_to_busy),
-             PG_CASE(test_would_block_asks_every_exporter), PG_CASE(test_many_pipelines))
+             PG_CASE(test_would_block_asks_every_exporter), PG_CASE(test_many_pipelines),
+             PG_CASE(test_shutdown_delay))
