@@ -5,6 +5,7 @@
  * range-checked and printed as the collector's "[Missing ...]" text. */
 #include "exporter/debug_format.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -92,33 +93,104 @@ static const char *s_or_empty(const char *s)
     return s ? s : "";
 }
 
-void pg_debug_go_time(char *buf, size_t size, unsigned long long unix_nano)
+/* Splits unix nanos into a broken-down UTC time and the fraction as Go and
+ * RFC 3339 print it: ".5", ".000000321", or "" when whole. */
+static void utc_parts(unsigned long long unix_nano, struct tm *tm, char *frac, size_t size)
 {
-    /* Go: time.Unix(0, int64(t)).UTC().String() */
     long long t = (long long)unix_nano;
     long long sec = t / 1000000000LL;
     long long nsec = t % 1000000000LL;
     time_t tt;
-    struct tm tm;
-    char frac[16] = "";
 
     if (nsec < 0) {
         nsec += 1000000000LL;
         sec -= 1;
     }
     tt = (time_t)sec;
-    gmtime_r(&tt, &tm);
+    gmtime_r(&tt, tm);
+    frac[0] = '\0';
     if (nsec != 0) {
-        int len;
+        size_t len;
 
-        snprintf(frac, sizeof(frac), ".%09lld", nsec);
-        len = (int)strlen(frac);
+        snprintf(frac, size, ".%09lld", nsec);
+        len = strlen(frac);
         while (len > 1 && frac[len - 1] == '0') {
             frac[--len] = '\0';
         }
     }
+}
+
+void pg_debug_go_time(char *buf, size_t size, unsigned long long unix_nano)
+{
+    /* Go: time.Unix(0, int64(t)).UTC().String() */
+    struct tm tm;
+    char frac[16];
+
+    utc_parts(unix_nano, &tm, frac, sizeof(frac));
     snprintf(buf, size, "%04d-%02d-%02d %02d:%02d:%02d%s +0000 UTC", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+void pg_debug_rfc3339(char *buf, size_t size, unsigned long long unix_nano)
+{
+    struct tm tm;
+    char frac[16];
+
+    utc_parts(unix_nano, &tm, frac, sizeof(frac));
+    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+/* Writes the @prec-digit fraction of @u (trailing zeros trimmed, no point
+ * when zero) and returns the integer part, as Go's fmtFrac. */
+static unsigned long long duration_frac(char *frac, size_t size, unsigned long long u, int prec)
+{
+    unsigned long long div = 1;
+    size_t len;
+
+    for (int i = 0; i < prec; i++) {
+        div *= 10;
+    }
+    frac[0] = '\0';
+    if (prec > 0 && u % div != 0) {
+        snprintf(frac, size, ".%0*llu", prec, u % div);
+        len = strlen(frac);
+        while (frac[len - 1] == '0') {
+            frac[--len] = '\0';
+        }
+    }
+    return u / div;
+}
+
+void pg_debug_go_duration(char *buf, size_t size, long long ns)
+{
+    /* Go: time.Duration(ns).String() */
+    unsigned long long u = ns < 0 ? 0ULL - (unsigned long long)ns : (unsigned long long)ns;
+    const char *sign = ns < 0 ? "-" : "";
+    char frac[24];
+
+    if (u == 0) {
+        snprintf(buf, size, "0s");
+    } else if (u < 1000ULL) {
+        snprintf(buf, size, "%s%lluns", sign, u);
+    } else if (u < 1000000ULL) {
+        u = duration_frac(frac, sizeof(frac), u, 3);
+        snprintf(buf, size, "%s%llu%s\xc2\xb5" "s", sign, u, frac);
+    } else if (u < 1000000000ULL) {
+        u = duration_frac(frac, sizeof(frac), u, 6);
+        snprintf(buf, size, "%s%llu%sms", sign, u, frac);
+    } else {
+        unsigned long long s = duration_frac(frac, sizeof(frac), u, 9);
+        unsigned long long m = s / 60, h = m / 60;
+
+        if (h > 0) {
+            snprintf(buf, size, "%s%lluh%llum%llu%ss", sign, h, m % 60, s % 60, frac);
+        } else if (m > 0) {
+            snprintf(buf, size, "%s%llum%llu%ss", sign, m, s % 60, frac);
+        } else {
+            snprintf(buf, size, "%s%llu%ss", sign, s, frac);
+        }
+    }
 }
 
 void pg_debug_es6_double(char *buf, size_t size, double v)
@@ -411,6 +483,465 @@ static void put_int_list(struct pg_debug_buf *b, const int32_t *v, size_t n)
     put(b, "]");
 }
 
+/* ---- pprofgate annotations: what a profile holds ---------------------- */
+
+/* "type/unit" of @vt into @out; "?" for a part that is unset or missing. */
+static const char *value_type_name(char *out, size_t size, const pg_otlp_dict *d,
+                                   const pg_otlp_valuetype *vt)
+{
+    const char *t = vt ? dict_str(d, vt->type_strindex) : NULL;
+    const char *u = vt ? dict_str(d, vt->unit_strindex) : NULL;
+
+    snprintf(out, size, "%s/%s", t && t[0] ? t : "?", u && u[0] ? u : "?");
+    return out;
+}
+
+static bool value_type_set(const pg_otlp_valuetype *vt)
+{
+    return vt != NULL && (vt->type_strindex != 0 || vt->unit_strindex != 0);
+}
+
+/* @v in @vt's unit: a Go duration for nanoseconds (`40ms`), else the
+ * number as it is (bytes and counts stay exact). */
+static const char *quantity(char *out, size_t size, const pg_otlp_dict *d,
+                            const pg_otlp_valuetype *vt, long long v)
+{
+    const char *unit = vt ? dict_str(d, vt->unit_strindex) : NULL;
+
+    if (unit != NULL && strcmp(unit, "nanoseconds") == 0) {
+        pg_debug_go_duration(out, size, v);
+    } else {
+        snprintf(out, size, "%lld", v);
+    }
+    return out;
+}
+
+/* A sample's value: the sum of its values, or one per timestamp when it
+ * has only timestamps (the OTLP rule). Saturates instead of wrapping. */
+static long long sample_value(const pg_otlp_sample *s)
+{
+    long long sum = 0;
+
+    if (s->n_values == 0) {
+        return (long long)s->n_timestamps_unix_nano;
+    }
+    for (size_t v = 0; v < s->n_values; v++) {
+        if (__builtin_add_overflow(sum, (long long)s->values[v], &sum)) {
+            return s->values[v] < 0 ? LLONG_MIN : LLONG_MAX;
+        }
+    }
+    return sum;
+}
+
+static long long profile_total(const pg_otlp_profile *p)
+{
+    long long sum = 0;
+
+    for (size_t s = 0; s < p->n_samples; s++) {
+        long long v = p->samples[s] ? sample_value(p->samples[s]) : 0;
+
+        if (__builtin_add_overflow(sum, v, &sum)) {
+            return v < 0 ? LLONG_MIN : LLONG_MAX;
+        }
+    }
+    return sum;
+}
+
+static long long duration_ns(uint64_t d)
+{
+    return d > (uint64_t)LLONG_MAX ? LLONG_MAX : (long long)d;
+}
+
+/* normal: the profile line's fields after `samples=N`. */
+static void put_profile_fields(struct pg_debug_buf *b, const pg_otlp_dict *d,
+                               const pg_otlp_profile *p)
+{
+    char name[256], q[64], t[64];
+
+    pg_debug_buf_printf(b, " sample_type=%s",
+                        value_type_name(name, sizeof(name), d, p->sample_type));
+    pg_debug_buf_printf(b, " total=%s",
+                        quantity(q, sizeof(q), d, p->sample_type, profile_total(p)));
+    if (p->period != 0 || value_type_set(p->period_type)) {
+        pg_debug_buf_printf(b, " period=%s period_type=%s",
+                            quantity(q, sizeof(q), d, p->period_type, p->period),
+                            value_type_name(name, sizeof(name), d, p->period_type));
+    }
+    pg_debug_rfc3339(t, sizeof(t), (unsigned long long)p->time_unix_nano);
+    pg_debug_go_duration(q, sizeof(q), duration_ns(p->duration_nano));
+    pg_debug_buf_printf(b, " start=%s duration=%s", t, q);
+}
+
+/* pprof.scope.sample_type_order: entry k is the index, in the pprof the
+ * profiles came from, of profile k's sample type. Returns its inverse
+ * (pprof index -> profile index; malloc'd, @n entries), or NULL when the
+ * scope has no such attribute or it does not match the profiles (a
+ * processor dropped some): then nothing is decoded. */
+static size_t *sample_type_order_inverse(const pg_otlp_scopeprof *sp, size_t *n)
+{
+    const pg_otlp_anyvalue *v = NULL;
+    const pg_otlp_array *arr;
+    size_t *inv;
+
+    for (size_t i = 0; sp->scope != NULL && i < sp->scope->n_attributes; i++) {
+        const pg_otlp_kv *kv = sp->scope->attributes[i];
+
+        if (kv != NULL && kv->key != NULL &&
+            strcmp(kv->key, "pprof.scope.sample_type_order") == 0) {
+            v = kv->value;
+        }
+    }
+    if (v == NULL || v->value_case != PG_OTLP_ANYVALUE_ARRAY || v->array_value == NULL) {
+        return NULL;
+    }
+    arr = v->array_value;
+    if (arr->n_values == 0 || arr->n_values != sp->n_profiles ||
+        (inv = malloc(arr->n_values * sizeof(*inv))) == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < arr->n_values; i++) {
+        inv[i] = SIZE_MAX;
+    }
+    for (size_t k = 0; k < arr->n_values; k++) {
+        const pg_otlp_anyvalue *e = arr->values[k];
+
+        if (e == NULL || e->value_case != PG_OTLP_ANYVALUE_INT || e->int_value < 0 ||
+            (uint64_t)e->int_value >= arr->n_values || inv[e->int_value] != SIZE_MAX ||
+            sp->profiles[k] == NULL) {
+            free(inv);
+            return NULL;
+        }
+        inv[e->int_value] = k;
+    }
+    *n = arr->n_values;
+    return inv;
+}
+
+/* normal: ` pprof_sample_types=samples/count,cpu/nanoseconds` (pprof's order). */
+static void put_scope_fields(struct pg_debug_buf *b, const pg_otlp_dict *d,
+                             const pg_otlp_scopeprof *sp)
+{
+    size_t n = 0;
+    size_t *inv = sample_type_order_inverse(sp, &n);
+    char name[256];
+
+    if (inv == NULL) {
+        return;
+    }
+    put(b, " pprof_sample_types=");
+    for (size_t i = 0; i < n; i++) {
+        pg_debug_buf_printf(b, "%s%s", i ? "," : "",
+                            value_type_name(name, sizeof(name), d, sp->profiles[inv[i]]->sample_type));
+    }
+    free(inv);
+}
+
+/* detailed: `pprof sample types: [0] samples/count = Profile #1, ...`. */
+static void put_scope_lines(struct pg_debug_buf *b, const pg_otlp_dict *d,
+                            const pg_otlp_scopeprof *sp)
+{
+    size_t n = 0;
+    size_t *inv = sample_type_order_inverse(sp, &n);
+    char name[256];
+
+    if (inv == NULL) {
+        return;
+    }
+    put(b, "pprof sample types:");
+    for (size_t i = 0; i < n; i++) {
+        pg_debug_buf_printf(b, "%s [%zu] %s = Profile #%zu", i ? "," : "", i,
+                            value_type_name(name, sizeof(name), d, sp->profiles[inv[i]]->sample_type),
+                            inv[i]);
+    }
+    put(b, "\n");
+    free(inv);
+}
+
+/* A frame as the stack lines and the top frames print it. */
+enum frame_kind { FRAME_NO_STACK, FRAME_MISSING_STACK, FRAME_MISSING_LOCATION, FRAME_ADDRESS,
+                  FRAME_LINE };
+
+struct frame_key {
+    enum frame_kind kind;
+    long long a, b; /* MISSING_*: the index; ADDRESS: mapping, address; LINE: function, line */
+};
+
+static void put_frame(struct pg_debug_buf *b, const pg_otlp_dict *d, const struct frame_key *k)
+{
+    switch (k->kind) {
+    case FRAME_NO_STACK: put(b, "(no stack)"); break;
+    case FRAME_MISSING_STACK:
+        pg_debug_buf_printf(b, "[Missing Dictionary StackTable Item #%lld]", k->a);
+        break;
+    case FRAME_MISSING_LOCATION:
+        pg_debug_buf_printf(b, "[Missing Dictionary LocationTable Item #%lld]", k->a);
+        break;
+    case FRAME_ADDRESS: {
+        const char *file = NULL;
+
+        if (k->a > 0 && (size_t)k->a < d->n_mapping_table && d->mapping_table[k->a] != NULL) {
+            file = dict_str(d, d->mapping_table[k->a]->filename_strindex);
+        }
+        pg_debug_buf_printf(b, "0x%llx%s%s", (unsigned long long)k->b, file && file[0] ? " " : "",
+                            file && file[0] ? file : "");
+        break;
+    }
+    case FRAME_LINE: {
+        const char *name = NULL, *file = NULL;
+
+        if (k->a >= 0 && (size_t)k->a < d->n_function_table && d->function_table[k->a] != NULL) {
+            name = dict_str(d, d->function_table[k->a]->name_strindex);
+            file = dict_str(d, d->function_table[k->a]->filename_strindex);
+        }
+        pg_debug_buf_printf(b, "%s %s:%lld", name && name[0] ? name : "??",
+                            file && file[0] ? file : "??", k->b);
+        break;
+    }
+    }
+}
+
+static struct frame_key line_frame(const pg_otlp_line *ln)
+{
+    return (struct frame_key){FRAME_LINE, ln->function_index, (long long)ln->line};
+}
+
+/* Location @li, or NULL with @k set to its one frame (missing, or an
+ * address without lines); a location with lines has one frame per line,
+ * leaf first (inline frames in pprof's order, callee first). */
+static const pg_otlp_location *location_or_frame(const pg_otlp_dict *d, int32_t li,
+                                                 struct frame_key *k)
+{
+    const pg_otlp_location *l;
+
+    if (li < 0 || (size_t)li >= d->n_location_table || d->location_table[li] == NULL) {
+        *k = (struct frame_key){FRAME_MISSING_LOCATION, li, 0};
+        return NULL;
+    }
+    l = d->location_table[li];
+    if (l->n_lines == 0) {
+        *k = (struct frame_key){FRAME_ADDRESS, l->mapping_index, (long long)l->address};
+        return NULL;
+    }
+    return l;
+}
+
+/* The frame a sample's self value belongs to: its stack's first (leaf)
+ * frame. */
+static struct frame_key leaf_frame(const pg_otlp_dict *d, const pg_otlp_sample *s)
+{
+    struct frame_key k = {FRAME_NO_STACK, 0, 0};
+    const pg_otlp_stack *st;
+
+    if (s->stack_index == 0) {
+        return k;
+    }
+    if (d == NULL || s->stack_index < 0 || (size_t)s->stack_index >= d->n_stack_table ||
+        d->stack_table[s->stack_index] == NULL) {
+        return (struct frame_key){FRAME_MISSING_STACK, s->stack_index, 0};
+    }
+    st = d->stack_table[s->stack_index];
+    for (size_t i = 0; i < st->n_location_indices; i++) {
+        const pg_otlp_location *l = location_or_frame(d, st->location_indices[i], &k);
+
+        if (l == NULL) {
+            return k;
+        }
+        for (size_t j = 0; j < l->n_lines; j++) {
+            if (l->lines[j] != NULL) {
+                return line_frame(l->lines[j]);
+            }
+        }
+    }
+    return (struct frame_key){FRAME_NO_STACK, 0, 0};
+}
+
+#define TOP_FRAMES 5
+/* The frame table's slots stop growing here; leaf frames past it (never
+ * seen in practice: one per distinct leaf line) are left out and said so. */
+#define MAX_FRAME_SLOTS (1u << 22)
+
+struct frame_slot {
+    struct frame_key k;
+    long long value;
+    bool used;
+};
+
+/* Self value per leaf frame of one profile: open addressing, writer-thread
+ * scratch reused between profiles (malloc'd, freed after the batch). */
+struct frame_table {
+    struct frame_slot *v;
+    size_t cap, n;
+    bool incomplete; /* a frame did not fit */
+};
+
+static size_t frame_hash(const struct frame_key *k)
+{
+    uint64_t h = (uint64_t)k->kind * 0x9e3779b97f4a7c15ULL;
+
+    h = (h ^ (uint64_t)k->a) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (uint64_t)k->b) * 0x94d049bb133111ebULL;
+    return (size_t)(h ^ (h >> 31));
+}
+
+static bool frame_eq(const struct frame_key *x, const struct frame_key *y)
+{
+    return x->kind == y->kind && x->a == y->a && x->b == y->b;
+}
+
+static struct frame_slot *frame_find(struct frame_slot *v, size_t cap, const struct frame_key *k)
+{
+    size_t i = frame_hash(k) & (cap - 1);
+
+    while (v[i].used && !frame_eq(&v[i].k, k)) {
+        i = (i + 1) & (cap - 1);
+    }
+    return &v[i];
+}
+
+static bool frame_grow(struct frame_table *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 256;
+    struct frame_slot *v;
+
+    if (cap > MAX_FRAME_SLOTS || (v = calloc(cap, sizeof(*v))) == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        if (t->v[i].used) {
+            *frame_find(v, cap, &t->v[i].k) = t->v[i];
+        }
+    }
+    free(t->v);
+    t->v = v;
+    t->cap = cap;
+    return true;
+}
+
+static void frame_add(struct frame_table *t, const struct frame_key *k, long long value)
+{
+    struct frame_slot *s;
+
+    if ((t->n + 1) * 2 > t->cap && !frame_grow(t) && t->n + 1 >= t->cap) {
+        t->incomplete = true;
+        return;
+    }
+    s = frame_find(t->v, t->cap, k);
+    if (!s->used) {
+        s->used = true;
+        s->k = *k;
+        s->value = 0;
+        t->n++;
+    }
+    if (__builtin_add_overflow(s->value, value, &s->value)) {
+        s->value = value < 0 ? LLONG_MIN : LLONG_MAX;
+    }
+}
+
+/* Larger value first; equal values in key order, so the text is stable. */
+static bool frame_before(const struct frame_slot *x, const struct frame_slot *y)
+{
+    if (x->value != y->value) {
+        return x->value > y->value;
+    }
+    if (x->k.kind != y->k.kind) {
+        return x->k.kind < y->k.kind;
+    }
+    return x->k.a != y->k.a ? x->k.a < y->k.a : x->k.b < y->k.b;
+}
+
+/* Display columns of UTF-8 @s (µ is two bytes, one column). */
+static size_t columns(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s != '\0'; s++) {
+        n += ((unsigned char)*s & 0xC0) != 0x80;
+    }
+    return n;
+}
+
+/* detailed: the profile's top TOP_FRAMES leaf frames by self value. */
+static void put_top_frames(struct pg_debug_buf *b, const pg_otlp_dict *d, const pg_otlp_profile *p,
+                           long long total, struct frame_table *t)
+{
+    struct frame_slot top[TOP_FRAMES];
+    char vals[TOP_FRAMES][64];
+    size_t n_top = 0, width = 0;
+
+    if (p->n_samples == 0) {
+        return;
+    }
+    if (t->v != NULL) {
+        memset(t->v, 0, t->cap * sizeof(*t->v));
+    }
+    t->n = 0;
+    t->incomplete = false;
+    for (size_t s = 0; s < p->n_samples; s++) {
+        if (p->samples[s] != NULL) {
+            struct frame_key k = leaf_frame(d, p->samples[s]);
+
+            frame_add(t, &k, sample_value(p->samples[s]));
+        }
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        size_t j;
+
+        if (!t->v[i].used) {
+            continue;
+        }
+        for (j = n_top; j > 0 && frame_before(&t->v[i], &top[j - 1]); j--) {
+            if (j < TOP_FRAMES) {
+                top[j] = top[j - 1];
+            }
+        }
+        if (j < TOP_FRAMES) {
+            top[j] = t->v[i];
+            n_top += n_top < TOP_FRAMES;
+        }
+    }
+    pg_debug_buf_printf(b, "    %-15s: top %zu of %zu leaf frames by self value%s\n", "Top frames",
+                        n_top, t->n, t->incomplete ? " (table full: some frames left out)" : "");
+    for (size_t i = 0; i < n_top; i++) {
+        quantity(vals[i], sizeof(vals[i]), d, p->sample_type, top[i].value);
+        width = columns(vals[i]) > width ? columns(vals[i]) : width;
+    }
+    for (size_t i = 0; i < n_top; i++) {
+        pg_debug_buf_printf(b, "        %*s%s", (int)(width - columns(vals[i])), "", vals[i]);
+        if (total != 0) {
+            pg_debug_buf_printf(b, " %5.1f%%  ", 100.0 * (double)top[i].value / (double)total);
+        } else {
+            put(b, "      -  ");
+        }
+        put_frame(b, d, &top[i].k);
+        put(b, "\n");
+    }
+}
+
+/* detailed: what the profile holds, after the collector's header lines. */
+static void put_profile_lines(struct pg_debug_buf *b, const pg_otlp_dict *d,
+                              const pg_otlp_profile *p, struct frame_table *t)
+{
+    char name[256], q[64];
+    long long total = profile_total(p);
+
+    pg_debug_buf_printf(b, "    %-15s: %s\n", "Sample type",
+                        value_type_name(name, sizeof(name), d, p->sample_type));
+    if (p->period != 0 || value_type_set(p->period_type)) {
+        pg_debug_buf_printf(b, "    %-15s: %s (%s)\n", "Period",
+                            quantity(q, sizeof(q), d, p->period_type, p->period),
+                            value_type_name(name, sizeof(name), d, p->period_type));
+    } else {
+        pg_debug_buf_printf(b, "    %-15s: none\n", "Period");
+    }
+    pg_debug_go_duration(q, sizeof(q), duration_ns(p->duration_nano));
+    pg_debug_buf_printf(b, "    %-15s: %s\n", "Duration", q);
+    pg_debug_buf_printf(b, "    %-15s: %s in %zu samples\n", "Total",
+                        quantity(q, sizeof(q), d, p->sample_type, total), p->n_samples);
+    if (d != NULL) {
+        put_top_frames(b, d, p, total, t);
+    }
+}
+
 /* ---- summary --------------------------------------------------------- */
 
 size_t pg_debug_resource_profiles(const struct pg_otlp_request *req)
@@ -457,7 +988,8 @@ static void put_kv_pairs(struct pg_debug_buf *b, pg_otlp_kv *const *kvs, size_t 
     }
 }
 
-static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *req)
+static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *req,
+                          bool annotate)
 {
     const pg_otlp_dict *d = req->dictionary;
 
@@ -494,6 +1026,9 @@ static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *
             if (sp->scope) {
                 put_kv_pairs(b, sp->scope->attributes, sp->scope->n_attributes, d);
             }
+            if (annotate) {
+                put_scope_fields(b, d, sp);
+            }
             put(b, "\n");
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 const pg_otlp_profile *p = sp->profiles[k];
@@ -503,6 +1038,9 @@ static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *
                 }
                 put_hex(b, p->profile_id.data, p->profile_id.len);
                 pg_debug_buf_printf(b, " samples=%zu", p->n_samples);
+                if (annotate) {
+                    put_profile_fields(b, d, p);
+                }
                 if (p->n_attribute_indices > 0) {
                     for (size_t a = 0; a < p->n_attribute_indices; a++) {
                         int32_t ai = p->attribute_indices[a];
@@ -575,7 +1113,31 @@ static void put_kv_block(struct pg_debug_buf *b, const char *title, pg_otlp_kv *
     }
 }
 
-static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
+/* The collector's attribute and link tables: it writes every entry's
+ * fields into one map, so only the last entry's values show (each field in
+ * first-insertion order). */
+static void format_tables_as_collector(struct pg_debug_buf *b, const pg_otlp_dict *d)
+{
+    const pg_otlp_kvu *a = d->n_attribute_table > 0 ? d->attribute_table[d->n_attribute_table - 1]
+                                                    : NULL;
+    const pg_otlp_link *l = d->n_link_table > 0 ? d->link_table[d->n_link_table - 1] : NULL;
+
+    if (a != NULL) {
+        pg_debug_buf_printf(b, "Attribute table:\n     -> Key: Int(%d)\n     -> Value: Str(",
+                            a->key_strindex);
+        put_as_string(b, a->value, d);
+        pg_debug_buf_printf(b, ")\n     -> unit: Int(%d)\n", a->unit_strindex);
+    }
+    if (l != NULL) {
+        put(b, "Link table:\n     -> Trace ID: Str(");
+        put_hex(b, l->trace_id.data, l->trace_id.len);
+        put(b, ")\n     -> Span ID: Str(");
+        put_hex(b, l->span_id.data, l->span_id.len);
+        put(b, ")\n");
+    }
+}
+
+static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d, bool annotate)
 {
     for (size_t i = 0; i < d->n_mapping_table; i++) {
         const pg_otlp_mapping *m = d->mapping_table[i];
@@ -628,8 +1190,11 @@ static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
                             i, f->name_strindex, f->system_name_strindex, f->filename_strindex,
                             (long long)f->start_line);
     }
+    if (!annotate) {
+        format_tables_as_collector(b, d);
+    }
     /* pprofgate: every entry (the collector prints only the last one). */
-    if (d->n_attribute_table > 0) {
+    if (annotate && d->n_attribute_table > 0) {
         put(b, "Attribute table:\n");
         for (size_t i = 0; i < d->n_attribute_table; i++) {
             const pg_otlp_kvu *a = d->attribute_table[i];
@@ -644,7 +1209,7 @@ static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
             pg_debug_buf_printf(b, ")\n         -> unit: Int(%d)\n", a->unit_strindex);
         }
     }
-    if (d->n_link_table > 0) {
+    if (annotate && d->n_link_table > 0) {
         put(b, "Link table:\n");
         for (size_t i = 0; i < d->n_link_table; i++) {
             const pg_otlp_link *l = d->link_table[i];
@@ -682,53 +1247,39 @@ static void format_stack(struct pg_debug_buf *b, const pg_otlp_dict *d, int32_t 
     s = d->stack_table[si];
     pg_debug_buf_printf(b, "        Stack #%d:\n", si);
     for (size_t i = 0; i < s->n_location_indices; i++) {
-        int32_t li = s->location_indices[i];
-        const pg_otlp_location *l;
+        struct frame_key k;
+        const pg_otlp_location *l = location_or_frame(d, s->location_indices[i], &k);
 
-        if (li < 0 || (size_t)li >= d->n_location_table || d->location_table[li] == NULL) {
-            pg_debug_buf_printf(b, "            [Missing Dictionary LocationTable Item #%d]\n", li);
-            continue;
+        for (size_t j = 0; l != NULL && j < l->n_lines; j++) {
+            if (l->lines[j] != NULL) {
+                k = line_frame(l->lines[j]);
+                put(b, "            ");
+                put_frame(b, d, &k);
+                put(b, "\n");
+            }
         }
-        l = d->location_table[li];
-        if (l->n_lines == 0) {
-            const char *file = NULL;
-
-            if (l->mapping_index > 0 && (size_t)l->mapping_index < d->n_mapping_table &&
-                d->mapping_table[l->mapping_index] != NULL) {
-                file = dict_str(d, d->mapping_table[l->mapping_index]->filename_strindex);
-            }
-            pg_debug_buf_printf(b, "            0x%llx%s%s\n", (unsigned long long)l->address,
-                                file && file[0] ? " " : "", file && file[0] ? file : "");
-            continue;
-        }
-        for (size_t j = 0; j < l->n_lines; j++) {
-            const pg_otlp_line *ln = l->lines[j];
-            const char *name = NULL, *file = NULL;
-
-            if (ln == NULL) {
-                continue;
-            }
-            if (ln->function_index >= 0 && (size_t)ln->function_index < d->n_function_table &&
-                d->function_table[ln->function_index] != NULL) {
-                const pg_otlp_function *f = d->function_table[ln->function_index];
-
-                name = dict_str(d, f->name_strindex);
-                file = dict_str(d, f->filename_strindex);
-            }
-            pg_debug_buf_printf(b, "            %s %s:%lld\n", name && name[0] ? name : "??",
-                                file && file[0] ? file : "??", (long long)ln->line);
+        if (l == NULL) {
+            put(b, "            ");
+            put_frame(b, d, &k);
+            put(b, "\n");
         }
     }
 }
 
+/* @type_name: the profile's "type/unit" to name next to the values, or
+ * NULL for the collector's text. */
 static void format_sample(struct pg_debug_buf *b, const pg_otlp_dict *d, const pg_otlp_sample *s,
-                          size_t idx)
+                          size_t idx, const char *type_name)
 {
     pg_debug_buf_printf(b, "    Sample #%zu\n        Values: [", idx);
     for (size_t v = 0; v < s->n_values; v++) {
         pg_debug_buf_printf(b, v ? " %lld" : "%lld", (long long)s->values[v]);
     }
-    put(b, "]\n");
+    put(b, "]");
+    if (type_name != NULL) {
+        pg_debug_buf_printf(b, " %s", type_name);
+    }
+    put(b, "\n");
     if (s->n_attribute_indices > 0) {
         put(b, "        Attributes:\n");
         for (size_t a = 0; a < s->n_attribute_indices; a++) {
@@ -736,6 +1287,9 @@ static void format_sample(struct pg_debug_buf *b, const pg_otlp_dict *d, const p
         }
     }
     /* pprofgate additions below. */
+    if (type_name == NULL) {
+        return;
+    }
     if (s->link_index != 0) {
         if (d == NULL || s->link_index < 0 || (size_t)s->link_index >= d->n_link_table ||
             d->link_table[s->link_index] == NULL) {
@@ -754,13 +1308,15 @@ static void format_sample(struct pg_debug_buf *b, const pg_otlp_dict *d, const p
     format_stack(b, d, s->stack_index);
 }
 
-static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request *req)
+static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request *req,
+                            bool annotate)
 {
     const pg_otlp_dict *d = req->dictionary;
-    char tbuf[64];
+    char tbuf[64], type_name[256];
+    struct frame_table frames = {0};
 
     if (d != NULL) {
-        format_tables(b, d);
+        format_tables(b, d, annotate);
     }
     for (size_t i = 0; i < req->n_resource_profiles; i++) {
         const pg_otlp_resprof *rp = req->resource_profiles[i];
@@ -819,6 +1375,9 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
                 put_kv_block(b, "InstrumentationScope attributes:", sp->scope->attributes,
                              sp->scope->n_attributes, d);
             }
+            if (annotate) {
+                put_scope_lines(b, d, sp);
+            }
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 const pg_otlp_profile *p = sp->profiles[k];
 
@@ -833,25 +1392,30 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
                                     "Start time", tbuf, "DurationNano",
                                     (unsigned long long)p->duration_nano,
                                     p->dropped_attributes_count);
+                if (annotate) {
+                    put_profile_lines(b, d, p, &frames);
+                    value_type_name(type_name, sizeof(type_name), d, p->sample_type);
+                }
                 for (size_t s = 0; s < p->n_samples; s++) {
                     if (p->samples[s] != NULL) {
-                        format_sample(b, d, p->samples[s], s);
+                        format_sample(b, d, p->samples[s], s, annotate ? type_name : NULL);
                     }
                 }
             }
         }
     }
+    free(frames.v);
 }
 
 void pg_debug_format_text(struct pg_debug_buf *b, const struct pg_otlp_request *req,
-                          enum pg_debug_verbosity v)
+                          enum pg_debug_verbosity v, bool annotate)
 {
     if (req == NULL) {
         return;
     }
     if (v == PG_DEBUG_NORMAL) {
-        format_normal(b, req);
+        format_normal(b, req, annotate);
     } else if (v == PG_DEBUG_DETAILED) {
-        format_detailed(b, req);
+        format_detailed(b, req, annotate);
     }
 }
