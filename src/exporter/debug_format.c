@@ -141,25 +141,29 @@ void pg_debug_rfc3339(char *buf, size_t size, unsigned long long unix_nano)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
-/* Writes the @prec-digit fraction of @u (trailing zeros trimmed, no point
- * when zero) and returns the integer part, as Go's fmtFrac. */
-static unsigned long long duration_frac(char *frac, size_t size, unsigned long long u, int prec)
+/* Writes the @prec-digit fraction of @u (at most 9; trailing zeros
+ * trimmed, no point when zero) into @frac (at least 11 bytes) and returns
+ * the integer part, as Go's fmtFrac. */
+static unsigned long long duration_frac(char *frac, unsigned long long u, int prec)
 {
-    unsigned long long div = 1;
-    size_t len;
+    int len = 0;
 
-    for (int i = 0; i < prec; i++) {
-        div *= 10;
-    }
     frac[0] = '\0';
-    if (prec > 0 && u % div != 0) {
-        snprintf(frac, size, ".%0*llu", prec, u % div);
-        len = strlen(frac);
-        while (frac[len - 1] == '0') {
-            frac[--len] = '\0';
+    for (int i = prec; i > 0; i--) { /* least significant digit first */
+        unsigned digit = (unsigned)(u % 10);
+
+        u /= 10;
+        if (len == 0 && digit == 0) {
+            continue; /* trailing zero */
         }
+        if (len == 0) {
+            len = i + 1; /* '.' and i digits */
+            frac[0] = '.';
+            frac[len] = '\0';
+        }
+        frac[i] = (char)('0' + digit);
     }
-    return u / div;
+    return u;
 }
 
 void pg_debug_go_duration(char *buf, size_t size, long long ns)
@@ -167,20 +171,20 @@ void pg_debug_go_duration(char *buf, size_t size, long long ns)
     /* Go: time.Duration(ns).String() */
     unsigned long long u = ns < 0 ? 0ULL - (unsigned long long)ns : (unsigned long long)ns;
     const char *sign = ns < 0 ? "-" : "";
-    char frac[24];
+    char frac[16];
 
     if (u == 0) {
         snprintf(buf, size, "0s");
     } else if (u < 1000ULL) {
         snprintf(buf, size, "%s%lluns", sign, u);
     } else if (u < 1000000ULL) {
-        u = duration_frac(frac, sizeof(frac), u, 3);
+        u = duration_frac(frac, u, 3);
         snprintf(buf, size, "%s%llu%s\xc2\xb5" "s", sign, u, frac);
     } else if (u < 1000000000ULL) {
-        u = duration_frac(frac, sizeof(frac), u, 6);
+        u = duration_frac(frac, u, 6);
         snprintf(buf, size, "%s%llu%sms", sign, u, frac);
     } else {
-        unsigned long long s = duration_frac(frac, sizeof(frac), u, 9);
+        unsigned long long s = duration_frac(frac, u, 9);
         unsigned long long m = s / 60, h = m / 60;
 
         if (h > 0) {
