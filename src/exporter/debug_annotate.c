@@ -283,9 +283,10 @@ static struct frame_key leaf_frame(const pg_otlp_dict *d, const pg_otlp_sample *
 }
 
 #define TOP_FRAMES 5
-/* The frame table's slots stop growing here; leaf frames past it (never
- * seen in practice: one per distinct leaf line) are left out and said so. */
-#define MAX_FRAME_SLOTS (1u << 22)
+/* The frame table stops growing here (32 MiB of slots, 512 Ki distinct
+ * leaf lines at half load); new leaf frames past it are left out and the
+ * header says so. */
+#define MAX_FRAME_SLOTS (1u << 20)
 
 struct pg_debug_frame_slot {
     struct frame_key k;
@@ -340,13 +341,18 @@ static bool frame_grow(struct pg_debug_frames *t)
 static void frame_add(struct pg_debug_frames *t, const struct frame_key *k, long long value)
 {
     struct pg_debug_frame_slot *s;
+    bool full = (t->n + 1) * 2 > t->cap && !frame_grow(t);
 
-    if ((t->n + 1) * 2 > t->cap && !frame_grow(t) && t->n + 1 >= t->cap) {
+    if (t->cap == 0) {
         t->incomplete = true;
         return;
     }
     s = frame_find(t->v, t->cap, k);
     if (!s->used) {
+        if (full) { /* stay at half load, so probes stay short */
+            t->incomplete = true;
+            return;
+        }
         s->used = true;
         s->k = *k;
         s->value = 0;
