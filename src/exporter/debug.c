@@ -6,7 +6,9 @@
  * and writes it to every output.
  * So neither a stalled terminal or pipe nor the formatting of a huge profile
  * at `detailed` ever holds up the event loop; the queue is bounded and what
- * does not fit is counted and logged, never waited for. */
+ * does not fit is counted and logged, never waited for. Every sample ends in
+ * one of the collector's otelcol_exporter_{sent,send_failed,enqueue_failed}
+ * counters. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
