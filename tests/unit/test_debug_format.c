@@ -603,6 +603,21 @@ PG_TEST(test_annotations)
           strstr(b.p, "Top frames") == NULL && strstr(b.p, "Stack #") == NULL &&
           strstr(b.p, "        Values: [10]\n") != NULL);
 
+    /* References that do not resolve: a location index past the table, a
+     * function index past the table. */
+    f.stack_locs[5][0] = 99;
+    f.values[4] = 100;
+    f.lines[6].function_index = 42;
+    f.values[5] = 90;
+    pg_debug_buf_reset(&b);
+    pg_debug_format_text(&b, &f.req, PG_DEBUG_DETAILED, true);
+    CHECK(strstr(b.p, "    Top frames     : top 5 of 10 leaf frames by self value\n"
+                      "        100  25.0%  [Missing Dictionary LocationTable Item #99]\n"
+                      "         90  22.5%  ?? ??:60\n"
+                      "         75  18.8%  f2 a.go:20\n") != NULL);
+    CHECK(strstr(b.p, "        Stack #5:\n            [Missing Dictionary LocationTable Item #99]\n"
+                      "            f1 a.go:10\n") != NULL);
+
     /* An order that does not match the profiles is not decoded: a
      * processor dropped one (2 entries, 1 profile), or it is not a
      * permutation. */
