@@ -6,7 +6,9 @@
  * and writes it to every output.
  * So neither a stalled terminal or pipe nor the formatting of a huge profile
  * at `detailed` ever holds up the event loop; the queue is bounded and what
- * does not fit is counted and logged, never waited for. */
+ * does not fit is counted and logged, never waited for. Every sample ends in
+ * one of the collector's otelcol_exporter_{sent,send_failed,enqueue_failed}
+ * counters. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -50,6 +52,7 @@ struct dbg_cfg {
     int64_t sampling_initial;
     int64_t sampling_thereafter;
     bool use_internal_logger;
+    bool annotations;
     struct pg_strlist output_paths;
     const struct pg_cfg_node *sending_queue;
 };
@@ -67,6 +70,9 @@ static const struct pg_field dbg_fields[] = {
     PG_FIELD(struct dbg_cfg, "use_internal_logger", PG_FT_BOOL, use_internal_logger, "true",
              "true: summary as a pprofgate log line; false: the collector's raw Profiles\\t{...} "
              "line"),
+    PG_FIELD(struct dbg_cfg, "pprofgate_annotations", PG_FT_BOOL, annotations, "true",
+             "true: normal/detailed name each profile's sample type, period, window, total and "
+             "(detailed) top frames; false: the collector's text byte for byte"),
     PG_FIELD(struct dbg_cfg, "output_paths", PG_FT_STRLIST, output_paths, NULL,
              "stderr, stdout or files (appended); default: with use_internal_logger the log's "
              "outputs (service::telemetry::logs::output_paths, stderr), else stdout"),
@@ -100,6 +106,13 @@ struct dbg {
     struct pg_log_ratelimit rl_drop; /* under mu */
     struct pg_metric *m_dropped;
     struct pg_metric *m_queued; /* gauge: batches waiting for the writer */
+    /* The collector's exporterhelper series, in samples (its debug exporter
+     * has them through its sending queue): sent = printed or sampled away
+     * (zap's sampler drops the line, the push still succeeds); send_failed =
+     * a write failed or shutdown abandoned it; enqueue_failed = the queue
+     * was full. */
+    struct pg_metric *m_sent, *m_send_failed, *m_enqueue_failed;
+    struct pg_metric *m_queue_size; /* otelcol_exporter_queue_size, in batches */
     /* the queue, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -175,6 +188,19 @@ static enum pg_err dbg_create(const struct pg_component_ctx *ctx, void **state)
                                      labels);
     d->m_queued = pg_metric_gauge("pprofgate_debug_exporter_queue_batches",
                                   "Batches waiting for the debug exporter's writer", labels);
+    /* Same names, help and labels as exporterhelper/queue.c registers. */
+    d->m_sent = pg_metric_counter("otelcol_exporter_sent_profile_samples",
+                                  "Profile samples successfully sent to destination", labels);
+    d->m_send_failed = pg_metric_counter("otelcol_exporter_send_failed_profile_samples",
+                                         "Profile samples the exporter failed to send", labels);
+    d->m_enqueue_failed =
+        pg_metric_counter("otelcol_exporter_enqueue_failed_profile_samples",
+                          "Profile samples refused because the sending queue was full", labels);
+    pg_metric_set(pg_metric_gauge("otelcol_exporter_queue_capacity",
+                                  "Fixed capacity of the sending queue, in sizer units", labels),
+                  MAX_QUEUED_BATCHES);
+    d->m_queue_size = pg_metric_gauge("otelcol_exporter_queue_size",
+                                      "Current size of the sending queue, in sizer units", labels);
     if (d->cfg.sending_queue != NULL) {
         pg_log_info(ctx->log_name, "sending_queue is ignored: the debug exporter has its own "
                                    "bounded queue");
@@ -235,7 +261,7 @@ static bool sample_ok(struct dbg *d)
  * pipe and is not interleaved with other writers' lines), so a writer
  * facing a reader that stopped reading still notices destroy()'s abandon
  * within POLL_MS. Regular files and /dev/null are written in one go. */
-static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
+static bool write_all(struct dbg *d, size_t i, const char *p, size_t n)
 {
     const char *why = NULL;
 
@@ -248,7 +274,7 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
             int r;
 
             if (__atomic_load_n(&d->abandon, __ATOMIC_ACQUIRE)) {
-                return;
+                return false;
             }
             r = poll(&pfd, 1, POLL_MS);
             if (r == 0 || (r < 0 && errno == EINTR)) {
@@ -289,6 +315,7 @@ static void write_all(struct dbg *d, size_t i, const char *p, size_t n)
                         suppressed);
         }
     }
+    return why == NULL;
 }
 
 /* Writer thread: appends one batch's text to d->buf. */
@@ -307,7 +334,8 @@ static void format_batch(struct dbg *d, const struct dbg_item *it)
         pg_debug_format_summary(&d->buf, it->resource_profiles, it->sample_records);
     }
     if (it->batch != NULL) {
-        pg_debug_format_text(&d->buf, it->batch->req, (enum pg_debug_verbosity)d->cfg.verbosity);
+        pg_debug_format_text(&d->buf, it->batch->req, (enum pg_debug_verbosity)d->cfg.verbosity,
+                             d->cfg.annotations);
     }
     if (!d->cfg.use_internal_logger && d->cfg.verbosity != PG_DEBUG_BASIC) {
         pg_debug_buf_append(&d->buf, "\n", 1);
@@ -327,16 +355,22 @@ static void format_batch(struct dbg *d, const struct dbg_item *it)
 }
 
 /* Writer thread: formats a chain of batches (one, or at basic up to
- * MAX_COALESCED summary lines) into d->buf and writes it everywhere. */
+ * MAX_COALESCED summary lines) into d->buf and writes it everywhere; their
+ * samples count as sent when every output took the text. */
 static void print_chain(struct dbg *d, const struct dbg_item *chain)
 {
+    bool ok = true;
+    size_t samples = 0;
+
     pg_debug_buf_reset(&d->buf);
     for (const struct dbg_item *it = chain; it != NULL; it = it->next) {
         format_batch(d, it);
+        samples += it->sample_records;
     }
     for (size_t i = 0; i < d->n_fds; i++) {
-        write_all(d, i, d->buf.p, d->buf.len);
+        ok = write_all(d, i, d->buf.p, d->buf.len) && ok;
     }
+    pg_metric_add(ok ? d->m_sent : d->m_send_failed, samples);
     /* Do not keep a huge buffer around after one huge batch. */
     if (d->buf.cap > 16u * 1024u * 1024u) {
         pg_debug_buf_free(&d->buf);
@@ -418,6 +452,7 @@ static void *writer_main(void *arg)
             d->q_len -= n;
             d->q_bytes -= bytes;
             pg_metric_set(d->m_queued, (int64_t)d->q_len);
+            pg_metric_set(d->m_queue_size, (int64_t)d->q_len);
             while (chain != NULL) {
                 struct dbg_item *next = chain->next;
 
@@ -472,13 +507,14 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     bool log_drop = false;
     unsigned long suppressed = 0;
 
+    samples = pg_debug_sample_records(batch->req);
     if (!sample_ok(d)) {
         __atomic_add_fetch(&d->sampled_out, 1, __ATOMIC_RELAXED);
+        pg_metric_add(d->m_sent, samples);
         return PG_ERR_OK;
     }
     at = pg_real_ts();
     rps = pg_debug_resource_profiles(batch->req);
-    samples = pg_debug_sample_records(batch->req);
     if (d->cfg.verbosity != PG_DEBUG_BASIC) {
         bytes = pg_arena_footprint(batch->arena);
     }
@@ -508,6 +544,7 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         d->q_len++;
         d->q_bytes += bytes;
         pg_metric_set(d->m_queued, (int64_t)d->q_len);
+        pg_metric_set(d->m_queue_size, (int64_t)d->q_len);
         if (d->sleeping) {
             pthread_cond_signal(&d->cv);
         }
@@ -520,6 +557,7 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
     pthread_mutex_unlock(&d->mu);
     if (!fits) {
         pg_metric_add(d->m_dropped, 1);
+        pg_metric_add(d->m_enqueue_failed, samples);
         if (log_drop) {
             pg_log_warn(d->log_name,
                         "output is not keeping up (%zu batches waiting): batch not printed, "
@@ -606,6 +644,7 @@ static void dbg_destroy(void *state)
         struct dbg_item *it = d->current;
 
         d->current = it->next;
+        pg_metric_add(d->m_send_failed, it->sample_records);
         pg_batch_unref(it->batch);
         free(it);
         unprinted++;
@@ -620,6 +659,7 @@ static void dbg_destroy(void *state)
         struct dbg_item *it = d->head;
 
         d->head = it->next;
+        pg_metric_add(d->m_send_failed, it->sample_records);
         pg_batch_unref(it->batch);
         free(it);
         unprinted++;

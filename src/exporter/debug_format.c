@@ -1,414 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Text rendering of OTLP profiles for the debug exporter, line for line in
- * the collector's formats (otlp-profiles.md §3) plus pprofgate's additions in
- * `detailed`. Input may come from any receiver, so every dictionary index is
- * range-checked and printed as the collector's "[Missing ...]" text. */
+ * the collector's formats (otlp-profiles.md §3), with pprofgate's
+ * annotations (debug_annotate.c) put in where asked. Input may come from
+ * any receiver, so every dictionary index is range-checked and printed as
+ * the collector's "[Missing ...]" text. */
 #include "exporter/debug_format.h"
 
-#include <math.h>
-#include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/base64.h"
-#include "core/vec.h"
-
-/* ---- buffer ------------------------------------------------------------ */
-
-static bool buf_reserve(struct pg_debug_buf *b, size_t extra)
-{
-    size_t need;
-
-    if (b->truncated) {
-        return false;
-    }
-    if (__builtin_add_overflow(b->len, extra + 1, &need) || (b->max && need > b->max)) {
-        b->truncated = true;
-        return false;
-    }
-    if (!PG_VEC_RESERVE(NULL, b->p, b->cap, need, 4096, b->max)) {
-        b->truncated = true;
-        return false;
-    }
-    return true;
-}
-
-void pg_debug_buf_reset(struct pg_debug_buf *b)
-{
-    b->len = 0;
-    b->truncated = false;
-    if (b->p != NULL) {
-        b->p[0] = '\0';
-    }
-}
-
-void pg_debug_buf_free(struct pg_debug_buf *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-    b->truncated = false;
-}
-
-void pg_debug_buf_append(struct pg_debug_buf *b, const char *s, size_t n)
-{
-    if (!buf_reserve(b, n)) {
-        return;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void put(struct pg_debug_buf *b, const char *s)
-{
-    pg_debug_buf_append(b, s, strlen(s));
-}
-
-void pg_debug_buf_printf(struct pg_debug_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !buf_reserve(b, (size_t)n)) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-/* ---- value formatting ------------------------------------------------ */
-
-static const char *s_or_empty(const char *s)
-{
-    return s ? s : "";
-}
-
-void pg_debug_go_time(char *buf, size_t size, unsigned long long unix_nano)
-{
-    /* Go: time.Unix(0, int64(t)).UTC().String() */
-    long long t = (long long)unix_nano;
-    long long sec = t / 1000000000LL;
-    long long nsec = t % 1000000000LL;
-    time_t tt;
-    struct tm tm;
-    char frac[16] = "";
-
-    if (nsec < 0) {
-        nsec += 1000000000LL;
-        sec -= 1;
-    }
-    tt = (time_t)sec;
-    gmtime_r(&tt, &tm);
-    if (nsec != 0) {
-        int len;
-
-        snprintf(frac, sizeof(frac), ".%09lld", nsec);
-        len = (int)strlen(frac);
-        while (len > 1 && frac[len - 1] == '0') {
-            frac[--len] = '\0';
-        }
-    }
-    snprintf(buf, size, "%04d-%02d-%02d %02d:%02d:%02d%s +0000 UTC", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-}
-
-void pg_debug_es6_double(char *buf, size_t size, double v)
-{
-    char e[40];
-    char digits[24];
-    int nd = 0, exp10, p;
-    double av = fabs(v);
-    const char *s;
-    size_t o = 0;
-    char out[64];
-
-    if (isnan(v)) {
-        snprintf(buf, size, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        snprintf(buf, size, "%s", v < 0 ? "-Infinity" : "Infinity");
-        return;
-    }
-    if (v == 0) {
-        snprintf(buf, size, "%s", signbit(v) ? "-0" : "0");
-        return;
-    }
-    /* Shortest digit string that reads back as the same double. */
-    for (p = 1; p <= 17; p++) {
-        snprintf(e, sizeof(e), "%.*e", p - 1, v);
-        if (strtod(e, NULL) == v) {
-            break;
-        }
-    }
-    s = e;
-    if (*s == '-') {
-        s++;
-    }
-    for (; *s != 'e'; s++) {
-        if (*s >= '0' && *s <= '9' && nd < (int)sizeof(digits) - 1) {
-            digits[nd++] = *s;
-        }
-    }
-    digits[nd] = '\0';
-    exp10 = atoi(s + 1);
-    while (nd > 1 && digits[nd - 1] == '0') {
-        digits[--nd] = '\0';
-    }
-    if (v < 0) {
-        out[o++] = '-';
-    }
-    if (av < 1e-6 || av >= 1e21) {
-        out[o++] = digits[0];
-        if (nd > 1) {
-            out[o++] = '.';
-            memcpy(out + o, digits + 1, (size_t)nd - 1);
-            o += (size_t)nd - 1;
-        }
-        o += (size_t)snprintf(out + o, sizeof(out) - o, "e%c%d", exp10 < 0 ? '-' : '+',
-                              exp10 < 0 ? -exp10 : exp10);
-    } else if (exp10 >= 0) {
-        for (int i = 0; i <= exp10 || i < nd; i++) {
-            if (i == exp10 + 1) {
-                out[o++] = '.';
-            }
-            out[o++] = i < nd ? digits[i] : '0';
-        }
-    } else {
-        out[o++] = '0';
-        out[o++] = '.';
-        for (int i = 0; i < -exp10 - 1; i++) {
-            out[o++] = '0';
-        }
-        memcpy(out + o, digits, (size_t)nd);
-        o += (size_t)nd;
-    }
-    out[o] = '\0';
-    snprintf(buf, size, "%s", out);
-}
-
-static void put_hex(struct pg_debug_buf *b, const uint8_t *p, size_t n)
-{
-    static const char hx[] = "0123456789abcdef";
-    bool zero = true;
-    char pair[2];
-
-    /* pdata prints an all-zero (empty) id as "". */
-    for (size_t i = 0; i < n; i++) {
-        zero = zero && p[i] == 0;
-    }
-    if (zero) {
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        pair[0] = hx[p[i] >> 4];
-        pair[1] = hx[p[i] & 15];
-        pg_debug_buf_append(b, pair, 2);
-    }
-}
-
-static void put_base64(struct pg_debug_buf *b, const uint8_t *p, size_t n)
-{
-    char q[257]; /* 192 bytes in (a multiple of 3, so no padding inside) -> 256 out */
-
-    for (size_t i = 0; i < n; i += 192) {
-        size_t k = n - i < 192 ? n - i : 192;
-        long m = pg_base64_encode(p + i, k, q, sizeof(q));
-
-        pg_debug_buf_append(b, q, (size_t)m);
-    }
-}
-
-static const char *dict_str(const pg_otlp_dict *d, int32_t i)
-{
-    if (d == NULL || i < 0 || (size_t)i >= d->n_string_table) {
-        return NULL;
-    }
-    return s_or_empty(d->string_table[i]);
-}
-
-static const char *value_type(const pg_otlp_anyvalue *v)
-{
-    if (v == NULL) {
-        return "Empty";
-    }
-    switch (v->value_case) {
-    case PG_OTLP_ANYVALUE_STR:
-    case PG_OTLP_ANYVALUE_STRINDEX: return "Str";
-    case PG_OTLP_ANYVALUE_BOOL: return "Bool";
-    case PG_OTLP_ANYVALUE_INT: return "Int";
-    case PG_OTLP_ANYVALUE_DOUBLE: return "Double";
-    case PG_OTLP_ANYVALUE_ARRAY: return "Slice";
-    case PG_OTLP_ANYVALUE_KVLIST: return "Map";
-    case PG_OTLP_ANYVALUE_BYTES: return "Bytes";
-    default: return "Empty";
-    }
-}
-
-static void put_json_string(struct pg_debug_buf *b, const char *s)
-{
-    char esc[8];
-
-    put(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s_or_empty(s); *p != '\0'; p++) {
-        switch (*p) {
-        case '"': put(b, "\\\""); break;
-        case '\\': put(b, "\\\\"); break;
-        case '\n': put(b, "\\n"); break;
-        case '\r': put(b, "\\r"); break;
-        case '\t': put(b, "\\t"); break;
-        default:
-            if (*p < 0x20) {
-                snprintf(esc, sizeof(esc), "\\u%04x", *p);
-                put(b, esc);
-            } else {
-                pg_debug_buf_append(b, (const char *)p, 1);
-            }
-        }
-    }
-    put(b, "\"");
-}
-
-/* Nesting is bounded by protobuf-c's unpack recursion limit, and we stop at
- * 64 anyway so a hand-built cycle cannot run away. */
-static void put_json_value(struct pg_debug_buf *b, const pg_otlp_anyvalue *v,
-                           const pg_otlp_dict *d, int depth);
-
-static int kv_key_cmp(const void *a, const void *c)
-{
-    const pg_otlp_kv *x = *(const pg_otlp_kv *const *)a;
-    const pg_otlp_kv *y = *(const pg_otlp_kv *const *)c;
-
-    return strcmp(s_or_empty(x->key), s_or_empty(y->key));
-}
-
-static const char *kv_key(const pg_otlp_kv *kv, const pg_otlp_dict *d)
-{
-    const char *k;
-
-    if (kv->key != NULL && kv->key[0] != '\0') {
-        return kv->key;
-    }
-    k = kv->key_strindex > 0 ? dict_str(d, kv->key_strindex) : NULL;
-    return k ? k : s_or_empty(kv->key);
-}
-
-static void put_json_value(struct pg_debug_buf *b, const pg_otlp_anyvalue *v,
-                           const pg_otlp_dict *d, int depth)
-{
-    char num[64];
-
-    if (v == NULL || depth > 64) {
-        put(b, "null");
-        return;
-    }
-    switch (v->value_case) {
-    case PG_OTLP_ANYVALUE_STR: put_json_string(b, v->string_value); break;
-    case PG_OTLP_ANYVALUE_STRINDEX: put_json_string(b, dict_str(d, v->string_value_strindex)); break;
-    case PG_OTLP_ANYVALUE_BOOL: put(b, v->bool_value ? "true" : "false"); break;
-    case PG_OTLP_ANYVALUE_INT: pg_debug_buf_printf(b, "%lld", (long long)v->int_value); break;
-    case PG_OTLP_ANYVALUE_DOUBLE:
-        if (isnan(v->double_value) || isinf(v->double_value)) {
-            put(b, "null");
-        } else {
-            pg_debug_es6_double(num, sizeof(num), v->double_value);
-            put(b, num);
-        }
-        break;
-    case PG_OTLP_ANYVALUE_BYTES:
-        put(b, "\"");
-        put_base64(b, v->bytes_value.data, v->bytes_value.len);
-        put(b, "\"");
-        break;
-    case PG_OTLP_ANYVALUE_ARRAY:
-        put(b, "[");
-        for (size_t i = 0; v->array_value && i < v->array_value->n_values; i++) {
-            if (i) {
-                put(b, ",");
-            }
-            put_json_value(b, v->array_value->values[i], d, depth + 1);
-        }
-        put(b, "]");
-        break;
-    case PG_OTLP_ANYVALUE_KVLIST: {
-        size_t n = v->kvlist_value ? v->kvlist_value->n_values : 0;
-        const pg_otlp_kv **sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
-
-        /* Go's encoding/json writes map keys sorted. */
-        put(b, "{");
-        if (sorted != NULL) {
-            memcpy(sorted, v->kvlist_value->values, n * sizeof(*sorted));
-            qsort(sorted, n, sizeof(*sorted), kv_key_cmp);
-            for (size_t i = 0; i < n; i++) {
-                if (i) {
-                    put(b, ",");
-                }
-                put_json_string(b, kv_key(sorted[i], d));
-                put(b, ":");
-                put_json_value(b, sorted[i]->value, d, depth + 1);
-            }
-            free(sorted);
-        }
-        put(b, "}");
-        break;
-    }
-    default: put(b, "null"); break;
-    }
-}
-
-/* pcommon Value.AsString() */
-static void put_as_string(struct pg_debug_buf *b, const pg_otlp_anyvalue *v, const pg_otlp_dict *d)
-{
-    char num[64];
-
-    if (v == NULL) {
-        return;
-    }
-    switch (v->value_case) {
-    case PG_OTLP_ANYVALUE_STR: put(b, s_or_empty(v->string_value)); break;
-    case PG_OTLP_ANYVALUE_STRINDEX: {
-        const char *s = dict_str(d, v->string_value_strindex);
-        put(b, s ? s : "");
-        break;
-    }
-    case PG_OTLP_ANYVALUE_BOOL: put(b, v->bool_value ? "true" : "false"); break;
-    case PG_OTLP_ANYVALUE_INT: pg_debug_buf_printf(b, "%lld", (long long)v->int_value); break;
-    case PG_OTLP_ANYVALUE_DOUBLE:
-        pg_debug_es6_double(num, sizeof(num), v->double_value);
-        put(b, num);
-        break;
-    case PG_OTLP_ANYVALUE_BYTES: put_base64(b, v->bytes_value.data, v->bytes_value.len); break;
-    case PG_OTLP_ANYVALUE_ARRAY:
-    case PG_OTLP_ANYVALUE_KVLIST: put_json_value(b, v, d, 0); break;
-    default: break;
-    }
-}
-
-/* "Type(AsString)" */
-static void put_typed(struct pg_debug_buf *b, const pg_otlp_anyvalue *v, const pg_otlp_dict *d)
-{
-    put(b, value_type(v));
-    put(b, "(");
-    put_as_string(b, v, d);
-    put(b, ")");
-}
+#include "exporter/debug_annotate.h"
 
 static void put_int_list(struct pg_debug_buf *b, const int32_t *v, size_t n)
 {
-    put(b, "[");
+    pg_debug_put(b, "[");
     for (size_t i = 0; i < n; i++) {
         pg_debug_buf_printf(b, i ? " %d" : "%d", v[i]);
     }
-    put(b, "]");
+    pg_debug_put(b, "]");
 }
 
 /* ---- summary --------------------------------------------------------- */
@@ -452,12 +61,13 @@ static void put_kv_pairs(struct pg_debug_buf *b, pg_otlp_kv *const *kvs, size_t 
         if (kvs[i] == NULL) {
             continue;
         }
-        pg_debug_buf_printf(b, " %s=", kv_key(kvs[i], d));
-        put_as_string(b, kvs[i]->value, d);
+        pg_debug_buf_printf(b, " %s=", pg_debug_kv_key(kvs[i], d));
+        pg_debug_put_as_string(b, kvs[i]->value, d);
     }
 }
 
-static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *req)
+static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *req,
+                          bool annotate)
 {
     const pg_otlp_dict *d = req->dictionary;
 
@@ -474,7 +84,7 @@ static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *
         if (rp->resource) {
             put_kv_pairs(b, rp->resource->attributes, rp->resource->n_attributes, d);
         }
-        put(b, "\n");
+        pg_debug_put(b, "\n");
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
             const pg_otlp_scopeprof *sp = rp->scope_profiles[j];
 
@@ -494,22 +104,28 @@ static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *
             if (sp->scope) {
                 put_kv_pairs(b, sp->scope->attributes, sp->scope->n_attributes, d);
             }
-            put(b, "\n");
+            if (annotate) {
+                pg_debug_annot_scope_fields(b, d, sp);
+            }
+            pg_debug_put(b, "\n");
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 const pg_otlp_profile *p = sp->profiles[k];
 
                 if (p == NULL) {
                     continue;
                 }
-                put_hex(b, p->profile_id.data, p->profile_id.len);
+                pg_debug_put_hex(b, p->profile_id.data, p->profile_id.len);
                 pg_debug_buf_printf(b, " samples=%zu", p->n_samples);
+                if (annotate) {
+                    pg_debug_annot_profile_fields(b, d, p);
+                }
                 if (p->n_attribute_indices > 0) {
                     for (size_t a = 0; a < p->n_attribute_indices; a++) {
                         int32_t ai = p->attribute_indices[a];
                         const pg_otlp_kvu *kvu;
                         const char *key;
 
-                        put(b, " ");
+                        pg_debug_put(b, " ");
                         if (d == NULL || ai < 0 || (size_t)ai >= d->n_attribute_table ||
                             d->attribute_table[ai] == NULL) {
                             pg_debug_buf_printf(b, "[Missing Dictionary AttributeTable Item #%d]",
@@ -517,17 +133,17 @@ static void format_normal(struct pg_debug_buf *b, const struct pg_otlp_request *
                             continue;
                         }
                         kvu = d->attribute_table[ai];
-                        key = dict_str(d, kvu->key_strindex);
+                        key = pg_debug_dict_str(d, kvu->key_strindex);
                         if (key == NULL) {
                             pg_debug_buf_printf(b, "[Missing Dictionary Key String Item #%d]=",
                                                 kvu->key_strindex);
                         } else {
                             pg_debug_buf_printf(b, "%s=", key);
                         }
-                        put_as_string(b, kvu->value, d);
+                        pg_debug_put_as_string(b, kvu->value, d);
                     }
                 }
-                put(b, "\n");
+                pg_debug_put(b, "\n");
             }
         }
     }
@@ -547,15 +163,15 @@ static void put_attr_line(struct pg_debug_buf *b, const char *indent, const pg_o
         return;
     }
     kvu = d->attribute_table[ai];
-    key = dict_str(d, kvu->key_strindex);
+    key = pg_debug_dict_str(d, kvu->key_strindex);
     if (key == NULL) {
         pg_debug_buf_printf(b, "%s-> [Missing Dictionary Key String Item #%d]: ", indent,
                             kvu->key_strindex);
     } else {
         pg_debug_buf_printf(b, "%s-> %s: ", indent, key);
     }
-    put_typed(b, kvu->value, d);
-    put(b, "\n");
+    pg_debug_put_typed(b, kvu->value, d);
+    pg_debug_put(b, "\n");
 }
 
 static void put_kv_block(struct pg_debug_buf *b, const char *title, pg_otlp_kv *const *kvs,
@@ -569,13 +185,37 @@ static void put_kv_block(struct pg_debug_buf *b, const char *title, pg_otlp_kv *
         if (kvs[i] == NULL) {
             continue;
         }
-        pg_debug_buf_printf(b, "     -> %s: ", kv_key(kvs[i], d));
-        put_typed(b, kvs[i]->value, d);
-        put(b, "\n");
+        pg_debug_buf_printf(b, "     -> %s: ", pg_debug_kv_key(kvs[i], d));
+        pg_debug_put_typed(b, kvs[i]->value, d);
+        pg_debug_put(b, "\n");
     }
 }
 
-static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
+/* The collector's attribute and link tables: it writes every entry's
+ * fields into one map, so only the last entry's values show (each field in
+ * first-insertion order). */
+static void format_tables_as_collector(struct pg_debug_buf *b, const pg_otlp_dict *d)
+{
+    const pg_otlp_kvu *a = d->n_attribute_table > 0 ? d->attribute_table[d->n_attribute_table - 1]
+                                                    : NULL;
+    const pg_otlp_link *l = d->n_link_table > 0 ? d->link_table[d->n_link_table - 1] : NULL;
+
+    if (a != NULL) {
+        pg_debug_buf_printf(b, "Attribute table:\n     -> Key: Int(%d)\n     -> Value: Str(",
+                            a->key_strindex);
+        pg_debug_put_as_string(b, a->value, d);
+        pg_debug_buf_printf(b, ")\n     -> unit: Int(%d)\n", a->unit_strindex);
+    }
+    if (l != NULL) {
+        pg_debug_put(b, "Link table:\n     -> Trace ID: Str(");
+        pg_debug_put_hex(b, l->trace_id.data, l->trace_id.len);
+        pg_debug_put(b, ")\n     -> Span ID: Str(");
+        pg_debug_put_hex(b, l->span_id.data, l->span_id.len);
+        pg_debug_put(b, ")\n");
+    }
+}
+
+static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d, bool annotate)
 {
     for (size_t i = 0; i < d->n_mapping_table; i++) {
         const pg_otlp_mapping *m = d->mapping_table[i];
@@ -590,7 +230,7 @@ static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
                             (unsigned long long)m->memory_limit,
                             (unsigned long long)m->file_offset, m->filename_strindex);
         put_int_list(b, m->attribute_indices, m->n_attribute_indices);
-        put(b, "\n");
+        pg_debug_put(b, "\n");
     }
     for (size_t i = 0; i < d->n_location_table; i++) {
         const pg_otlp_location *l = d->location_table[i];
@@ -612,9 +252,9 @@ static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
                                 j, ln->function_index, (long long)ln->line,
                                 (long long)ln->column);
         }
-        put(b, "    Attributes: ");
+        pg_debug_put(b, "    Attributes: ");
         put_int_list(b, l->attribute_indices, l->n_attribute_indices);
-        put(b, "\n");
+        pg_debug_put(b, "\n");
     }
     for (size_t i = 0; i < d->n_function_table; i++) {
         const pg_otlp_function *f = d->function_table[i];
@@ -628,139 +268,54 @@ static void format_tables(struct pg_debug_buf *b, const pg_otlp_dict *d)
                             i, f->name_strindex, f->system_name_strindex, f->filename_strindex,
                             (long long)f->start_line);
     }
-    /* pprofgate: every entry (the collector prints only the last one). */
-    if (d->n_attribute_table > 0) {
-        put(b, "Attribute table:\n");
-        for (size_t i = 0; i < d->n_attribute_table; i++) {
-            const pg_otlp_kvu *a = d->attribute_table[i];
-
-            if (a == NULL) {
-                continue;
-            }
-            pg_debug_buf_printf(b, "    Attribute #%zu\n         -> Key: Int(%d)\n"
-                                   "         -> Value: Str(",
-                                i, a->key_strindex);
-            put_as_string(b, a->value, d);
-            pg_debug_buf_printf(b, ")\n         -> unit: Int(%d)\n", a->unit_strindex);
-        }
+    if (!annotate) {
+        format_tables_as_collector(b, d);
     }
-    if (d->n_link_table > 0) {
-        put(b, "Link table:\n");
-        for (size_t i = 0; i < d->n_link_table; i++) {
-            const pg_otlp_link *l = d->link_table[i];
-
-            if (l == NULL) {
-                continue;
-            }
-            pg_debug_buf_printf(b, "    Link #%zu\n         -> Trace ID: Str(", i);
-            put_hex(b, l->trace_id.data, l->trace_id.len);
-            put(b, ")\n         -> Span ID: Str(");
-            put_hex(b, l->span_id.data, l->span_id.len);
-            put(b, ")\n");
-        }
+    if (annotate) {
+        pg_debug_annot_tables(b, d);
     }
     if (d->n_string_table > 0) {
-        put(b, "String table:\n");
+        pg_debug_put(b, "String table:\n");
         for (size_t i = 0; i < d->n_string_table; i++) {
-            pg_debug_buf_printf(b, "    %s\n", s_or_empty(d->string_table[i]));
+            pg_debug_buf_printf(b, "    %s\n", pg_debug_str0(d->string_table[i]));
         }
     }
 }
 
-/* pprofgate: one line per frame, leaf first; inline frames in line order. */
-static void format_stack(struct pg_debug_buf *b, const pg_otlp_dict *d, int32_t si)
-{
-    const pg_otlp_stack *s;
-
-    if (si == 0) {
-        return;
-    }
-    if (d == NULL || si < 0 || (size_t)si >= d->n_stack_table || d->stack_table[si] == NULL) {
-        pg_debug_buf_printf(b, "        Stack: [Missing Dictionary StackTable Item #%d]\n", si);
-        return;
-    }
-    s = d->stack_table[si];
-    pg_debug_buf_printf(b, "        Stack #%d:\n", si);
-    for (size_t i = 0; i < s->n_location_indices; i++) {
-        int32_t li = s->location_indices[i];
-        const pg_otlp_location *l;
-
-        if (li < 0 || (size_t)li >= d->n_location_table || d->location_table[li] == NULL) {
-            pg_debug_buf_printf(b, "            [Missing Dictionary LocationTable Item #%d]\n", li);
-            continue;
-        }
-        l = d->location_table[li];
-        if (l->n_lines == 0) {
-            const char *file = NULL;
-
-            if (l->mapping_index > 0 && (size_t)l->mapping_index < d->n_mapping_table &&
-                d->mapping_table[l->mapping_index] != NULL) {
-                file = dict_str(d, d->mapping_table[l->mapping_index]->filename_strindex);
-            }
-            pg_debug_buf_printf(b, "            0x%llx%s%s\n", (unsigned long long)l->address,
-                                file && file[0] ? " " : "", file && file[0] ? file : "");
-            continue;
-        }
-        for (size_t j = 0; j < l->n_lines; j++) {
-            const pg_otlp_line *ln = l->lines[j];
-            const char *name = NULL, *file = NULL;
-
-            if (ln == NULL) {
-                continue;
-            }
-            if (ln->function_index >= 0 && (size_t)ln->function_index < d->n_function_table &&
-                d->function_table[ln->function_index] != NULL) {
-                const pg_otlp_function *f = d->function_table[ln->function_index];
-
-                name = dict_str(d, f->name_strindex);
-                file = dict_str(d, f->filename_strindex);
-            }
-            pg_debug_buf_printf(b, "            %s %s:%lld\n", name && name[0] ? name : "??",
-                                file && file[0] ? file : "??", (long long)ln->line);
-        }
-    }
-}
-
+/* @type_name: the profile's "type/unit" to name next to the values, or
+ * NULL for the collector's text. */
 static void format_sample(struct pg_debug_buf *b, const pg_otlp_dict *d, const pg_otlp_sample *s,
-                          size_t idx)
+                          size_t idx, const char *type_name)
 {
     pg_debug_buf_printf(b, "    Sample #%zu\n        Values: [", idx);
     for (size_t v = 0; v < s->n_values; v++) {
         pg_debug_buf_printf(b, v ? " %lld" : "%lld", (long long)s->values[v]);
     }
-    put(b, "]\n");
+    pg_debug_put(b, "]");
+    if (type_name != NULL) {
+        pg_debug_buf_printf(b, " %s", type_name);
+    }
+    pg_debug_put(b, "\n");
     if (s->n_attribute_indices > 0) {
-        put(b, "        Attributes:\n");
+        pg_debug_put(b, "        Attributes:\n");
         for (size_t a = 0; a < s->n_attribute_indices; a++) {
             put_attr_line(b, "             ", d, s->attribute_indices[a]);
         }
     }
-    /* pprofgate additions below. */
-    if (s->link_index != 0) {
-        if (d == NULL || s->link_index < 0 || (size_t)s->link_index >= d->n_link_table ||
-            d->link_table[s->link_index] == NULL) {
-            pg_debug_buf_printf(b, "        Link: [Missing Dictionary LinkTable Item #%d]\n",
-                                s->link_index);
-        } else {
-            const pg_otlp_link *l = d->link_table[s->link_index];
-
-            pg_debug_buf_printf(b, "        Link #%d: trace_id=", s->link_index);
-            put_hex(b, l->trace_id.data, l->trace_id.len);
-            put(b, " span_id=");
-            put_hex(b, l->span_id.data, l->span_id.len);
-            put(b, "\n");
-        }
+    if (type_name != NULL) {
+        pg_debug_annot_sample(b, d, s);
     }
-    format_stack(b, d, s->stack_index);
 }
 
-static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request *req)
+static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request *req,
+                            bool annotate)
 {
     const pg_otlp_dict *d = req->dictionary;
-    char tbuf[64];
+    char tbuf[64], type_name[256];
+    struct pg_debug_frames frames = {0};
 
     if (d != NULL) {
-        format_tables(b, d);
+        format_tables(b, d, annotate);
     }
     for (size_t i = 0; i < req->n_resource_profiles; i++) {
         const pg_otlp_resprof *rp = req->resource_profiles[i];
@@ -771,11 +326,11 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
         }
         r = rp->resource;
         pg_debug_buf_printf(b, "ResourceProfiles #%zu\nResource SchemaURL: %s\n", i,
-                            s_or_empty(rp->schema_url));
+                            pg_debug_str0(rp->schema_url));
         if (r != NULL) {
             put_kv_block(b, "Resource attributes:", r->attributes, r->n_attributes, d);
             if (r->n_entity_refs > 0) {
-                put(b, "Resource entity refs:\n");
+                pg_debug_put(b, "Resource entity refs:\n");
                 for (size_t e = 0; e < r->n_entity_refs; e++) {
                     const Opentelemetry__Proto__Common__V1__EntityRef *er = r->entity_refs[e];
 
@@ -783,22 +338,22 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
                         continue;
                     }
                     pg_debug_buf_printf(b, "     -> Entity ref #%zu:\n          -> Type: %s\n", e,
-                                        s_or_empty(er->type));
+                                        pg_debug_str0(er->type));
                     if (er->schema_url && er->schema_url[0]) {
                         pg_debug_buf_printf(b, "          -> Schema URL: %s\n", er->schema_url);
                     }
                     if (er->n_id_keys > 0) {
-                        put(b, "          -> ID keys:\n");
+                        pg_debug_put(b, "          -> ID keys:\n");
                         for (size_t k = 0; k < er->n_id_keys; k++) {
                             pg_debug_buf_printf(b, "               -> %s\n",
-                                                s_or_empty(er->id_keys[k]));
+                                                pg_debug_str0(er->id_keys[k]));
                         }
                     }
                     if (er->n_description_keys > 0) {
-                        put(b, "          -> Description keys:\n");
+                        pg_debug_put(b, "          -> Description keys:\n");
                         for (size_t k = 0; k < er->n_description_keys; k++) {
                             pg_debug_buf_printf(b, "               -> %s\n",
-                                                s_or_empty(er->description_keys[k]));
+                                                pg_debug_str0(er->description_keys[k]));
                         }
                     }
                 }
@@ -811,13 +366,16 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
                 continue;
             }
             pg_debug_buf_printf(b, "ScopeProfiles #%zu\nScopeProfiles SchemaURL: %s\n", j,
-                                s_or_empty(sp->schema_url));
+                                pg_debug_str0(sp->schema_url));
             pg_debug_buf_printf(b, "InstrumentationScope %s %s\n",
-                                sp->scope ? s_or_empty(sp->scope->name) : "",
-                                sp->scope ? s_or_empty(sp->scope->version) : "");
+                                sp->scope ? pg_debug_str0(sp->scope->name) : "",
+                                sp->scope ? pg_debug_str0(sp->scope->version) : "");
             if (sp->scope != NULL) {
                 put_kv_block(b, "InstrumentationScope attributes:", sp->scope->attributes,
                              sp->scope->n_attributes, d);
+            }
+            if (annotate) {
+                pg_debug_annot_scope_lines(b, d, sp);
             }
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 const pg_otlp_profile *p = sp->profiles[k];
@@ -826,32 +384,38 @@ static void format_detailed(struct pg_debug_buf *b, const struct pg_otlp_request
                     continue;
                 }
                 pg_debug_buf_printf(b, "Profile #%zu\n    %-15s: ", k, "Profile ID");
-                put_hex(b, p->profile_id.data, p->profile_id.len);
+                pg_debug_put_hex(b, p->profile_id.data, p->profile_id.len);
                 pg_debug_go_time(tbuf, sizeof(tbuf), (unsigned long long)p->time_unix_nano);
                 pg_debug_buf_printf(b, "\n    %-15s: %s\n    %-15s: %llu\n"
                                        "    Dropped attributes count: %u\n",
                                     "Start time", tbuf, "DurationNano",
                                     (unsigned long long)p->duration_nano,
                                     p->dropped_attributes_count);
+                if (annotate) {
+                    pg_debug_annot_profile_lines(b, d, p, &frames);
+                    pg_debug_value_type_name(type_name, sizeof(type_name), d, p->sample_type);
+                }
                 for (size_t s = 0; s < p->n_samples; s++) {
                     if (p->samples[s] != NULL) {
-                        format_sample(b, d, p->samples[s], s);
+                        format_sample(b, d, p->samples[s], s, annotate ? type_name : NULL);
                     }
                 }
             }
         }
     }
+    pg_debug_frames_free(&frames);
 }
 
 void pg_debug_format_text(struct pg_debug_buf *b, const struct pg_otlp_request *req,
-                          enum pg_debug_verbosity v)
+                          enum pg_debug_verbosity v, bool annotate)
 {
     if (req == NULL) {
         return;
     }
     if (v == PG_DEBUG_NORMAL) {
-        format_normal(b, req);
+        format_normal(b, req, annotate);
     } else if (v == PG_DEBUG_DETAILED) {
-        format_detailed(b, req);
+        format_detailed(b, req, annotate);
     }
 }
+

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Debug exporter output on the real binary: the worked example (otlp-profiles.md
 §3.5) at basic, normal and detailed, the collector's raw framing
-(use_internal_logger: false), sampling, every real fixture (SDK pushes, Go
-runtime/pprof profiles) arriving with its samples, and an output nobody reads
-(a FIFO) never holding up requests or the other exporters."""
+(use_internal_logger: false) and text (pprofgate_annotations: false),
+sampling, every real fixture (SDK pushes, Go runtime/pprof profiles) arriving
+with its samples, what each profile holds for a Go CPU and heap push (sample
+type, period, window, total, top frames, sample_type_order; expected values
+read from the pprof itself), the collector's otelcol_exporter_* series on
+/metrics, and an output nobody reads (a FIFO) never holding up requests or
+the other exporters."""
 
 import fcntl
 import glob
@@ -33,6 +37,11 @@ exporters:
   debug/normal: {verbosity: normal, output_paths: ["{tmp}/normal.out"]}
   debug/detailed: {verbosity: detailed, output_paths: ["{tmp}/detailed.out"]}
   debug/raw: {verbosity: normal, use_internal_logger: false, output_paths: ["{tmp}/raw.out"]}
+  debug/collector:
+    verbosity: detailed
+    use_internal_logger: false
+    pprofgate_annotations: false
+    output_paths: ["{tmp}/collector.out"]
   debug/sampled:
     verbosity: basic
     sampling_initial: 1
@@ -42,7 +51,10 @@ service:
   pipelines:
     profiles:
       receivers: [pprof]
-      exporters: [debug/basic, debug/normal, debug/detailed, debug/raw, debug/sampled]
+      exporters: [debug/basic, debug/normal, debug/detailed, debug/raw, debug/sampled,
+                  debug/collector]
+  telemetry:
+    metrics: {address: "127.0.0.1:0"}
 """
 
 
@@ -69,6 +81,18 @@ def summaries_in(t):
     return t.count('msg="Profiles"') + t.count("Profiles\t{")
 
 
+def metrics(gw):
+    """/metrics as {"name{labels}": value}."""
+    m = gw.wait_log(r"serving /metrics on [0-9.]+:(\d+)")
+    if not m:
+        return {}
+    c = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
+    c.request("GET", "/metrics")
+    body = c.getresponse().read().decode()
+    c.close()
+    return {k: float(v) for k, v in re.findall(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$", body, re.M)}
+
+
 with Gateway(CONFIG) as gw:
     s, _, b = post(gw.port, "/v1/pprof", gzip_bytes(PPROF), {"Content-Encoding": "gzip"})
     res.check("worked example accepted", s == 204, (s, b))
@@ -85,9 +109,18 @@ with Gateway(CONFIG) as gw:
     res.check("normal: resource line", "ResourceProfiles #0" in normal, normal[:400])
     res.check("normal: scope line with name@version",
               re.search(r"^ScopeProfiles #0 \S+@\S+", normal, re.M) is not None, normal[:400])
-    prof_lines = re.findall(r"^[0-9a-f]* samples=2( \S+=\S*)*$", normal, re.M)
+    prof_lines = re.findall(r"^[0-9a-f]* samples=2 sample_type=\S+/\S+ total=\S+( \S+=\S*)*$",
+                            normal, re.M)
     res.check("normal: two profile lines of 2 samples per batch", len(prof_lines) == 6,
               normal[:600])
+    res.check("normal: the CPU profile named, with its period and window",
+              re.search(r"^[0-9a-f]+ samples=2 sample_type=cpu/nanoseconds total=40ms period=10ms "
+                        r"period_type=cpu/nanoseconds start=2023-11-14T22:13:20Z duration=10s ",
+                        normal, re.M) is not None, normal[:800])
+    res.check("normal: sample_type_order decoded",
+              re.search(r"^ScopeProfiles #0 .* pprof\.scope\.sample_type_order=\[1,0\] .*"
+                        r"pprof_sample_types=samples/count,cpu/nanoseconds$", normal, re.M)
+              is not None, normal[:800])
 
     det = settled(gw, "detailed.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n"))
     for needle in [
@@ -98,15 +131,34 @@ with Gateway(CONFIG) as gw:
         "Attribute table:\n    Attribute #0\n",
         "Link table:\n    Link #0\n",
         "    Start time     : 2023-11-14 22:13:20 +0000 UTC\n    DurationNano   : 10000000000\n",
-        "        Values: [30000000]\n        Attributes:\n             -> handler: Str(/api)\n",
+        "        Values: [30000000] cpu/nanoseconds\n        Attributes:\n"
+        "             -> handler: Str(/api)\n",
         "        Link #1: trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7\n",
         "        Stack #1:\n            main.work main.go:20\n            main.main main.go:10\n",
-        "        Values: [3]\n",
-        "        Values: [1]\n",
+        "        Values: [3] samples/count\n",
+        "        Values: [1] samples/count\n",
+        "pprof sample types: [0] samples/count = Profile #1, [1] cpu/nanoseconds = Profile #0\n",
+        "    Sample type    : cpu/nanoseconds\n    Period         : 10ms (cpu/nanoseconds)\n"
+        "    Duration       : 10s\n    Total          : 40ms in 2 samples\n"
+        "    Top frames     : top 2 of 2 leaf frames by self value\n"
+        "        30ms  75.0%  main.work main.go:20\n        10ms  25.0%  main.main main.go:10\n",
     ]:
         res.check(f"detailed: {needle.strip().splitlines()[0][:60]}", needle in det,
                   det[:300])
 
+    # pprofgate_annotations: false: the collector's text, tables collapsed to
+    # their last entry as it prints them, nothing of pprofgate's.
+    col = settled(gw, "collector.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n\n"))
+    res.check("collector text: raw framing",
+              col.startswith('Profiles\t{"resource profiles": 1, "sample records": 4}\nMapping #0\n'),
+              col[:200])
+    res.check("collector text: tables as the collector prints them",
+              "Attribute table:\n     -> Key: Int(" in col and "Link table:\n     -> Trace ID: Str(" in col
+              and "    Attribute #" not in col and "    Link #" not in col, col[:3000])
+    res.check("collector text: bare values, no annotations",
+              "        Values: [30000000]\n" in col and
+              not re.search(r"Sample type|Top frames|Stack #|pprof sample types|Link #1:", col),
+              col[-1500:])
     raw = settled(gw, "raw.out", lambda t: summaries_in(t) >= 3 and t.endswith("\n\n"))
     res.check("raw framing: collector summary line",
               raw.startswith('Profiles\t{"resource profiles": 1, "sample records": 4}\nResourceProfiles #0'),
@@ -116,6 +168,21 @@ with Gateway(CONFIG) as gw:
     sampled = settled(gw, "sampled.out", lambda t: len(t.splitlines()) >= 1)
     n = len(sampled.splitlines())
     res.check("sampling_initial 1, thereafter 0: fewer lines than batches", 1 <= n < 3, n)
+
+    # The collector's exporterhelper series, as the otlp exporter has them: a
+    # batch sampled away still counts as sent (zap's sampler drops the line,
+    # the push succeeds), so both exporters sent all 3 x 4 samples.
+    m = metrics(gw)
+    for exp in ("debug/normal", "debug/sampled", "debug/collector"):
+        lab = f'{{exporter="{exp}"}}'
+        res.check(f"/metrics: {exp} sent 12 samples, none failed or refused",
+                  m.get("otelcol_exporter_sent_profile_samples" + lab) == 12 and
+                  m.get("otelcol_exporter_send_failed_profile_samples" + lab) == 0 and
+                  m.get("otelcol_exporter_enqueue_failed_profile_samples" + lab) == 0,
+                  {k: v for k, v in m.items() if exp + '"' in k})
+        res.check(f"/metrics: {exp} queue size and capacity",
+                  m.get("otelcol_exporter_queue_capacity" + lab) == 1024 and
+                  "otelcol_exporter_queue_size" + lab in m, sorted(m)[:40])
 
     # Every real fixture: SDK captures (with their recorded headers) and any
     # Go runtime/pprof profiles under tests/fixtures.
@@ -156,6 +223,171 @@ with Gateway(CONFIG) as gw:
     res.check("most fixtures carry samples", with_samples * 2 > len(bodies), with_samples)
     rc = gw.stop()
     res.check("clean exit", rc == 0, rc)
+
+
+# ---- What each profile holds: a Go CPU and a heap push -----------------------
+# Expected values come from the pprof itself (pprof_otlp reads it without
+# pprofgate); profile k of the OTLP request is pprof's sample type k with the
+# first and last swapped (pprof's default type, its last, comes first).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop",
+                                "collector"))
+import pprof_otlp  # noqa: E402
+
+
+def go_duration(ns):
+    """Go's time.Duration.String()."""
+    if ns == 0:
+        return "0s"
+    sign, u = ("-" if ns < 0 else ""), abs(ns)
+
+    def frac(u, prec):
+        f = ("%0*d" % (prec, u % 10 ** prec)).rstrip("0")
+        return u // 10 ** prec, ("." + f) if f else ""
+    if u < 1000:
+        return f"{sign}{u}ns"
+    if u < 10 ** 6:
+        i, f = frac(u, 3)
+        return f"{sign}{i}{f}\u00b5s"
+    if u < 10 ** 9:
+        i, f = frac(u, 6)
+        return f"{sign}{i}{f}ms"
+    secs, f = frac(u, 9)
+    mins, hours = secs // 60, secs // 3600
+    if hours:
+        return f"{sign}{hours}h{mins % 60}m{secs % 60}{f}s"
+    if mins:
+        return f"{sign}{mins}m{secs % 60}{f}s"
+    return f"{sign}{secs}{f}s"
+
+
+def rfc3339(ns):
+    t = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 10 ** 9))
+    f = ("%09d" % (ns % 10 ** 9)).rstrip("0")
+    return t + ("." + f if f else "") + "Z"
+
+
+def quantity(v, unit):
+    return go_duration(v) if unit == "nanoseconds" else str(v)
+
+
+def leaf_text(stack):
+    if not stack:
+        return "(no stack)"
+    mapping, address, lines, _ = stack[0]
+    if not lines:
+        f = mapping[3] if mapping else ""
+        return "0x%x%s" % (address, " " + f if f else "")
+    name, _, file, _, line, _ = lines[0]
+    return f"{name or '??'} {file or '??'}:{line}"
+
+
+def expected(body):
+    """Per pprof sample type: what the debug output must say about it."""
+    out = []
+    for p in pprof_otlp.pprof_profiles(body):
+        self_by_leaf, total, n = {}, 0, 0
+        for key, count in p["samples"].items():
+            value, stack, _, _ = pprof_otlp.INTERN.show(key)
+            n += count
+            total += value * count
+            leaf = leaf_text(stack)
+            self_by_leaf[leaf] = self_by_leaf.get(leaf, 0) + value * count
+        out.append(dict(p, type="/".join(p["sample_type"]), ptype="/".join(p["period_type"]),
+                        n=n, total=total, self=self_by_leaf))
+    return out
+
+
+def profile_index(k, nt):
+    return nt - 1 if k == 0 else 0 if k == nt - 1 else k
+
+
+GO_CONFIG = """
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug/normal: {verbosity: normal, output_paths: ["{tmp}/normal.out"]}
+  debug/detailed: {verbosity: detailed, output_paths: ["{tmp}/detailed.out"]}
+  debug: {verbosity: basic, output_paths: ["{tmp}/basic.out"]}
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof]
+      exporters: [debug/normal, debug/detailed, debug]
+  telemetry:
+    metrics: {address: "127.0.0.1:0"}
+"""
+with Gateway(GO_CONFIG) as gw:
+    pushed_samples = 0
+    for name, must in (("cpu", ("cpu/nanoseconds", "samples/count")),
+                       ("heap", ("inuse_space/bytes", "inuse_objects/count", "alloc_space/bytes",
+                                 "alloc_objects/count"))):
+        body = read(fixture(f"pprof/go/{name}.pb.gz"))
+        want = expected(body)
+        nt = len(want)
+        res.check(f"go {name}: the fixture has the sample types {must}",
+                  sorted(w["type"] for w in want) == sorted(must), [w["type"] for w in want])
+        before_n, before_d = text(gw, "normal.out"), text(gw, "detailed.out")
+        s, _, b = post(gw.port, "/v1/pprof", body, {})
+        res.check(f"go {name}: 204", s == 204, (s, b))
+        pushed_samples += sum(w["n"] for w in want)
+        normal = settled(gw, "normal.out", lambda t: t[len(before_n):].count("\n") >= 2 + nt)
+        normal = normal[len(before_n):].splitlines()
+        scope = [ln for ln in normal if ln.startswith("ScopeProfiles #0 ")]
+        res.check(f"go {name} normal: sample_type_order decoded in pprof's order",
+                  scope and scope[0].endswith(" pprof_sample_types=" +
+                                              ",".join(w["type"] for w in want)), scope)
+        lines = [ln for ln in normal if re.match(r"^[0-9a-f]+ samples=", ln)]
+        for k, w in enumerate(want):
+            i = profile_index(k, nt)
+            fields = (f" samples={w['n']} sample_type={w['type']} "
+                      f"total={quantity(w['total'], w['sample_type'][1])} "
+                      f"period={quantity(w['period'], w['period_type'][1])} "
+                      f"period_type={w['ptype']} start={rfc3339(w['time'])} "
+                      f"duration={go_duration(w['duration'])} ")
+            res.check(f"go {name} normal: profile #{i} says{fields}",
+                      i < len(lines) and fields in lines[i], lines[i] if i < len(lines) else lines)
+
+        det = settled(gw, "detailed.out",
+                      lambda t: len(re.findall(r"^    Sample #", t[len(before_d):], re.M))
+                      >= sum(w["n"] for w in want))[len(before_d):]
+        decoded = ", ".join(f"[{k}] {w['type']} = Profile #{profile_index(k, nt)}"
+                            for k, w in enumerate(want))
+        res.check(f"go {name} detailed: pprof sample types line",
+                  f"\npprof sample types: {decoded}\nProfile #0\n" in det, det[:200])
+        blocks = re.split(r"(?m)^Profile #\d+\n", det)[1:]
+        for k, w in enumerate(want):
+            i = profile_index(k, nt)
+            blk = blocks[i] if i < len(blocks) else ""
+            unit = w["sample_type"][1]
+            head = (f"    Sample type    : {w['type']}\n"
+                    f"    Period         : {quantity(w['period'], w['period_type'][1])} "
+                    f"({w['ptype']})\n"
+                    f"    Duration       : {go_duration(w['duration'])}\n"
+                    f"    Total          : {quantity(w['total'], unit)} in {w['n']} samples\n"
+                    f"    Top frames     : top {min(5, len(w['self']))} of {len(w['self'])} "
+                    f"leaf frames by self value\n")
+            res.check(f"go {name} detailed: profile #{i} is {w['type']} with period, "
+                      f"duration and total", head in blk, blk[:600])
+            top = re.findall(r"^        +(\S+) +(\S+%|-)  (.+)$", blk.split("    Sample #")[0], re.M)
+            best = sorted(w["self"].values(), reverse=True)[:5]
+            res.check(f"go {name} detailed: profile #{i} top frames by self value",
+                      [v for v, _, _ in top] == [quantity(v, unit) for v in best] and
+                      all(quantity(w["self"].get(f, None), unit) == v for v, _, f in top if
+                          f in w["self"]) and all(f in w["self"] for _, _, f in top),
+                      (top, sorted(w["self"].items(), key=lambda x: -x[1])[:6]))
+            values = re.findall(r"^        Values: \[.*$", blk, re.M)
+            res.check(f"go {name} detailed: profile #{i}: every Values line names {w['type']}",
+                      len(values) == w["n"] and all(v.endswith("] " + w["type"]) for v in values),
+                      values[:3])
+    settled(gw, "basic.out", lambda t: t.count("\n") >= 2)
+    m = metrics(gw)
+    for exp in ("debug", "debug/normal", "debug/detailed"):
+        res.check(f"/metrics: otelcol_exporter_sent_profile_samples{{exporter=\"{exp}\"}} "
+                  f"= {pushed_samples}",
+                  m.get(f'otelcol_exporter_sent_profile_samples{{exporter="{exp}"}}') ==
+                  pushed_samples, {k: v for k, v in m.items() if "otelcol_exporter" in k})
+    res.check("clean exit", gw.stop() == 0)
 
 
 # An output that stops being read (a FIFO whose reader never reads, as a
@@ -212,6 +444,10 @@ with gw:
         res.check("stalled output: /metrics shows the batches waiting", mq and int(mq.group(1)) > 0,
                   mq.group(0) if mq else body[-400:])
     res.check("stalled output: batches not printed are counted in /metrics", dropped > 0, dropped)
+    per_push = sum(w["n"] for w in expected(SDK))
+    refused = metrics(gw).get('otelcol_exporter_enqueue_failed_profile_samples{exporter="debug/stalled"}')
+    res.check("stalled output: and in otelcol_exporter_enqueue_failed_profile_samples, in samples",
+              refused == dropped * per_push > 0, (refused, dropped, per_push))
     res.check("stalled output: and logged at warn",
               gw.wait_log(r'level=warn comp=exporter/debug/stalled msg="output is not keeping up') is not None,
               gw.log()[-800:])

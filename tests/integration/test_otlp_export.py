@@ -81,6 +81,9 @@ def fp_from_debug(text):
                 s = lines[i].strip()
                 if re.match(r"^Stack #\d+:$", s) or s == "Attributes:":
                     pass
+                elif s.startswith("Values: ["):
+                    # the profile's type/unit that pprofgate names after the values
+                    body.append(s[:s.index("]") + 1])
                 else:
                     body.append(re.sub(r"^Link #\d+:", "Link:", s))
                 i += 1

@@ -3,7 +3,9 @@
  * writer thread in the order consumed; an output nobody reads never blocks
  * consume() (batches beyond the queue are counted as not printed), and
  * destroy() returns and releases every batch even with the writer stuck in
- * write(2). Run under ASan too: a batch reference left behind is a leak. */
+ * write(2); the collector's otelcol_exporter_* series account for every
+ * sample (sent, send_failed, enqueue_failed). Run under ASan too: a batch
+ * reference left behind is a leak. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,6 +41,58 @@ static struct pg_batch *mk_batch(size_t n)
     req->n_resource_profiles = n;
     return pg_batch_new(a, req);
 }
+
+/* One resource, scope and profile with @n samples of one value each. */
+static struct pg_batch *mk_batch_samples(size_t n)
+{
+    struct pg_batch *b = mk_batch(0);
+    struct pg_otlp_request *req = b->req;
+    struct pg_otlp_resprof *rp = pg_arena_zalloc(b->arena, sizeof(*rp));
+    struct pg_otlp_scopeprof *sp = pg_arena_zalloc(b->arena, sizeof(*sp));
+    struct pg_otlp_profile *pr = pg_arena_zalloc(b->arena, sizeof(*pr));
+
+    opentelemetry__proto__profiles__v1development__resource_profiles__init(rp);
+    opentelemetry__proto__profiles__v1development__scope_profiles__init(sp);
+    opentelemetry__proto__profiles__v1development__profile__init(pr);
+    pr->samples = pg_arena_calloc(b->arena, n ? n : 1, sizeof(*pr->samples));
+    for (size_t i = 0; i < n; i++) {
+        pr->samples[i] = pg_arena_zalloc(b->arena, sizeof(**pr->samples));
+        opentelemetry__proto__profiles__v1development__sample__init(pr->samples[i]);
+    }
+    pr->n_samples = n;
+    sp->profiles = pg_arena_calloc(b->arena, 1, sizeof(*sp->profiles));
+    sp->profiles[0] = pr;
+    sp->n_profiles = 1;
+    rp->scope_profiles = pg_arena_calloc(b->arena, 1, sizeof(*rp->scope_profiles));
+    rp->scope_profiles[0] = sp;
+    rp->n_scope_profiles = 1;
+    req->resource_profiles = pg_arena_calloc(b->arena, 1, sizeof(*req->resource_profiles));
+    req->resource_profiles[0] = rp;
+    req->n_resource_profiles = 1;
+    return b;
+}
+
+/* The collector's exporterhelper series of exporters::debug. */
+struct exp_series {
+    struct pg_metric *sent, *failed, *refused;
+    int64_t sent0, failed0, refused0;
+};
+
+static void series_start(struct exp_series *m)
+{
+    m->sent = pg_metric_counter("otelcol_exporter_sent_profile_samples", "", "exporter=\"debug\"");
+    m->failed = pg_metric_counter("otelcol_exporter_send_failed_profile_samples", "",
+                                  "exporter=\"debug\"");
+    m->refused = pg_metric_counter("otelcol_exporter_enqueue_failed_profile_samples", "",
+                                   "exporter=\"debug\"");
+    m->sent0 = pg_metric_value(m->sent);
+    m->failed0 = pg_metric_value(m->failed);
+    m->refused0 = pg_metric_value(m->refused);
+}
+
+#define SENT(m) (pg_metric_value((m)->sent) - (m)->sent0)
+#define FAILED(m) (pg_metric_value((m)->failed) - (m)->failed0)
+#define REFUSED(m) (pg_metric_value((m)->refused) - (m)->refused0)
 
 static int refs(const struct pg_batch *b)
 {
@@ -163,6 +217,7 @@ PG_TEST(test_stalled_output_never_blocks)
     int64_t dropped0;
     char head[64] = {0};
     int rfd;
+    struct exp_series m;
 
     tmp_path(path, sizeof(path), "fifo");
     CHECK_INT(mkfifo(path, 0600), 0);
@@ -173,6 +228,7 @@ PG_TEST(test_stalled_output_never_blocks)
     dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total", "",
                                 "exporter=\"debug\"");
     dropped0 = pg_metric_value(dropped);
+    series_start(&m);
     if (rfd < 0 || b == NULL ||
         !start_debug(&f, "    verbosity: detailed\n    sampling_initial: 100000\n", path)) {
         free(b);
@@ -182,15 +238,20 @@ PG_TEST(test_stalled_output_never_blocks)
     signal(SIGALRM, on_alarm);
     alarm(60); /* a blocking consume() or destroy() ends the test here */
     for (size_t i = 0; i < N; i++) {
-        b[i] = mk_batch(3);
+        b[i] = mk_batch_samples(3);
         CHECK_INT(f.ops->consume(f.state, b[i], &st), PG_ERR_OK);
     }
     /* The queue holds 1024; the pipe took a few more before it filled. */
     CHECK(pg_metric_value(dropped) - dropped0 >= N / 3);
+    CHECK_INT(REFUSED(&m), 3 * (pg_metric_value(dropped) - dropped0));
     CHECK(!f.ops->idle(f.state));
     f.ops->shutdown(f.state);
     pg_proc_teardown(&f); /* cancels the writer stuck in write(2) */
     alarm(0);
+    /* Every sample accounted for: printed, abandoned at shutdown, or
+     * refused by the full queue. */
+    CHECK(FAILED(&m) > 0);
+    CHECK_INT(SENT(&m) + FAILED(&m) + REFUSED(&m), 3 * N);
 
     for (size_t i = 0; i < N; i++) {
         if (refs(b[i]) != 1) {
@@ -217,25 +278,59 @@ PG_TEST(test_sampling_counts_nothing_as_dropped)
     struct pg_status st;
     struct pg_metric *dropped;
     int64_t dropped0;
+    struct exp_series m;
 
     tmp_path(path, sizeof(path), "sampled.txt");
     dropped = pg_metric_counter("pprofgate_debug_exporter_dropped_batches_total", "",
                                 "exporter=\"debug\"");
     dropped0 = pg_metric_value(dropped);
+    series_start(&m);
     if (!start_debug(&f, "    sampling_initial: 1\n    sampling_thereafter: 0\n", path)) {
         return;
     }
     for (int i = 0; i < 20; i++) {
-        struct pg_batch *b = mk_batch(1);
+        struct pg_batch *b = mk_batch_samples(2);
 
         CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
         pg_batch_unref(b);
     }
     CHECK(wait_idle(&f));
     CHECK_INT(pg_metric_value(dropped), dropped0); /* sampled away is not "dropped" */
+    /* ... but sent, as the collector counts a push its logger sampled away. */
+    CHECK_INT(SENT(&m), 40);
+    CHECK_INT(FAILED(&m) + REFUSED(&m), 0);
     f.ops->shutdown(f.state);
     pg_proc_teardown(&f);
     unlink(path);
+}
+
+/* An output that fails every write (/dev/full: ENOSPC): the samples count as
+ * send_failed, not sent. */
+PG_TEST(test_write_failure_counts_send_failed)
+{
+    struct pg_proc_fixture f;
+    struct pg_status st;
+    struct exp_series m;
+
+    series_start(&m);
+    if (access("/dev/full", W_OK) != 0) {
+        fprintf(stderr, "  no /dev/full here: write-failure case not run\n");
+        return;
+    }
+    if (!start_debug(&f, "    verbosity: normal\n", "/dev/full")) {
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        struct pg_batch *b = mk_batch_samples(4);
+
+        CHECK_INT(f.ops->consume(f.state, b, &st), PG_ERR_OK);
+        pg_batch_unref(b);
+    }
+    CHECK(wait_idle(&f));
+    CHECK_INT(FAILED(&m), 8);
+    CHECK_INT(SENT(&m) + REFUSED(&m), 0);
+    f.ops->shutdown(f.state);
+    pg_proc_teardown(&f);
 }
 
 struct pipe_reader {
@@ -356,5 +451,6 @@ PG_TEST(test_stopped_terminal)
 }
 
 PG_TEST_MAIN(PG_CASE(test_prints_in_order_then_idle), PG_CASE(test_stalled_output_never_blocks),
-             PG_CASE(test_sampling_counts_nothing_as_dropped), PG_CASE(test_pipe_writes_whole_lines),
+             PG_CASE(test_sampling_counts_nothing_as_dropped),
+             PG_CASE(test_write_failure_counts_send_failed), PG_CASE(test_pipe_writes_whole_lines),
              PG_CASE(test_stopped_terminal))

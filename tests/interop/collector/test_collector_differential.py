@@ -230,42 +230,19 @@ with tempfile.TemporaryDirectory() as tmp:
                   out[-800:])
 
 # ---- 3. debug exporter: the collector's text for what pprofgate sent -------------------
-# pprofgate's debug exporter (detailed) and the collector's, printing the
-# same profiles (pprofgate -> otlp -> collector -> debug). Equal but for what
-# docs/debug-exporter.md lists as pprofgate's additions: every attribute and
-# link table entry (the collector prints only the last one) and each sample's
-# link and resolved stack.
+# pprofgate's debug exporter (detailed, use_internal_logger: false,
+# pprofgate_annotations: false) and the collector's (detailed,
+# use_internal_logger: false), printing the same profiles (pprofgate -> otlp
+# -> collector -> debug), each into a file: byte for byte the same, summary
+# lines, the collector's one-entry attribute and link tables and blank lines
+# included, but for pushes without samples, which the collector's otlp
+# receiver drops.
 
 
-def debug_body(text, collector):
-    out, skip_table, in_stack, empty = [], False, False, False
-    for ln in text.splitlines():
-        if collector and (re.search(r"\t(info|warn|error)\t", ln) or ln.startswith("Profiles\t")):
-            continue
-        if not collector and ln.startswith("ts="):
-            # A push without samples: the collector's otlp receiver drops it.
-            empty = 'msg="Profiles"' in ln and "sample_records=0" in ln
-            continue
-        if empty:
-            continue
-        if ln in ("Attribute table:", "Link table:"):
-            out.append(ln)
-            skip_table = True
-            continue
-        if skip_table:
-            if ln.startswith(" "):
-                continue
-            skip_table = False
-        if in_stack and re.match(r"^ {12}\S", ln):
-            continue
-        in_stack = False
-        if re.match(r"^ {8}Link #\d+: ", ln):
-            continue
-        if re.match(r"^ {8}Stack #\d+:$", ln):
-            in_stack = True
-            continue
-        out.append(ln)
-    return [ln for ln in out if ln.strip()]
+def debug_blocks(text):
+    """The output cut at each summary line, without the empty pushes."""
+    blocks = re.split(r"(?m)^(?=Profiles\t\{)", text)
+    return [b for b in blocks if b and '"sample records": 0}' not in b]
 
 
 port = free_port()
@@ -279,6 +256,7 @@ exporters:
   debug:
     verbosity: detailed
     use_internal_logger: false
+    output_paths: ["{{tmp}}/debug.out"]
 service:
   telemetry:
     metrics: {{level: none}}
@@ -295,6 +273,8 @@ receivers:
 exporters:
   debug:
     verbosity: detailed
+    use_internal_logger: false
+    pprofgate_annotations: false
     output_paths: ["{{debug}}"]
   otlp:
     endpoint: 127.0.0.1:{port}
@@ -305,34 +285,45 @@ service:
       receivers: [pprof]
       exporters: [debug, otlp]
 """
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
 with Collector(DEBUG_COLLECTOR) as col, Gateway(DEBUG_GATEWAY) as gw:
     n = 0
     for name, body, hdrs in fixture_bodies(gw.tmp, with_large=False):
-        before_c, before_g = len(col.log()), len(gw.debug())
+        before_c, before_g = len(read_text(col.path("debug.out"))), len(gw.debug())
         st, _, rb = post(gw.port, "/v1/pprof", body, hdrs)
         n += st == 204
         deadline = time.time() + 10
         # wait until both printed this push (the collector skips empty requests)
         while time.time() < deadline:
             time.sleep(0.1)
-            if len(gw.debug()) > before_g and (len(col.log()) > before_c or
-                                               "sample_records=0" in gw.debug()[before_g:]):
+            new_g = gw.debug()[before_g:]
+            if new_g.endswith("\n\n") and (len(read_text(col.path("debug.out"))) > before_c or
+                                            '"sample records": 0}' in new_g):
                 time.sleep(0.3)
                 break
     time.sleep(0.5)
-    c_lines, g_lines = debug_body(col.log(), True), debug_body(gw.debug(), False)
-    first = next((i for i, (a, b) in enumerate(zip(c_lines, g_lines)) if a != b), None)
-    if first is not None or len(c_lines) != len(g_lines):
-        for who, lines in (("collector", c_lines), ("pprofgate", g_lines)):
-            with open(gw.path(who + ".debug.txt"), "w") as f:
-                f.write("\n".join(lines) + "\n")
-        print(f"     normalised outputs: {gw.path('collector.debug.txt')} "
-              f"{gw.path('pprofgate.debug.txt')}")
-    res.check(f"debug detailed: pprofgate's text = the collector's for {n} pushes "
-              f"({len(c_lines)} lines), but the documented additions",
-              n > 10 and first is None and len(c_lines) == len(g_lines) > 100,
-              f"first difference at line {first}: collector {c_lines[first:first + 3]!r} "
-              f"pprofgate {g_lines[first:first + 3]!r}" if first is not None
-              else (len(c_lines), len(g_lines)))
+    c_blocks, g_blocks = debug_blocks(read_text(col.path("debug.out"))), debug_blocks(gw.debug())
+    first = next((i for i, (a, b) in enumerate(zip(c_blocks, g_blocks)) if a != b), None)
+    detail = (len(c_blocks), len(g_blocks))
+    if first is not None:
+        c_l, g_l = c_blocks[first].splitlines(), g_blocks[first].splitlines()
+        line = next((i for i, (a, b) in enumerate(zip(c_l, g_l)) if a != b), min(len(c_l), len(g_l)))
+        detail = (f"push {first}, line {line}: collector {c_l[line:line + 3]!r} "
+                  f"pprofgate {g_l[line:line + 3]!r}")
+    lines = sum(b.count("\n") for b in c_blocks)
+    res.check(f"debug detailed, use_internal_logger: false, pprofgate_annotations: false: "
+              f"pprofgate's output = the collector's, byte for byte, for {n} pushes "
+              f"({lines} lines)",
+              n > 10 and first is None and len(c_blocks) == len(g_blocks) > 10 and lines > 100,
+              detail)
 
 res.finish()
