@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Component tests of the unary gRPC server (grpc/grpc_server.c) on
- * loopback: driven by pprofgate's own gRPC client (exporter/grpc_conn) for
+ * loopback: driven by pprofgate's own gRPC client (grpc/grpc_client) for
  * the calls (OK, gzip, unknown path, size caps, on_length refusal,
  * grpc-timeout, RetryInfo, max_concurrent_streams, TLS with ALPN), by a
  * raw socket speaking hand-made HTTP/2 frames for the hostile cases
@@ -28,7 +28,7 @@
 #include "codec/gzip.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "exporter/grpc_conn.h"
+#include "grpc/grpc_client.h"
 #include "grpc/grpc_server.h"
 #include "grpc/grpc_wire.h"
 #include "http/listener.h"
