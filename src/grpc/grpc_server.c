@@ -39,6 +39,8 @@
 #define DEFAULT_KA_TIME_NS (2LL * 3600 * SEC_NS)
 #define DEFAULT_KA_TIMEOUT_NS (20 * SEC_NS)
 #define DEFAULT_MIN_PING_NS (300 * SEC_NS)
+/* The final GOAWAY waits this long for the drain PING's ACK at most. */
+#define DRAIN_PING_WAIT_NS (1 * SEC_NS)
 /* Flow control: DATA is consumed as it arrives (copied into the capped
  * reader or dropped), so windows only pace the client. */
 #define STREAM_WINDOW (1 << 20)
@@ -90,6 +92,9 @@ static void conn_close(struct gconn *c)
     }
     if (c->defer_ev != NULL) {
         event_free(c->defer_ev);
+    }
+    if (c->goaway_ev != NULL) {
+        event_free(c->goaway_ev);
     }
     if (c->prev != NULL) {
         c->prev->next = c->next;
@@ -143,8 +148,14 @@ static void conn_flush(struct gconn *c)
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
+/* Graceful end in two steps, as grpc-go and nghttp2 advise: a shutdown
+ * notice (GOAWAY with the highest stream id) and a PING; its ACK proves the
+ * client saw the notice, and the final GOAWAY then names the last stream
+ * taken, so no call the client sent in between is lost. */
 static void conn_goaway(struct gconn *c, int event)
 {
+    struct timeval tv = pg_ns_to_tv(DRAIN_PING_WAIT_NS);
+
     if (c->goaway || c->h2.ng == NULL) {
         return;
     }
@@ -152,9 +163,22 @@ static void conn_goaway(struct gconn *c, int event)
     if (c->close_event < 0) {
         c->close_event = event;
     }
-    nghttp2_submit_goaway(c->h2.ng, NGHTTP2_FLAG_NONE,
-                          nghttp2_session_get_last_proc_stream_id(c->h2.ng), NGHTTP2_NO_ERROR,
-                          NULL, 0);
+    if (nghttp2_submit_shutdown_notice(c->h2.ng) != 0 ||
+        nghttp2_submit_ping(c->h2.ng, NGHTTP2_FLAG_NONE, (const uint8_t *)GRPC_DRAIN_PING) != 0) {
+        grpc_session_final_goaway(c);
+    } else {
+        evtimer_add(c->goaway_ev, &tv);
+    }
+    conn_flush(c);
+}
+
+static void on_goaway_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct gconn *c = arg;
+
+    (void)fd;
+    (void)what;
+    grpc_session_final_goaway(c);
     conn_flush(c);
 }
 
@@ -413,8 +437,9 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     c->idle_ev = evtimer_new(s->base, on_idle, c);
     c->age_ev = evtimer_new(s->base, on_age, c);
     c->defer_ev = event_new(s->base, -1, 0, on_defer, c);
+    c->goaway_ev = evtimer_new(s->base, on_goaway_timeout, c);
     if (c->hs_ev == NULL || c->ka_ev == NULL || c->idle_ev == NULL || c->age_ev == NULL ||
-        c->defer_ev == NULL) {
+        c->defer_ev == NULL || c->goaway_ev == NULL) {
         conn_close(c);
         return NULL;
     }

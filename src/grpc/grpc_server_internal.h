@@ -61,11 +61,13 @@ struct gconn {
     char peer[80];
     bool tls;
     bool got_settings;        /* the client's first SETTINGS arrived */
-    bool goaway;              /* our GOAWAY is queued: no new calls, close when drained */
+    bool goaway;              /* draining: the shutdown notice is queued, no new calls */
+    bool final_goaway;        /* the GOAWAY naming the last stream is queued: close when drained */
     bool closing;             /* close once the output is written */
     bool age_fired;           /* max_connection_age passed: the grace runs */
     int close_event;          /* enum pg_grpc_server_event reported at close, -1 none */
-    struct event *hs_ev, *ka_ev, *idle_ev, *age_ev, *defer_ev; /* defer_ev: flush after a reply made outside the pump */
+    struct event *hs_ev, *ka_ev, *idle_ev, *age_ev, *defer_ev;
+    struct event *goaway_ev;  /* the final GOAWAY if the drain PING is not answered */ /* defer_ev: flush after a reply made outside the pump */
     int64_t last_read_ns;     /* keepalive: any byte read */
     int64_t ka_seen_ns;       /* last_read_ns when the keepalive timer last looked */
     int64_t idle_since_ns;    /* 0 while calls are open */
@@ -112,6 +114,12 @@ struct gcall {
 
 /* grpc_session.c: installs the session callbacks into @cbs. */
 void grpc_session_callbacks(nghttp2_session_callbacks *cbs);
+/* The PING payload that follows a shutdown notice: its ACK (one round
+ * trip) means every stream the client opened before the notice arrived. */
+#define GRPC_DRAIN_PING "pgdrain!"
+/* grpc_session.c: queues the GOAWAY with the last stream processed (after
+ * the shutdown notice's round trip, or its timeout). */
+void grpc_session_final_goaway(struct gconn *c);
 /* grpc_session.c: ends @call without an answer (connection gone): on_done
  * if owed, then freed. */
 void grpc_call_end(struct gcall *call);

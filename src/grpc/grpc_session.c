@@ -606,9 +606,23 @@ static void note_ping(struct gconn *c)
                               nghttp2_session_get_last_proc_stream_id(c->h2.ng),
                               NGHTTP2_ENHANCE_YOUR_CALM, (const uint8_t *)why, sizeof(why) - 1);
         c->goaway = true;
+        c->final_goaway = true;
         c->closing = true;
         c->close_event = PG_GRPC_CLOSED_TOO_MANY_PINGS;
     }
+}
+
+void grpc_session_final_goaway(struct gconn *c)
+{
+    if (c->final_goaway || c->h2.ng == NULL) {
+        return;
+    }
+    c->final_goaway = true;
+    evtimer_del(c->goaway_ev);
+    nghttp2_submit_goaway(c->h2.ng, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(c->h2.ng), NGHTTP2_NO_ERROR,
+                          NULL, 0);
+    call_kick(c);
 }
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
@@ -617,6 +631,11 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
     struct gcall *call;
     bool end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
 
+    if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK) && c->goaway &&
+        memcmp(f->ping.opaque_data, GRPC_DRAIN_PING, 8) == 0) {
+        grpc_session_final_goaway(c);
+        return 0;
+    }
     if (pg_h2_frame_seen(&c->h2, f)) {
         return 0;
     }

@@ -704,7 +704,12 @@ static bool raw_send(struct rig *r, int fd, const void *p, size_t n)
 struct raw_seen {
     int goaway_code;
     char goaway_debug[64];
+    uint32_t goaway_last;  /* last-stream-id of the latest GOAWAY */
+    int n_goaway;
     int n_rst;
+    int n_headers;         /* HEADERS frames (answers, trailers) */
+    bool drain_ping;       /* a PING "pgdrain!" arrived */
+    bool stop_at_ping;     /* in: return at the drain PING */
 };
 
 static bool raw_until_closed(struct rig *r, int fd, int ms, struct raw_seen *seen)
@@ -712,9 +717,11 @@ static bool raw_until_closed(struct rig *r, int fd, int ms, struct raw_seen *see
     static uint8_t buf[1 << 16];
     size_t have = 0;
     int64_t end = pg_mono_ns() + ms * MS;
+    bool stop_at_ping = seen->stop_at_ping;
 
+    memset(seen, 0, sizeof(*seen));
     seen->goaway_code = -1;
-    while (pg_mono_ns() < end) {
+    while (pg_mono_ns() < end && !(stop_at_ping && seen->drain_ping)) {
         ssize_t n = recv(fd, buf + have, sizeof(buf) - have, 0);
 
         if (n == 0 || (n < 0 && errno == ECONNRESET)) {
@@ -738,10 +745,18 @@ static bool raw_until_closed(struct rig *r, int fd, int ms, struct raw_seen *see
                                                                      : sizeof(seen->goaway_debug) - 1;
 
                 seen->goaway_code = buf[9 + 4] << 24 | buf[9 + 5] << 16 | buf[9 + 6] << 8 | buf[9 + 7];
+                seen->goaway_last = (uint32_t)buf[9] << 24 | (uint32_t)buf[10] << 16 |
+                                    (uint32_t)buf[11] << 8 | buf[12];
+                seen->n_goaway++;
                 memcpy(seen->goaway_debug, buf + 9 + 8, dl);
                 seen->goaway_debug[dl] = '\0';
             } else if (type == NGHTTP2_RST_STREAM) {
                 seen->n_rst++;
+            } else if (type == NGHTTP2_HEADERS) {
+                seen->n_headers++;
+            } else if (type == NGHTTP2_PING && len == 8 && !(buf[4] & NGHTTP2_FLAG_ACK) &&
+                       memcmp(buf + 9, "pgdrain!", 8) == 0) {
+                seen->drain_ping = true;
             }
             memmove(buf, buf + 9 + len, have - 9 - len);
             have -= 9 + len;
@@ -779,7 +794,7 @@ PG_TEST(silent_connection_closed_by_handshake_timeout)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     int fd;
     int64_t t0;
 
@@ -808,7 +823,7 @@ PG_TEST(garbage_and_http1_closed_as_protocol)
 
     PG_REQUIRE(rig_start(&r, &lim, NULL));
     for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
-        struct raw_seen seen;
+        struct raw_seen seen = {0};
         int fd = raw_connect(&r);
 
         PG_REQUIRE(fd >= 0);
@@ -826,7 +841,7 @@ PG_TEST(too_many_pings_goaway)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     uint8_t out[512];
     size_t n;
     int fd;
@@ -887,7 +902,7 @@ PG_TEST(streams_opened_and_reset)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     nghttp2_hd_deflater *dfl;
     static uint8_t out[1 << 16];
     size_t n;
@@ -953,7 +968,7 @@ PG_TEST(slow_message_call_read_timeout)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     nghttp2_hd_deflater *dfl;
     uint8_t out[1024];
     size_t n;
@@ -984,7 +999,7 @@ PG_TEST(unary_cardinality)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     nghttp2_hd_deflater *dfl;
     uint8_t out[1024];
     size_t n;
@@ -1028,7 +1043,7 @@ PG_TEST(keepalive_ping_unanswered_closes)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     uint8_t out[64];
     int fd;
     int64_t t0;
@@ -1156,12 +1171,58 @@ PG_TEST(stop_accepting_lets_calls_finish)
     rig_stop(&r);
 }
 
+/* The two-step GOAWAY: a call the client starts between the shutdown
+ * notice and its PING ACK is still served; the final GOAWAY names it. */
+PG_TEST(stop_accepting_two_step_goaway)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct raw_seen seen = {0};
+    nghttp2_hd_deflater *dfl;
+    uint8_t out[1024];
+    size_t n;
+    int fd;
+
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    PG_REQUIRE(nghttp2_hd_deflate_new(&dfl, 4096) == 0);
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    CHECK(raw_send(&r, fd, out, preface(out)));
+    pump(&r, 50, NULL);
+    pg_grpc_server_stop_accepting(r.srv);
+    seen.stop_at_ping = true;
+    CHECK(!raw_until_closed(&r, fd, 2000, &seen));
+    CHECK(seen.drain_ping);
+    CHECK_INT(seen.n_goaway, 1);
+    CHECK_INT(seen.goaway_last, 0x7fffffff);
+    /* A call sent before the ACK, then the ACK. */
+    n = call_headers(dfl, out, sizeof(out), 1, false);
+    n += frame_hd(out + n, 8, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1);
+    pg_grpc_prefix_write(out + n, false, 3);
+    memcpy(out + n + 5, "abc", 3);
+    n += 8;
+    n += frame_hd(out + n, 8, NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0);
+    memcpy(out + n, "pgdrain!", 8);
+    n += 8;
+    CHECK(raw_send(&r, fd, out, n));
+    CHECK(raw_until_closed(&r, fd, 2000, &seen));
+    CHECK_INT(seen.n_goaway, 1);
+    CHECK_INT(seen.goaway_last, 1);
+    CHECK_INT(seen.n_headers, 2); /* the answer's headers and trailers */
+    CHECK_INT(r.n_calls, 1);
+    CHECK_INT(r.answer_code, PG_GRPC_OK);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    close(fd);
+    nghttp2_hd_deflate_del(dfl);
+    rig_stop(&r);
+}
+
 PG_TEST(connection_caps_shared_with_sibling)
 {
     struct pg_grpc_server_limits lim = small_limits();
     struct rig r;
     struct pg_grpc_server *sib;
-    struct raw_seen seen;
+    struct raw_seen seen = {0};
     char err[128];
     struct sockaddr_in sa;
     socklen_t sl = sizeof(sa);
@@ -1366,6 +1427,6 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
              PG_CASE(garbage_and_http1_closed_as_protocol), PG_CASE(too_many_pings_goaway),
              PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
              PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
-             PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish),
+             PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish), PG_CASE(stop_accepting_two_step_goaway),
              PG_CASE(connection_caps_shared_with_sibling),
              PG_CASE(node_grpc_js_client), PG_CASE(h2load_unary_calls))
