@@ -311,7 +311,16 @@ static bool session_start(struct gconn *c)
         evtimer_add(c->idle_ev, &tv);
     }
     if (s->lim.max_connection_age_ns > 0) {
-        tv = pg_ns_to_tv(s->lim.max_connection_age_ns);
+        /* +-10 % as grpc-go, so connections made together do not all
+         * reconnect together. */
+        int64_t age = s->lim.max_connection_age_ns;
+        uint64_t x = (uint64_t)now ^ (uint64_t)(uintptr_t)c;
+
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdULL;
+        x ^= x >> 33;
+        age += (int64_t)(x % 2001) * (age / 10) / 1000 - age / 10;
+        tv = pg_ns_to_tv(age);
         evtimer_add(c->age_ev, &tv);
     }
     return true;
