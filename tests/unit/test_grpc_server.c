@@ -875,6 +875,23 @@ PG_TEST(too_many_pings_goaway)
     CHECK_INT(r.events[PG_GRPC_CLOSED_TOO_MANY_PINGS], 1);
     close(fd);
     rig_stop(&r);
+    /* permit_without_stream and a short min_time: ten PINGs are fine. */
+    lim.permit_without_stream = true;
+    lim.min_ping_interval_ns = 1;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    n = preface(out);
+    for (int i = 0; i < 10; i++) {
+        n += frame_hd(out + n, 8, NGHTTP2_PING, 0, 0);
+        memset(out + n, i, 8);
+        n += 8;
+    }
+    CHECK(raw_send(&r, fd, out, n));
+    CHECK(!raw_until_closed(&r, fd, 300, &seen));
+    CHECK_INT(r.events[PG_GRPC_CLOSED_TOO_MANY_PINGS], 0);
+    close(fd);
+    rig_stop(&r);
 }
 
 /* HEADERS of a gRPC call on @sid, HPACK-coded by nghttp2's deflater. */
