@@ -24,6 +24,8 @@
 #define MAX_PING_STRIKES 2
 /* RFC 7541's per-entry overhead, as SETTINGS_MAX_HEADER_LIST_SIZE counts. */
 #define HDR_ENTRY_OVERHEAD 32
+/* grpc-message bytes at most (before percent coding). */
+#define MAX_REASON 4096
 
 static struct gconn *session_conn(void *ud)
 {
@@ -141,6 +143,7 @@ static void answer(struct gcall *call, int http_status, int code, const char *me
     nghttp2_nv nv[7];
     size_t n_nv = 0;
     char status[8];
+    char cut[MAX_REASON + 1];
     int rv;
 
     if (call->state == CALL_ANSWERED) {
@@ -150,6 +153,12 @@ static void answer(struct gcall *call, int http_status, int code, const char *me
     call_timers_off(call);
     if (message != NULL && message[0] == '\0') {
         message = NULL;
+    }
+    if (message != NULL && strlen(message) > MAX_REASON) {
+        /* A header block has a cap (ours and the client's): long reasons are cut. */
+        memcpy(cut, message, MAX_REASON);
+        cut[MAX_REASON] = '\0';
+        message = cut;
     }
     snprintf(status, sizeof(status), "%d", http_status);
     snprintf(call->t_status, sizeof(call->t_status), "%d", code);
