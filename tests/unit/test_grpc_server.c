@@ -981,6 +981,40 @@ PG_TEST(streams_opened_and_reset)
     rig_stop(&r);
 }
 
+/* A client ignoring SETTINGS_MAX_CONCURRENT_STREAMS: the excess streams
+ * are refused by nghttp2 (RST_STREAM), never reach the handler. */
+PG_TEST(streams_past_the_limit_refused)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct raw_seen seen = {0};
+    nghttp2_hd_deflater *dfl;
+    static uint8_t out[1 << 16];
+    size_t n;
+    int fd;
+
+    lim.max_concurrent_streams = 10;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    PG_REQUIRE(nghttp2_hd_deflate_new(&dfl, 4096) == 0);
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    n = preface(out);
+    for (uint32_t sid = 1; sid < 2 * 50; sid += 2) {
+        n += call_headers(dfl, out + n, sizeof(out) - n, sid, false);
+    }
+    CHECK(raw_send(&r, fd, out, n));
+    raw_until_closed(&r, fd, 300, &seen);
+    CHECK_INT(r.n_headers, 10);
+    CHECK(seen.n_rst >= 40);
+    CHECK_INT(pg_grpc_server_open_calls(r.srv), 10);
+    close(fd);
+    pump(&r, 100, NULL);
+    CHECK_INT(r.n_done, 10);
+    CHECK_INT(pg_grpc_server_open_calls(r.srv), 0);
+    nghttp2_hd_deflate_del(dfl);
+    rig_stop(&r);
+}
+
 PG_TEST(slow_message_call_read_timeout)
 {
     struct pg_grpc_server_limits lim = small_limits();
@@ -1442,7 +1476,7 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
              PG_CASE(max_concurrent_streams_honoured), PG_CASE(tls_with_alpn),
              PG_CASE(silent_connection_closed_by_handshake_timeout),
              PG_CASE(garbage_and_http1_closed_as_protocol), PG_CASE(too_many_pings_goaway),
-             PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
+             PG_CASE(streams_opened_and_reset), PG_CASE(streams_past_the_limit_refused), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
              PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
              PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish), PG_CASE(stop_accepting_two_step_goaway),
              PG_CASE(connection_caps_shared_with_sibling),
