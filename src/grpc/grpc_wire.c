@@ -2,7 +2,7 @@
  * gRPC wire helpers for the OTLP exporter: status codes, grpc-timeout,
  * grpc-message decoding, the length-prefixed message reader and a hand-written
  * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 
 #include "core/hex.h"
 #include "core/pb_wire.h"

@@ -4,8 +4,8 @@
  * and their retry rules, grpc-timeout formatting, grpc-message percent
  * coding, the 5-byte length-prefixed message reader, and the small
  * google.rpc.Status / RetryInfo decoder for grpc-status-details-bin. */
-#ifndef PG_EXPORTER_GRPC_WIRE_H
-#define PG_EXPORTER_GRPC_WIRE_H
+#ifndef PG_GRPC_GRPC_WIRE_H
+#define PG_GRPC_GRPC_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
