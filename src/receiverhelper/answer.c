@@ -5,19 +5,7 @@
 
 #include <stdio.h>
 
-/* gRPC status codes (grpc/doc/statuscodes.md). */
-enum {
-    GRPC_OK = 0,
-    GRPC_INVALID_ARGUMENT = 3,
-    GRPC_DEADLINE_EXCEEDED = 4,
-    GRPC_PERMISSION_DENIED = 7,
-    GRPC_RESOURCE_EXHAUSTED = 8,
-    GRPC_UNIMPLEMENTED = 12,
-    GRPC_INTERNAL = 13,
-    GRPC_UNAVAILABLE = 14,
-    GRPC_UNAUTHENTICATED = 16,
-    GRPC_UNKNOWN = 2,
-};
+#include "grpc/grpc_wire.h"
 
 int pg_rxh_http_status(enum pg_err err)
 {
@@ -30,26 +18,26 @@ int pg_rxh_grpc_code(enum pg_err err)
 {
     switch (err) {
     case PG_ERR_OK:
-        return GRPC_OK;
+        return PG_GRPC_OK;
     case PG_ERR_MALFORMED:
-        return GRPC_INVALID_ARGUMENT;
+        return PG_GRPC_INVALID_ARGUMENT;
     case PG_ERR_LIMIT:
         /* Without RetryInfo: the OTLP spec makes it permanent, as it is. */
-        return GRPC_RESOURCE_EXHAUSTED;
+        return PG_GRPC_RESOURCE_EXHAUSTED;
     case PG_ERR_UNSUPPORTED:
-        return GRPC_UNIMPLEMENTED;
+        return PG_GRPC_UNIMPLEMENTED;
     case PG_ERR_TIMEOUT:
-        return GRPC_DEADLINE_EXCEEDED;
+        return PG_GRPC_DEADLINE_EXCEEDED;
     case PG_ERR_BUSY:
     case PG_ERR_UNAVAILABLE:
     case PG_ERR_IO:
         /* The Collector's rule for an error without a status: retryable
          * means UNAVAILABLE. */
-        return GRPC_UNAVAILABLE;
+        return PG_GRPC_UNAVAILABLE;
     default:
         /* ... and a permanent one INTERNAL (NOMEM, PROCESSING, PERMANENT,
          * CONFIG, INTERNAL). */
-        return GRPC_INTERNAL;
+        return PG_GRPC_INTERNAL;
     }
 }
 
@@ -58,23 +46,23 @@ int pg_rxh_grpc_code_for_http(int http_status)
     switch (http_status) {
     case 200:
     case 204:
-        return GRPC_OK;
+        return PG_GRPC_OK;
     case 400:
-        return GRPC_INVALID_ARGUMENT;
+        return PG_GRPC_INVALID_ARGUMENT;
     case 401:
-        return GRPC_UNAUTHENTICATED;
+        return PG_GRPC_UNAUTHENTICATED;
     case 403:
-        return GRPC_PERMISSION_DENIED;
+        return PG_GRPC_PERMISSION_DENIED;
     case 404:
-        return GRPC_UNIMPLEMENTED;
+        return PG_GRPC_UNIMPLEMENTED;
     case 429:
-        return GRPC_RESOURCE_EXHAUSTED;
+        return PG_GRPC_RESOURCE_EXHAUSTED;
     case 502:
     case 503:
     case 504:
-        return GRPC_UNAVAILABLE;
+        return PG_GRPC_UNAVAILABLE;
     default:
-        return GRPC_UNKNOWN;
+        return PG_GRPC_UNKNOWN;
     }
 }
 

@@ -16,7 +16,7 @@
 /* The HTTP status a receiver answers @err with: the error table's, never
  * below 400 (an error must not look like success). */
 int pg_rxh_http_status(enum pg_err err);
-/* The gRPC status code (grpc/grpc_wire.h numbers) for @err; OK for OK. */
+/* The gRPC status code (enum pg_grpc_code, grpc/grpc_wire.h) for @err. */
 int pg_rxh_grpc_code(enum pg_err err);
 /* The gRPC code an HTTP error status stands for, as the Collector's
  * statusconversion maps it (400 INVALID_ARGUMENT, 401 UNAUTHENTICATED, 403
