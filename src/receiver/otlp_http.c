@@ -61,7 +61,8 @@ static void add_response_headers(struct otlp_rx *rx, struct pg_httpd_req *req)
     }
 }
 
-/* A plain-text answer (404, 405, 415: what the Collector's mux writes). */
+/* A plain-text answer (404, 405, 415: what the Collector's mux writes);
+ * pg_httpd_reply counts it through on_answer. */
 static void reply_text(struct otlp_rx *rx, struct pg_httpd_req *req, int code, const char *text)
 {
     add_response_headers(rx, req);
@@ -107,6 +108,8 @@ static void reply_status(struct otlp_rx *rx, struct pg_httpd_req *req, enum body
 {
     int grpc_code = pg_rxh_grpc_code_for_http(http_code);
 
+    /* pg_httpd_reply_body does not report to on_answer: counted here. */
+    otlp_count_answer(rx, OTLP_HTTP, http_code, true, http_code >= 500, msg, req->peer);
     add_response_headers(rx, req);
     if ((http_code == 429 || http_code == 503) && retry_after_s >= 0) {
         char ra[16];
@@ -467,6 +470,7 @@ static void on_request(struct pg_httpd_req *req, void *arg)
         reply_err(rx, req, enc, err, &st);
         return; /* on_done gives the admission back */
     }
+    otlp_count_answer(rx, OTLP_HTTP, 200, false, false, NULL, req->peer);
     add_response_headers(rx, req);
     if (enc == ENC_JSON) {
         pg_httpd_reply_body(req, 200, JSON_CTYPE, "{}", 2);
