@@ -46,6 +46,7 @@ enum pg_err pg_h2_start(struct pg_h2 *h, struct bufferevent *bev, nghttp2_sessio
     h->bev = bev;
     h->owner = owner;
     h->in_send = false;
+    h->in_recv = false;
     h->ping_out = false;
     h->on_ping_timeout = p->on_ping_timeout;
     h->ping_timer = evtimer_new(bufferevent_get_base(bev), h2_on_ping_timer, h);
@@ -96,7 +97,9 @@ enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st)
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
             break;
         }
+        h->in_recv = true;
         n = nghttp2_session_mem_recv(h->ng, v.iov_base, v.iov_len);
+        h->in_recv = false;
         if (n < 0) {
             return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
         }
@@ -109,7 +112,7 @@ enum pg_err pg_h2_send(struct pg_h2 *h, struct pg_status *st)
 {
     int rv;
 
-    if (h->ng == NULL || h->in_send) {
+    if (h->ng == NULL || h->in_send || h->in_recv) {
         return PG_ERR_OK;
     }
     h->in_send = true;

@@ -29,6 +29,7 @@ struct pg_h2 {
     struct bufferevent *bev; /* borrowed: the owner frees it after pg_h2_end */
     void *owner;             /* the client connection or the server connection */
     bool in_send;            /* pg_h2_send is running (nghttp2 is not reentrant) */
+    bool in_recv;            /* pg_h2_recv is running: callbacks may submit, not send */
     bool ping_out;           /* our PING awaits its ACK */
     struct event *ping_timer; /* owned: fires on_ping_timeout when the ACK is late */
     void (*on_ping_timeout)(void *owner);
@@ -55,8 +56,9 @@ void pg_h2_end(struct pg_h2 *h);
  * owner closes the connection. Stops early when a callback ended the
  * session (h->ng NULL). */
 enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st);
-/* Writes what nghttp2 has queued, up to the high-water mark. Reentrant
- * calls return OK at once. MALFORMED on a session error. */
+/* Writes what nghttp2 has queued, up to the high-water mark. Calls from
+ * inside nghttp2's callbacks (during pg_h2_recv or pg_h2_send) return OK at
+ * once: the running pump sends afterwards. MALFORMED on a session error. */
 enum pg_err pg_h2_send(struct pg_h2 *h, struct pg_status *st);
 /* True when nghttp2 has nothing more to read or write (after GOAWAY both
  * ways, or a fatal error): the owner may close. */
