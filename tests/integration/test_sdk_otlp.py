@@ -5,7 +5,8 @@
 pprofgate's otlp receiver, which forwards with its otlp exporter to the Node
 gRPC test server (tests/node/grpc_server.mjs). Every request the SDK made is
 answered OK and delivered, with its resource (service.name, the SDK's
-attributes) intact and its samples unchanged in number."""
+attributes) intact and its samples unchanged in number. The same with the
+shipped config/pprofgate.yaml (pprof and otlp in one pipeline)."""
 
 import os
 import re
@@ -116,5 +117,36 @@ with GrpcServer() as sink, Gateway(CONFIG.format(port=sink.port)) as gw:
               (acc.group(0) if acc else None, st["samples"]))
     rc = gw.stop()
     res.check("clean exit", rc == 0, rc)
+
+
+# The shipped default config (config/pprofgate.yaml: pprof and otlp in one
+# pipeline, the header transform, debug) with the SDK's defaults: the OTLP
+# resource survives the transform, nothing is refused, nothing warned.
+env_gw = dict(os.environ, PPROFGATE_ENDPOINT="127.0.0.1:0",
+              PPROFGATE_OTLP_GRPC_ENDPOINT="127.0.0.1:0",
+              PPROFGATE_OTLP_HTTP_ENDPOINT="127.0.0.1:0")
+with Gateway("", args=["--config", os.path.join(SOURCE_DIR, "config", "pprofgate.yaml")],
+             env=env_gw, ready_pattern=r"grpc listening on [0-9.]+:\d+") as gw:
+    gport = int(re.search(r"grpc listening on [0-9.]+:(\d+)", gw.log()).group(1))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(NODE_PATH=NODE_MODULES, OTEL_SERVICE_NAME="default-cfg-svc",
+               OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{gport}")
+    try:
+        r = subprocess.run(["node", "-e", CLIENT], env=env, capture_output=True, text=True,
+                           timeout=60, cwd=os.path.join(SOURCE_DIR, "tests", "node"))
+        out, err, rc = r.stdout, r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, rc = e.stdout or "", e.stderr or "", -1
+    res.check("default config: SDK ran with no failed export",
+              rc == 0 and "client done" in out and "failed" not in err, (rc, err[-800:]))
+    ok = gw.wait_log(r"service\.name=default-cfg-svc", timeout=10)
+    log = gw.log()
+    res.check("default config: profiles printed under the SDK's service.name",
+              ok is not None and "unknown_service" not in log, log[-1500:])
+    res.check("default config: no refusal, warning or error",
+              "answered" not in log and "level=warn" not in log and "level=error" not in log,
+              log[-1500:])
+    rc = gw.stop()
+    res.check("default config: clean exit", rc == 0, rc)
 
 res.finish()
