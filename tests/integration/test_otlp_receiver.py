@@ -8,7 +8,8 @@ and what that server decodes must equal what was sent, sample for sample.
 Then bad input, each answered with a clear status while the gateway keeps
 serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
-layout; and a CORS preflight."""
+layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
+pipeline with bearer-token auth on both OTLP transports."""
 
 import collections
 import glob
@@ -19,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from grpc_sink import GrpcServer  # noqa: E402
@@ -81,7 +83,9 @@ if (mode === 'convert') {
   for (const f of files) {
     const body = fs.readFileSync(f);
     out.push(await new Promise((resolve) => {
-      client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, new grpc.Metadata(),
+      const md = new grpc.Metadata();
+      if (process.env.PG_AUTH) md.set('authorization', process.env.PG_AUTH);
+      client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, md,
         { deadline: Date.now() + 10000 },
         (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0 }));
     }));
@@ -92,12 +96,14 @@ if (mode === 'convert') {
 """
 
 
-def node(tmp, *args):
+def node(tmp, *args, auth=None):
     script = os.path.join(tmp, "otlp_client.mjs")
     if not os.path.exists(script):
         with open(script, "w") as f:
             f.write(NODE)
     env = dict(os.environ, PG_NODE_DIR=NODE_DIR, PG_EXPORT=EXPORT)
+    if auth:
+        env["PG_AUTH"] = auth
     r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
@@ -253,6 +259,7 @@ def main():
     # The gRPC message cap is 1 MiB here: keep what fits for the equality runs.
     inputs = [(n, f) for n, f in inputs if os.path.getsize(f) < 900 * 1024]
     node(tmp, "convert", *[f for _, f in inputs])
+    cpu_req = next(f for n, f in inputs if n == os.path.join("pprof", "go", "cpu.pb.gz"))
     sent = {}
     for name, f in inputs:
         with open(f + ".plain.json") as fh:
@@ -314,7 +321,7 @@ def main():
 
         # ---- bad input: a clear status each, and the gateway still serves ----
         pb = {"Content-Type": "application/x-protobuf"}
-        with open(inputs[0][1], "rb") as fh:
+        with open(cpu_req, "rb") as fh:
             good = fh.read()
         cases = [
             ("garbage", b"\xff\xfe garbage \x00\x01", pb, 400),
@@ -369,7 +376,7 @@ def main():
         v19 = [o for (label, _), o in zip(bad_files, out) if label == "v1.9"]
         res.check("gRPC v1.9: the message names the version",
                   v19 and "1.9" in (v19[0].get("details") or ""), v19)
-        out = json.loads(node(tmp, "send", str(gport), "identity", inputs[0][1]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", cpu_req))
         res.check("gRPC still serves after the bad calls", out and out[0]["code"] == 0, out)
         st, _, _ = post(hport, PATH, good, pb)
         res.check("HTTP still serves after the bad requests", st == 200, st)
@@ -380,6 +387,72 @@ def main():
         res.check("gateway logged no error", "level=error" not in log, log[-2000:])
         rc = gw.stop()
         res.check("clean exit", rc == 0, rc)
+    mixed_and_auth(tmp, cpu_req)
+
+
+def mixed_and_auth(tmp, request_file):
+    """receivers: [pprof, otlp] in one pipeline, the otlp receiver with a
+    bearer token on both transports: both kinds of input reach the debug
+    exporter; a missing or wrong token is refused (401 / UNAUTHENTICATED)."""
+    token = os.path.join(tmp, "token")
+    with open(token, "w") as f:
+        f.write("s3cret\n")
+    cfg = f"""
+receivers:
+  pprof:
+    server:
+      endpoint: 127.0.0.1:0
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:0
+        auth: {{bearer_token_file: {token}}}
+      http:
+        endpoint: 127.0.0.1:0
+        auth: {{bearer_token_file: {token}}}
+exporters:
+  debug:
+    verbosity: normal
+    output_paths: ["{{debug}}"]
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof, otlp]
+      exporters: [debug]
+  telemetry:
+    logs: {{level: info}}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    pb = {"Content-Type": "application/x-protobuf"}
+    with Gateway(cfg, n_listeners=3) as gw:
+        gport, hport = ports(gw)
+        pport = int(re.search(r"receiver/pprof.*listening on [0-9.]+:(\d+)", gw.log()).group(1))
+        with open(os.path.join(FIXTURES, "pprof", "go", "cpu.pb.gz"), "rb") as fh:
+            st, _, _ = post(pport, "/v1/pprof", fh.read(),
+                            {"Otel-Resource-Attributes": "service.name=from-pprof"})
+        res.check("mixed pipeline: pprof push 204", st == 204, st)
+        st, hd, _ = post(hport, PATH, good, pb)
+        res.check("HTTP without a token: 401 + WWW-Authenticate",
+                  st == 401 and "bearer" in hd.get("www-authenticate", "").lower(), (st, hd))
+        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer wrong"))
+        res.check("HTTP with a wrong token: 401", st == 401, st)
+        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer s3cret"))
+        res.check("HTTP with the token: 200", st == 200, st)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("gRPC without a token: UNAUTHENTICATED", out and out[0]["code"] == 16, out)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file,
+                              auth="Bearer s3cret"))
+        res.check("gRPC with the token: OK", out and out[0]["code"] == 0, out)
+        # One pprof push and two OTLP requests were accepted: three batches.
+        deadline = time.time() + 10
+        while gw.debug().count('msg="Profiles"') < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        dbg = gw.debug()
+        res.check("mixed pipeline: the pprof and both OTLP batches reach the exporter",
+                  dbg.count('msg="Profiles"') == 3, (dbg.count('msg="Profiles"'), dbg[:600]))
+        rc = gw.stop()
+        res.check("mixed pipeline: clean exit", rc == 0, rc)
 
 
 main()
