@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The otlp receiver through the real binary: OTLP made from every pprof
-fixture (tests/tools/pg_pprof2otlp) is sent over OTLP/HTTP protobuf, with
-and without gzip, over OTLP/HTTP JSON, and over OTLP/gRPC from a real
+fixture (tests/tools/pg_pprof2otlp) is sent to a receiver with two event
+loops over OTLP/HTTP protobuf, with and without gzip, over OTLP/HTTP JSON,
+and over OTLP/gRPC from a real
 @grpc/grpc-js client (identity and gzip); pprofgate forwards it with its
 otlp exporter to the Node gRPC test server (tests/node/grpc_server.mjs),
 and what that server decodes must equal what was sent, sample for sample.
@@ -115,6 +116,7 @@ def config(grpc_port, extra=""):
     return f"""
 receivers:
   otlp:
+    loops: 2
     protocols:
       grpc:
         endpoint: 127.0.0.1:0
@@ -267,6 +269,8 @@ def main():
 
     with GrpcServer() as sink, Gateway(config(sink.port), n_listeners=2) as gw:
         gport, hport = ports(gw)
+        res.check("two event loops (SO_REUSEPORT) serve both protocols",
+                  "2 event loops (SO_REUSEPORT)" in gw.log(), gw.log()[-1000:])
 
         def run(label, send):
             """Sends every input with @send, then compares what the sink decoded."""
