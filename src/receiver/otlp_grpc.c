@@ -84,14 +84,17 @@ static void on_call(struct pg_grpc_call *c, void *arg)
         if (scratch == NULL) {
             err = pg_status_set(&st, PG_ERR_NOMEM, "no memory for request metadata");
         } else {
-            struct pg_rxh_md_pair pairs[64];
-            size_t n = c->n_md < 64 ? c->n_md : 64;
+            /* The server's header block cap bounds n_md. */
+            struct pg_rxh_md_pair *pairs =
+                pg_arena_calloc(scratch, c->n_md > 0 ? c->n_md : 1, sizeof(*pairs));
 
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; pairs != NULL && i < c->n_md; i++) {
                 pairs[i].name = c->md[i].name;
                 pairs[i].value = c->md[i].value;
             }
-            err = pg_rxh_metadata_from_pairs(scratch, pairs, n, &md, &st);
+            err = pairs == NULL
+                      ? pg_status_set(&st, PG_ERR_NOMEM, "no memory for request metadata")
+                      : pg_rxh_metadata_from_pairs(scratch, pairs, c->n_md, &md, &st);
         }
     }
     if (err == PG_ERR_OK) {

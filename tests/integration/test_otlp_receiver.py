@@ -10,7 +10,8 @@ Then bad input, each answered with a clear status while the gateway keeps
 serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
-pipeline with bearer-token auth on both OTLP transports."""
+pipeline with bearer-token auth and include_metadata on both OTLP
+transports."""
 
 import collections
 import glob
@@ -86,6 +87,7 @@ if (mode === 'convert') {
     out.push(await new Promise((resolve) => {
       const md = new grpc.Metadata();
       if (process.env.PG_AUTH) md.set('authorization', process.env.PG_AUTH);
+      if (process.env.PG_TENANT) md.set('x-tenant', process.env.PG_TENANT);
       client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, md,
         { deadline: Date.now() + 10000 },
         (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0 }));
@@ -97,7 +99,7 @@ if (mode === 'convert') {
 """
 
 
-def node(tmp, *args, auth=None):
+def node(tmp, *args, auth=None, tenant=None):
     script = os.path.join(tmp, "otlp_client.mjs")
     if not os.path.exists(script):
         with open(script, "w") as f:
@@ -105,6 +107,8 @@ def node(tmp, *args, auth=None):
     env = dict(os.environ, PG_NODE_DIR=NODE_DIR, PG_EXPORT=EXPORT)
     if auth:
         env["PG_AUTH"] = auth
+    if tenant:
+        env["PG_TENANT"] = tenant
     r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
@@ -411,9 +415,16 @@ receivers:
       grpc:
         endpoint: 127.0.0.1:0
         auth: {{bearer_token_file: {token}}}
+        include_metadata: true
       http:
         endpoint: 127.0.0.1:0
         auth: {{bearer_token_file: {token}}}
+        include_metadata: true
+processors:
+  transform:
+    error_mode: ignore
+    profile_statements:
+      - set(resource.attributes["tenant"], metadata["x-tenant"])
 exporters:
   debug:
     verbosity: normal
@@ -422,6 +433,7 @@ service:
   pipelines:
     profiles:
       receivers: [pprof, otlp]
+      processors: [transform]
       exporters: [debug]
   telemetry:
     logs: {{level: info}}
@@ -441,12 +453,13 @@ service:
                   st == 401 and "bearer" in hd.get("www-authenticate", "").lower(), (st, hd))
         st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer wrong"))
         res.check("HTTP with a wrong token: 401", st == 401, st)
-        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer s3cret"))
+        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer s3cret",
+                                                 **{"X-Tenant": "t-http"}))
         res.check("HTTP with the token: 200", st == 200, st)
         out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
         res.check("gRPC without a token: UNAUTHENTICATED", out and out[0]["code"] == 16, out)
         out = json.loads(node(tmp, "send", str(gport), "identity", request_file,
-                              auth="Bearer s3cret"))
+                              auth="Bearer s3cret", tenant="t-grpc"))
         res.check("gRPC with the token: OK", out and out[0]["code"] == 0, out)
         # One pprof push and two OTLP requests were accepted: three batches.
         deadline = time.time() + 10
@@ -455,6 +468,8 @@ service:
         dbg = gw.debug()
         res.check("mixed pipeline: the pprof and both OTLP batches reach the exporter",
                   dbg.count('msg="Profiles"') == 3, (dbg.count('msg="Profiles"'), dbg[:600]))
+        res.check("include_metadata: HTTP headers and gRPC metadata reach the transform",
+                  "tenant=t-http" in dbg and "tenant=t-grpc" in dbg, dbg[-1500:])
         rc = gw.stop()
         res.check("mixed pipeline: clean exit", rc == 0, rc)
 
