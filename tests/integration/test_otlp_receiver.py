@@ -11,7 +11,8 @@ serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
 pipeline with bearer-token auth and include_metadata on both OTLP
-transports."""
+transports, and refusals under a memory limit (503 + Retry-After /
+UNAVAILABLE)."""
 
 import collections
 import glob
@@ -396,6 +397,7 @@ def main():
         rc = gw.stop()
         res.check("clean exit", rc == 0, rc)
     mixed_and_auth(tmp, cpu_req)
+    backpressure(tmp, cpu_req)
 
 
 def mixed_and_auth(tmp, request_file):
@@ -472,6 +474,48 @@ service:
                   "tenant=t-http" in dbg and "tenant=t-grpc" in dbg, dbg[-1500:])
         rc = gw.stop()
         res.check("mixed pipeline: clean exit", rc == 0, rc)
+
+
+def backpressure(tmp, request_file):
+    """A memory_limiter whose limit the process is already past: both
+    transports refuse before reading the message, retryably (503 +
+    Retry-After / UNAVAILABLE), and the gateway keeps answering."""
+    cfg = """
+receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: "127.0.0.1:0"}
+      http: {endpoint: "127.0.0.1:0"}
+processors:
+  memory_limiter: {check_interval: 100ms, limit_mib: 2, spike_limit_mib: 1}
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      processors: [memory_limiter]
+      exporters: [debug]
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        time.sleep(0.3)  # an RSS reading past the limit
+        for body, ctype in ((good, "application/x-protobuf"), (b"{}", "application/json")):
+            st, hd, data = post(hport, PATH, body, {"Content-Type": ctype})
+            res.check(f"memory limit, HTTP {ctype}: 503 + Retry-After, a Status in kind",
+                      st == 503 and hd.get("retry-after") == "1"
+                      and hd.get("content-type") == ctype, (st, hd, data[:200]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("memory limit, gRPC: UNAVAILABLE", out and out[0]["code"] == 14, out)
+        res.check("memory limit: refusals logged as such",
+                  re.search(r"answered (503|14): .*memory", gw.log()) is not None,
+                  gw.log()[-1500:])
+        rc = gw.stop()
+        res.check("memory limit: clean exit", rc == 0, rc)
 
 
 main()
