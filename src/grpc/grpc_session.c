@@ -316,6 +316,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
         grpc_call_end(call);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
+    call->pub.path = ""; /* until :path arrives (a header block past the cap may lack it) */
     call->pub.peer_addr = c->peer_addr;
     call->pub.peer_port = c->peer_port;
     call->pub.peer = c->peer;

@@ -3,7 +3,7 @@
  * bufferevent (plain or OpenSSL). Completions are queued and delivered from a
  * deferred event so user callbacks never run inside nghttp2 callbacks and may
  * start new calls freely. */
-#include "exporter/grpc_conn.h"
+#include "grpc/grpc_client.h"
 
 #include <errno.h>
 #include <stdio.h>
