@@ -425,6 +425,20 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
         return PG_ERR_OK;
     }
     n = strlen(s);
+    if (!pg_utf8_valid(s, n)) {
+        if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
+            return pg_status_set(w->st,
+                                 pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                 "otlp: no memory to repair a string to UTF-8");
+        }
+        n = pg_utf8_repair(fixed, s, n, &bad);
+        fixed[n] = '\0';
+        *sp = fixed;
+        w->repaired++;
+        w->bad += bad;
+    }
+    /* The cap applies to the stored (repaired) form, so a forwarded request re-validates
+     * the same. */
     if (w->max_bytes != 0 && n > w->max_bytes) {
         char p[192], f[96];
         if (idx != SIZE_MAX) {
@@ -434,18 +448,6 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
                              str_path(w, idx != SIZE_MAX ? f : field, p, sizeof(p)), n,
                              w->max_bytes);
     }
-    if (pg_utf8_valid(s, n)) {
-        return PG_ERR_OK;
-    }
-    if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
-        return pg_status_set(w->st, pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "otlp: no memory to repair a string to UTF-8");
-    }
-    n = pg_utf8_repair(fixed, s, n, &bad);
-    fixed[n] = '\0';
-    *sp = fixed;
-    w->repaired++;
-    w->bad += bad;
     return PG_ERR_OK;
 }
 
