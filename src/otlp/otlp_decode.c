@@ -4,7 +4,8 @@
  * v1.9 converted), a walk over the bytes bounds the nesting and finds NUL
  * bytes inside strings (protobuf-c would cut the C string there silently),
  * protobuf-c unpacks into the arena, then pg_otlp_validate repairs strings to
- * UTF-8 and runs the dictionary checks of dict_validate.c. */
+ * UTF-8, runs the dictionary checks of dict_validate.c and resolves string
+ * table references in resource and scope attributes to plain strings. */
 #include "otlp/otlp_decode.h"
 
 #include <stdio.h>
@@ -425,6 +426,20 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
         return PG_ERR_OK;
     }
     n = strlen(s);
+    if (!pg_utf8_valid(s, n)) {
+        if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
+            return pg_status_set(w->st,
+                                 pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                 "otlp: no memory to repair a string to UTF-8");
+        }
+        n = pg_utf8_repair(fixed, s, n, &bad);
+        fixed[n] = '\0';
+        *sp = fixed;
+        w->repaired++;
+        w->bad += bad;
+    }
+    /* The cap applies to the stored (repaired) form, so a forwarded request re-validates
+     * the same. */
     if (w->max_bytes != 0 && n > w->max_bytes) {
         char p[192], f[96];
         if (idx != SIZE_MAX) {
@@ -434,18 +449,6 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
                              str_path(w, idx != SIZE_MAX ? f : field, p, sizeof(p)), n,
                              w->max_bytes);
     }
-    if (pg_utf8_valid(s, n)) {
-        return PG_ERR_OK;
-    }
-    if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
-        return pg_status_set(w->st, pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "otlp: no memory to repair a string to UTF-8");
-    }
-    n = pg_utf8_repair(fixed, s, n, &bad);
-    fixed[n] = '\0';
-    *sp = fixed;
-    w->repaired++;
-    w->bad += bad;
     return PG_ERR_OK;
 }
 
@@ -497,6 +500,91 @@ static enum pg_err fix_message(struct swalk *w, ProtobufCMessage *m)
     return PG_ERR_OK;
 }
 
+/* ---- references in resource and scope attributes ----------------------------------
+ * The Collector's pprofile ProtoMarshaler (its otlphttp exporter, file and Kafka codecs)
+ * writes resource and scope attributes as KeyValue.key_strindex /
+ * AnyValue.string_value_strindex into the string table; its gRPC path and every other
+ * signal read only the plain fields. They are resolved here to key / string_value (as its
+ * ProtoUnmarshaler does), so the pipeline (service.name, OTTL resource paths, debug) and a
+ * gRPC peer downstream see the attributes. Indices were checked by dict_validate.c. */
+
+static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
+                                 struct pg_otlp_anyvalue *v);
+
+static enum pg_err resolve_kvs(struct pg_arena *a, const struct pg_otlp_dict *d,
+                               struct pg_otlp_kv **kvs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct pg_otlp_kv *kv = kvs[i];
+        enum pg_err err;
+        if (kv->key_strindex != 0) {
+            char *k = pg_arena_strdup(a, d->string_table[kv->key_strindex]);
+            if (k == NULL) {
+                return PG_ERR_NOMEM;
+            }
+            kv->key = k;
+            kv->key_strindex = 0;
+        }
+        if ((err = resolve_value(a, d, kv->value)) != PG_ERR_OK) {
+            return err;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
+                                 struct pg_otlp_anyvalue *v)
+{
+    if (v == NULL) {
+        return PG_ERR_OK;
+    }
+    switch (v->value_case) {
+    case PG_OTLP_ANYVALUE_STRINDEX: {
+        char *s = pg_arena_strdup(a, d->string_table[v->string_value_strindex]);
+        if (s == NULL) {
+            return PG_ERR_NOMEM;
+        }
+        v->value_case = PG_OTLP_ANYVALUE_STR;
+        v->string_value = s;
+        return PG_ERR_OK;
+    }
+    case PG_OTLP_ANYVALUE_KVLIST:
+        return v->kvlist_value == NULL
+                   ? PG_ERR_OK
+                   : resolve_kvs(a, d, v->kvlist_value->values, v->kvlist_value->n_values);
+    case PG_OTLP_ANYVALUE_ARRAY:
+        for (size_t i = 0; v->array_value != NULL && i < v->array_value->n_values; i++) {
+            enum pg_err err = resolve_value(a, d, v->array_value->values[i]);
+            if (err != PG_ERR_OK) {
+                return err;
+            }
+        }
+        return PG_ERR_OK;
+    default:
+        return PG_ERR_OK;
+    }
+}
+
+static enum pg_err resolve_refs(struct pg_arena *a, struct pg_otlp_request *req)
+{
+    const struct pg_otlp_dict *d = req->dictionary;
+    enum pg_err err = PG_ERR_OK;
+
+    for (size_t r = 0; r < req->n_resource_profiles && err == PG_ERR_OK; r++) {
+        struct pg_otlp_resprof *rp = req->resource_profiles[r];
+        if (rp->resource != NULL) {
+            err = resolve_kvs(a, d, rp->resource->attributes, rp->resource->n_attributes);
+        }
+        for (size_t s = 0; s < rp->n_scope_profiles && err == PG_ERR_OK; s++) {
+            struct pg_otlp_scope *sc = rp->scope_profiles[s]->scope;
+            if (sc != NULL) {
+                err = resolve_kvs(a, d, sc->attributes, sc->n_attributes);
+            }
+        }
+    }
+    return err;
+}
+
 enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req,
                              const struct pg_otlp_limits *limits,
                              struct pg_otlp_decode_stats *stats, struct pg_status *st)
@@ -529,6 +617,10 @@ enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req
     err = pg_dict_validate_limits(arena, req, false, limits, st);
     if (err != PG_ERR_OK) {
         return err;
+    }
+    if (resolve_refs(arena, req) != PG_ERR_OK) {
+        return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "otlp: no memory to resolve attribute references");
     }
     stats->resource_profiles = req->n_resource_profiles;
     for (size_t r = 0; r < req->n_resource_profiles; r++) {

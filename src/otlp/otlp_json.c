@@ -727,6 +727,8 @@ static void jb_double(struct jbuf *b, double x, int digits)
         jb_puts(b, "\"NaN\"");
     } else if (isinf(x)) {
         jb_puts(b, x > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    } else if (x == 0 && signbit(x)) {
+        jb_puts(b, "-0.0"); /* "-0" would read back as the integer 0 */
     } else {
         jb_printf(b, "%.*g", digits, x);
     }

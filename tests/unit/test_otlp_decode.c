@@ -870,7 +870,51 @@ PG_TEST(test_validate_nested_strings)
     free(b);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_golden_appendix_a),
+/* Resource and scope attributes by reference (as the Collector's otlphttp exporter writes
+ * them) come out as plain key / string_value; dictionary attributes are left as they are. */
+PG_TEST(test_resolve_references)
+{
+    size_t n;
+    uint8_t *b = golden(&n);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req;
+    struct pg_status st;
+    uint8_t *wire;
+    size_t wire_n;
+    struct pg_otlp_kv *kv;
+    struct pg_otlp_scope *scope;
+
+    PG_REQUIRE(b != NULL);
+    PG_REQUIRE(decode(a, b, n, NULL, &req, NULL, &st) == PG_ERR_OK);
+    kv = RP(req)->resource->attributes[0];
+    kv->key = "";
+    kv->key_strindex = 2;
+    kv->value->value_case = PG_OTLP_ANYVALUE_STRINDEX;
+    kv->value->string_value_strindex = 9;
+    DICT(req)->attribute_table[1]->value->value_case = PG_OTLP_ANYVALUE_STRINDEX;
+    DICT(req)->attribute_table[1]->value->string_value_strindex = 9;
+    scope = RP(req)->scope_profiles[0]->scope;
+    scope->n_attributes = 1;
+    scope->attributes = pg_arena_calloc(a, 1, sizeof(*scope->attributes));
+    scope->attributes[0] = RP(req)->resource->attributes[1];
+    RP(req)->resource->attributes[1]->key = "";
+    RP(req)->resource->attributes[1]->key_strindex = 13;
+    PG_REQUIRE(pg_otlp_request_encode(req, a, &wire, &wire_n, &st) == PG_ERR_OK);
+    PG_REQUIRE(decode(a, wire, wire_n, NULL, &req, NULL, &st) == PG_ERR_OK);
+    kv = RP(req)->resource->attributes[0];
+    CHECK_STR(kv->key, "process.executable.build_id.gnu");
+    CHECK_INT(kv->key_strindex, 0);
+    CHECK_INT(kv->value->value_case, PG_OTLP_ANYVALUE_STR);
+    CHECK_STR(kv->value->string_value, "handler");
+    CHECK_STR(RP(req)->resource->attributes[1]->key, "samples");
+    CHECK_STR(RP(req)->scope_profiles[0]->scope->attributes[0]->key, "samples");
+    CHECK_STR(RP(req)->scope_profiles[0]->scope->attributes[0]->value->string_value, "prod");
+    CHECK_INT(DICT(req)->attribute_table[1]->value->value_case, PG_OTLP_ANYVALUE_STRINDEX);
+    pg_arena_destroy(a);
+    free(b);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_resolve_references), PG_CASE(test_golden_appendix_a),
              PG_CASE(test_mutations), PG_CASE(test_cap_attrs_per_sample),
              PG_CASE(test_v1_9_refused_and_converted), PG_CASE(test_older_layouts),
              PG_CASE(test_bad_bytes), PG_CASE(test_utf8_repair),

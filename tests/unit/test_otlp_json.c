@@ -441,6 +441,47 @@ PG_TEST(test_json_utf8)
     pg_arena_destroy(a);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_appendix_a_json),
+/* What the Collector's pdata (pprofileotlp.ExportRequest.MarshalJSON, v0.161.0) wrote for
+ * the golden request: resource attributes by string table reference, empty zero link ids,
+ * an empty AnyValue in attribute_table[0], fields in its own order. It reads, validates,
+ * has its references resolved, and otherwise matches the golden request. */
+PG_TEST(test_collector_json)
+{
+    size_t n, gn;
+    char *j = (char *)read_rel("PG_SOURCE_DIR", ".",
+                               "tests/fuzz/seeds/fuzz_otlp_json/appendix_a_collector.json", &n);
+    uint8_t *g = read_rel("PG_FIXTURES", "tests/fixtures", "pprof/golden/appendix_a.otlp.bin", &gn);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req, *want;
+    struct pg_status st;
+
+    PG_REQUIRE(j != NULL && g != NULL);
+    PG_REQUIRE(pg_otlp_decode(a, g, gn, NULL, &want, NULL, &st) == PG_ERR_OK);
+    if (jdecode(a, j, n, &req, &st) != PG_ERR_OK) {
+        fprintf(stderr, "  %s\n", st.msg);
+        CHECK(0);
+    } else {
+        const struct pg_otlp_resource *r = req->resource_profiles[0]->resource;
+        const struct pg_otlp_profile *p = req->resource_profiles[0]->scope_profiles[0]->profiles[0];
+        CHECK_INT(pg_otlp_validate(a, req, NULL, NULL, &st), PG_ERR_OK);
+        CHECK_INT(r->n_attributes, 2);
+        CHECK_STR(r->attributes[0]->key, "service.name");
+        CHECK_STR(r->attributes[0]->value->string_value, "checkout");
+        CHECK_STR(r->attributes[1]->key, "deployment.environment.name");
+        CHECK(req->dictionary->link_table[1]->trace_id.len == 16 &&
+              memcmp(req->dictionary->link_table[1]->trace_id.data,
+                     want->dictionary->link_table[1]->trace_id.data, 16) == 0);
+        CHECK_INT(p->n_samples, 2);
+        CHECK(p->samples[0]->values[0] == 30000000);
+        CHECK(p->time_unix_nano == 1700000000000000000ull);
+        CHECK_INT(req->dictionary->n_stack_table, 3);
+        CHECK_STR(req->dictionary->string_table[8], "main.main");
+    }
+    pg_arena_destroy(a);
+    free(j);
+    free(g);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_collector_json), PG_CASE(test_appendix_a_json),
              PG_CASE(test_anyvalue_kinds), PG_CASE(test_encode_ids_and_numbers),
              PG_CASE(test_malformed_json), PG_CASE(test_deep_json), PG_CASE(test_json_utf8))
