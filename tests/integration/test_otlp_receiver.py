@@ -11,8 +11,8 @@ serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
 pipeline with bearer-token auth and include_metadata on both OTLP
-transports, and refusals under a memory limit (503 + Retry-After /
-UNAVAILABLE)."""
+transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED) and refusals under
+a memory limit (503 + Retry-After / UNAVAILABLE)."""
 
 import collections
 import glob
@@ -397,6 +397,7 @@ def main():
         rc = gw.stop()
         res.check("clean exit", rc == 0, rc)
     mixed_and_auth(tmp, cpu_req)
+    limits(tmp, cpu_req)
     backpressure(tmp, cpu_req)
 
 
@@ -474,6 +475,40 @@ service:
                   "tenant=t-http" in dbg and "tenant=t-grpc" in dbg, dbg[-1500:])
         rc = gw.stop()
         res.check("mixed pipeline: clean exit", rc == 0, rc)
+
+
+def limits(tmp, request_file):
+    """`limits:` caps: a request past max_samples is refused whole, 413 /
+    RESOURCE_EXHAUSTED naming the cap; a smaller one passes."""
+    cfg = """
+receivers:
+  otlp:
+    limits: {max_samples: 10}
+    protocols:
+      grpc: {endpoint: "127.0.0.1:0"}
+      http: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles: {receivers: [otlp], exporters: [debug]}
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        st, hd, data = post(hport, PATH, good, {"Content-Type": "application/x-protobuf"})
+        res.check("limits: HTTP over max_samples: 413 naming the cap",
+                  st == 413 and b"max_samples" in data, (st, data[:300]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("limits: gRPC over max_samples: RESOURCE_EXHAUSTED",
+                  out and out[0]["code"] == 8 and "max_samples" in out[0].get("details", ""), out)
+        st, _, _ = post(hport, PATH, b"", {"Content-Type": "application/x-protobuf"})
+        res.check("limits: an empty request passes (200, nothing forwarded)", st == 200, st)
+        rc = gw.stop()
+        res.check("limits: clean exit", rc == 0, rc)
 
 
 def backpressure(tmp, request_file):
