@@ -553,5 +553,6 @@ service:
         res.check("memory limit: clean exit", rc == 0, rc)
 
 
-main()
-res.finish()
+if __name__ == "__main__":  # test_otlp_receiver_collector.py imports the helpers
+    main()
+    res.finish()
