@@ -414,6 +414,7 @@ receivers:
     server:
       endpoint: 127.0.0.1:0
   otlp:
+    default_service_name: otlp-default
     protocols:
       grpc:
         endpoint: 127.0.0.1:0
@@ -471,6 +472,8 @@ service:
         dbg = gw.debug()
         res.check("mixed pipeline: the pprof and both OTLP batches reach the exporter",
                   dbg.count('msg="Profiles"') == 3, (dbg.count('msg="Profiles"'), dbg[:600]))
+        res.check("default_service_name fills the OTLP resources (twice)",
+                  dbg.count("service.name=otlp-default") == 2, dbg[-1500:])
         res.check("include_metadata: HTTP headers and gRPC metadata reach the transform",
                   "tenant=t-http" in dbg and "tenant=t-grpc" in dbg, dbg[-1500:])
         rc = gw.stop()
