@@ -11,15 +11,17 @@ serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
 pipeline with bearer-token auth and include_metadata on both OTLP
-transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED) and refusals under
-a memory limit (503 + Retry-After / UNAVAILABLE)."""
+transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED), TLS on both, and
+refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
 
 import collections
 import glob
 import gzip
+import http.client
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -81,7 +83,9 @@ if (mode === 'convert') {
 } else if (mode === 'send') {
   const [port, comp, ...files] = args;
   const opts = comp === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {};
-  const client = new grpc.Client('127.0.0.1:' + port, grpc.credentials.createInsecure(), opts);
+  const creds = process.env.PG_CA ? grpc.credentials.createSsl(fs.readFileSync(process.env.PG_CA))
+                                  : grpc.credentials.createInsecure();
+  const client = new grpc.Client('127.0.0.1:' + port, creds, opts);
   const out = [];
   for (const f of files) {
     const body = fs.readFileSync(f);
@@ -100,7 +104,7 @@ if (mode === 'convert') {
 """
 
 
-def node(tmp, *args, auth=None, tenant=None):
+def node(tmp, *args, auth=None, tenant=None, ca=None):
     script = os.path.join(tmp, "otlp_client.mjs")
     if not os.path.exists(script):
         with open(script, "w") as f:
@@ -110,6 +114,8 @@ def node(tmp, *args, auth=None, tenant=None):
         env["PG_AUTH"] = auth
     if tenant:
         env["PG_TENANT"] = tenant
+    if ca:
+        env["PG_CA"] = ca
     r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
@@ -398,6 +404,7 @@ def main():
         res.check("clean exit", rc == 0, rc)
     mixed_and_auth(tmp, cpu_req)
     limits(tmp, cpu_req)
+    tls(tmp, cpu_req)
     backpressure(tmp, cpu_req)
 
 
@@ -512,6 +519,50 @@ service:
         res.check("limits: an empty request passes (200, nothing forwarded)", st == 200, st)
         rc = gw.stop()
         res.check("limits: clean exit", rc == 0, rc)
+
+
+def tls(tmp, request_file):
+    """Both transports over TLS (h2 by ALPN for gRPC, HTTPS for HTTP) with a
+    certificate made by openssl; a plaintext client gets nowhere."""
+    crt, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=pprofgate",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    cfg = f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: "127.0.0.1:0"
+        tls: {{cert_file: {crt}, key_file: {key}}}
+      http:
+        endpoint: "127.0.0.1:0"
+        tls: {{cert_file: {crt}, key_file: {key}}}
+exporters:
+  debug: {{verbosity: basic}}
+service:
+  pipelines:
+    profiles: {{receivers: [otlp], exporters: [debug]}}
+  telemetry:
+    logs: {{level: info}}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        ctx = ssl.create_default_context(cafile=crt)
+        conn = http.client.HTTPSConnection("127.0.0.1", hport, context=ctx, timeout=10)
+        conn.request("POST", PATH, body=good, headers={"Content-Type": "application/x-protobuf"})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        res.check("TLS: HTTPS POST 200", r.status == 200, r.status)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file, ca=crt))
+        res.check("TLS: gRPC over h2/TLS OK", out and out[0]["code"] == 0, out)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("TLS: a plaintext gRPC client is not served", out and out[0]["code"] != 0, out)
+        rc = gw.stop()
+        res.check("TLS: clean exit", rc == 0, rc)
 
 
 def backpressure(tmp, request_file):
