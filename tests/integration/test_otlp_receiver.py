@@ -2,8 +2,8 @@
 """The otlp receiver through the real binary: OTLP made from every pprof
 fixture (tests/tools/pg_pprof2otlp) is sent to a receiver with two event
 loops over OTLP/HTTP protobuf, with and without gzip, over OTLP/HTTP JSON,
-and over OTLP/gRPC from a real
-@grpc/grpc-js client (identity and gzip); pprofgate forwards it with its
+and over OTLP/gRPC from a real @grpc/grpc-js client (identity and gzip);
+pprofgate forwards it with its
 otlp exporter to the Node gRPC test server (tests/node/grpc_server.mjs),
 and what that server decodes must equal what was sent, sample for sample.
 Then bad input, each answered with a clear status while the gateway keeps
