@@ -11,8 +11,8 @@ serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
 pipeline with bearer-token auth and include_metadata on both OTLP
-transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED), TLS on both, and
-refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
+transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED), TLS on both,
+slowloris on both ports, and refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
 
 import collections
 import glob
@@ -405,6 +405,7 @@ def main():
     mixed_and_auth(tmp, cpu_req)
     limits(tmp, cpu_req)
     tls(tmp, cpu_req)
+    slowloris(tmp, cpu_req)
     backpressure(tmp, cpu_req)
 
 
@@ -563,6 +564,64 @@ service:
         res.check("TLS: a plaintext gRPC client is not served", out and out[0]["code"] != 0, out)
         rc = gw.stop()
         res.check("TLS: clean exit", rc == 0, rc)
+
+
+def slowloris(tmp, request_file):
+    """Clients that open connections and stall: an HTTP head never finished,
+    an h2 preface never completed. Each is cut by its deadline
+    (read_header_timeout, handshake_timeout: 1 s here) while a normal client
+    is served meanwhile."""
+    import socket
+    cfg = """
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: "127.0.0.1:0"
+        handshake_timeout: 1s
+        read_timeout: 1s
+      http:
+        endpoint: "127.0.0.1:0"
+        read_header_timeout: 1s
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles: {receivers: [otlp], exporters: [debug]}
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        socks = []
+        for i in range(20):
+            h = socket.create_connection(("127.0.0.1", hport), timeout=5)
+            h.sendall(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-")
+            g = socket.create_connection(("127.0.0.1", gport), timeout=5)
+            g.sendall(b"PRI * HTTP/2.0\r\n\r\nSM")  # half a preface
+            socks += [h, g]
+        st, _, _ = post(hport, PATH, good, {"Content-Type": "application/x-protobuf"})
+        res.check("slowloris: a normal HTTP client is served meanwhile", st == 200, st)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("slowloris: a normal gRPC client is served meanwhile",
+                  out and out[0]["code"] == 0, out)
+        deadline = time.time() + 6
+        closed = 0
+        for sk in socks:
+            sk.settimeout(max(0.1, deadline - time.time()))
+            try:
+                while sk.recv(4096):
+                    pass
+                closed += 1  # EOF: the gateway closed it
+            except (socket.timeout, ConnectionResetError):
+                closed += isinstance(sys.exc_info()[1], ConnectionResetError)
+            sk.close()
+        res.check("slowloris: every trickling connection was cut by its deadline",
+                  closed == len(socks), f"{closed}/{len(socks)} closed")
+        rc = gw.stop()
+        res.check("slowloris: clean exit", rc == 0, rc)
 
 
 def backpressure(tmp, request_file):
