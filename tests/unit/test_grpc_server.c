@@ -56,6 +56,7 @@ struct rig {
     int events[PG_GRPC_N_EVENTS];
     int answer_code;
     char answer_msg[256];
+    char answer_log[2048]; /* every reason, "|"-separated */
     size_t seen_len;
     bool seen_compressed;
     uint8_t msg[8192];
@@ -125,6 +126,10 @@ static void on_answer(const struct pg_grpc_call *c, int code, const char *reason
     r->n_answers++;
     r->answer_code = code;
     snprintf(r->answer_msg, sizeof(r->answer_msg), "%s", reason != NULL ? reason : "");
+    if (strlen(r->answer_log) + strlen(r->answer_msg) + 2 < sizeof(r->answer_log)) {
+        strcat(r->answer_log, r->answer_msg);
+        strcat(r->answer_log, "|");
+    }
     if (r->late_reply && code == PG_GRPC_DEADLINE_EXCEEDED) {
         static const uint8_t late[] = "late";
 
@@ -975,6 +980,48 @@ PG_TEST(slow_message_call_read_timeout)
     rig_stop(&r);
 }
 
+PG_TEST(unary_cardinality)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct raw_seen seen;
+    nghttp2_hd_deflater *dfl;
+    uint8_t out[1024];
+    size_t n;
+    int fd;
+
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    PG_REQUIRE(nghttp2_hd_deflate_new(&dfl, 4096) == 0);
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    /* Stream 1: two messages; stream 3: none; stream 5: cut short. */
+    n = preface(out);
+    n += call_headers(dfl, out + n, sizeof(out) - n, 1, false);
+    n += frame_hd(out + n, 12, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1);
+    pg_grpc_prefix_write(out + n, false, 1);
+    out[n + 5] = 'a';
+    pg_grpc_prefix_write(out + n + 6, false, 1);
+    out[n + 11] = 'b';
+    n += 12;
+    n += call_headers(dfl, out + n, sizeof(out) - n, 3, true);
+    n += call_headers(dfl, out + n, sizeof(out) - n, 5, false);
+    n += frame_hd(out + n, 7, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 5);
+    pg_grpc_prefix_write(out + n, false, 9);
+    out[n + 5] = out[n + 6] = 'c';
+    n += 7;
+    CHECK(raw_send(&r, fd, out, n));
+    CHECK(!raw_until_closed(&r, fd, 300, &seen));
+    CHECK_INT(r.n_calls, 0);
+    CHECK_INT(r.n_answers, 3);
+    CHECK_INT(r.n_done, 3);
+    CHECK(strstr(r.answer_log, "received multiple request messages") != NULL);
+    CHECK(strstr(r.answer_log, "received no request message") != NULL);
+    CHECK(strstr(r.answer_log, "unexpected EOF") != NULL);
+    close(fd);
+    nghttp2_hd_deflate_del(dfl);
+    rig_stop(&r);
+}
+
 /* ---- connection limits and lifecycle -------------------------------------- */
 
 PG_TEST(keepalive_ping_unanswered_closes)
@@ -1317,7 +1364,7 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
              PG_CASE(max_concurrent_streams_honoured), PG_CASE(tls_with_alpn),
              PG_CASE(silent_connection_closed_by_handshake_timeout),
              PG_CASE(garbage_and_http1_closed_as_protocol), PG_CASE(too_many_pings_goaway),
-             PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout),
+             PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
              PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
              PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish),
              PG_CASE(connection_caps_shared_with_sibling),
