@@ -442,9 +442,9 @@ static const struct mutation mutations[] = {
     {"profile_id length", m_profile_id_len, NOLIM, PG_ERR_MALFORMED,
      P1 "profile_id is 3 bytes, not 16"},
     {"values vs timestamps", m_values_timestamps, NOLIM, PG_ERR_MALFORMED,
-     P0 "samples[1].: 1 values but 2 timestamps_unix_nano (must be equal when both are set)"},
+     "resource_profiles[0].scope_profiles[0].profiles[0].samples[1]: 1 values but 2 timestamps_unix_nano (must be equal when both are set)"},
     {"payload format alone", m_payload_format_alone, NOLIM, PG_ERR_MALFORMED,
-     P0 ": original_payload_format and original_payload must be set together"},
+     "resource_profiles[0].scope_profiles[0].profiles[0]: original_payload_format and original_payload must be set together"},
     {"AnyValue too deep", m_deep_anyvalue, NOLIM, PG_ERR_LIMIT,
      "dictionary.attribute_table[1].value nests arrays/kvlists deeper than "
      "max_anyvalue_depth=16"},
@@ -706,6 +706,13 @@ PG_TEST(test_bad_bytes)
         {"overlong varint", bad_varint, sizeof(bad_varint), NULL},
         {"dictionary missing", (const uint8_t *)"\x0a\x00", 2,
          "the request has no dictionary"},
+        /* A Sample holding a field numbered 0 (tag written in two bytes, 80 00), which
+         * protobuf-c keeps as unknown and would write back. */
+        {"field number 0 in a sample",
+         (const uint8_t *)"\x0a\x0b\x12\x09\x12\x07\x12\x05\x80\x00\x01\x08\x00"
+                          "\x12\x0e\x0a\x00\x12\x00\x1a\x00\x22\x00\x2a\x00\x32\x00\x3a\x00",
+         29,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[0] has a field numbered 0"},
     };
 
     PG_REQUIRE(b != NULL);
