@@ -921,7 +921,45 @@ PG_TEST(test_resolve_references)
     free(b);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_resolve_references), PG_CASE(test_golden_appendix_a),
+/* The golden request as the Collector writes it (pdata v0.161.0
+ * pprofileotlp.ExportRequest.MarshalProto: fields in descending order, resource attributes
+ * by string table reference, zero link ids empty): accepted, and the same request. */
+PG_TEST(test_collector_bytes)
+{
+    size_t n, gn;
+    uint8_t *b = read_rel("PG_SOURCE_DIR", ".",
+                          "tests/fuzz/seeds/fuzz_otlp_decode/appendix_a_collector.bin", &n);
+    uint8_t *g = golden(&gn);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req, *want;
+    struct pg_otlp_decode_stats stats;
+    struct pg_status st;
+
+    PG_REQUIRE(b != NULL && g != NULL);
+    CHECK(b[0] == 0x12); /* the dictionary (field 2) comes first */
+    PG_REQUIRE(decode(a, g, gn, NULL, &want, NULL, &st) == PG_ERR_OK);
+    CHECK_INT(decode(a, b, n, NULL, &req, &stats, &st), PG_ERR_OK);
+    if (req != NULL) {
+        const struct pg_otlp_profile *p = PROF(req, 1), *q = PROF(want, 1);
+        CHECK_INT(stats.version, PG_OTLP_WIRE_CURRENT);
+        CHECK_INT(stats.samples, 4);
+        CHECK_STR(RP(req)->resource->attributes[0]->key, "service.name");
+        CHECK_STR(RP(req)->resource->attributes[1]->value->string_value, "prod");
+        CHECK_INT(DICT(req)->link_table[0]->trace_id.len, 0);
+        CHECK_INT(p->n_samples, q->n_samples);
+        for (size_t i = 0; i < p->n_samples && i < q->n_samples; i++) {
+            CHECK_INT(p->samples[i]->stack_index, q->samples[i]->stack_index);
+            CHECK_INT(p->samples[i]->link_index, q->samples[i]->link_index);
+            CHECK(p->samples[i]->n_values == 1 && p->samples[i]->values[0] == q->samples[i]->values[0]);
+        }
+    }
+    pg_arena_destroy(a);
+    free(b);
+    free(g);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_resolve_references),
+             PG_CASE(test_collector_bytes), PG_CASE(test_golden_appendix_a),
              PG_CASE(test_mutations), PG_CASE(test_cap_attrs_per_sample),
              PG_CASE(test_v1_9_refused_and_converted), PG_CASE(test_older_layouts),
              PG_CASE(test_bad_bytes), PG_CASE(test_utf8_repair),
