@@ -143,9 +143,8 @@ static bool vw_walk(struct vwalk *w, struct pg_pb r, unsigned level)
 enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t len)
 {
     struct vwalk w = {PG_OTLP_WIRE_CURRENT, buf, NULL};
-    struct pg_pb r = {buf, buf + len};
 
-    if (buf == NULL || !vw_walk(&w, r, 0)) {
+    if (buf == NULL || !vw_walk(&w, (struct pg_pb){buf, buf + len}, 0)) {
         return PG_OTLP_WIRE_CURRENT;
     }
     return w.v;
@@ -305,8 +304,11 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         stats = &local;
     }
     memset(stats, 0, sizeof(*stats));
-    if (buf == NULL && len != 0) {
-        return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+    if (buf == NULL) {
+        if (len != 0) {
+            return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+        }
+        buf = (const uint8_t *)""; /* an empty request; no arithmetic on NULL below */
     }
     stats->version = pg_otlp_wire_version_detect(buf, len);
     if (stats->version != PG_OTLP_WIRE_CURRENT) {

@@ -765,6 +765,8 @@ PG_TEST(test_bad_bytes)
         struct pg_status st;
         CHECK_INT(decode(a, (const uint8_t *)"", 0, NULL, &out, NULL, &st), PG_ERR_OK);
         CHECK(out != NULL && out->n_resource_profiles == 0);
+        CHECK_INT(decode(a, NULL, 0, NULL, &out, NULL, &st), PG_ERR_OK);
+        CHECK(out != NULL && out->n_resource_profiles == 0);
         pg_arena_destroy(a);
     }
     /* Over the arena's cap: LIMIT, not MALFORMED. */
