@@ -156,7 +156,10 @@ struct wwalk {
     const uint8_t *base;
     uint8_t *patch; /* NULL: find only */
     size_t nuls;
-    const ProtobufCFieldDescriptor *path[WIRE_MAX_DEPTH + 1];
+    struct {
+        const ProtobufCFieldDescriptor *fd;
+        size_t idx; /* element of a repeated field; SIZE_MAX for a singular one */
+    } path[WIRE_MAX_DEPTH + 1];
     unsigned depth;
     struct pg_status *st;
 };
@@ -174,7 +177,10 @@ static const char *wire_path(const struct wwalk *w, char *buf, size_t n)
 
     buf[0] = '\0';
     for (unsigned i = 0; i < w->depth && off + 1 < n; i++) {
-        int k = snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i]->name);
+        int k = w->path[i].idx == SIZE_MAX
+                    ? snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i].fd->name)
+                    : snprintf(buf + off, n - off, "%s%s[%zu]", i ? "." : "",
+                               w->path[i].fd->name, w->path[i].idx);
         off += k > 0 ? (size_t)k : 0;
     }
     return w->depth ? buf : "request";
@@ -213,6 +219,7 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
                               struct pg_pb r)
 {
     char p[160];
+    size_t seen[16] = {0}; /* elements so far per repeated field (by descriptor index) */
 
     while (r.p < r.end) {
         uint32_t f, wt;
@@ -274,7 +281,15 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
                                      "messages nested deeper than %d: %s", WIRE_MAX_DEPTH,
                                      wire_path(w, p, sizeof(p)));
             }
-            w->path[w->depth++] = fd;
+            {
+                size_t fi = (size_t)(fd - desc->fields);
+                w->path[w->depth].fd = fd;
+                w->path[w->depth].idx = SIZE_MAX;
+                if (fd->label == PROTOBUF_C_LABEL_REPEATED && fi < 16) {
+                    w->path[w->depth].idx = seen[fi]++;
+                }
+                w->depth++;
+            }
             err = ww_message(w, fd->descriptor, sub);
             w->depth--;
             if (err != PG_ERR_OK) {

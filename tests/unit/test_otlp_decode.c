@@ -699,7 +699,7 @@ PG_TEST(test_bad_bytes)
          "request: field 1 at byte 0 has length 2147483647, past the end of its message (2 "
          "bytes left)"},
         {"inner length near 2^31", huge_inner, sizeof(huge_inner),
-         "resource_profiles: field 2 at byte 2 has length 2147483646, past the end of its "
+         "resource_profiles[0]: field 2 at byte 2 has length 2147483646, past the end of its "
          "message (1 bytes left)"},
         {"garbage text", (const uint8_t *)"GET / HTTP/1.1\r\n", 16, NULL},
         {"known field, wrong wire type", wrong_type, sizeof(wrong_type), NULL},
@@ -752,7 +752,8 @@ PG_TEST(test_bad_bytes)
             len = k;
         }
         CHECK_INT(decode(a, deep, len, NULL, &out, NULL, &st), PG_ERR_MALFORMED);
-        CHECK(strstr(st.msg, "nested deeper than 64") != NULL);
+        CHECK(strstr(st.msg, "nested deeper than 64: dictionary.attribute_table[0].value."
+                             "array_value.values[0].array_value") != NULL);
         fprintf(stderr, "  deep: %s\n", st.msg);
         pg_arena_destroy(a);
         free(deep);
