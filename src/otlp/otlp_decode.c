@@ -8,6 +8,7 @@
  * table references in resource and scope attributes to plain strings. */
 #include "otlp/otlp_decode.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -155,6 +156,7 @@ enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t
 struct wwalk {
     const uint8_t *base;
     uint8_t *patch; /* NULL: find only */
+    bool deep;      /* into leaf messages too: only to explain what protobuf-c refused */
     size_t nuls;
     struct {
         const ProtobufCFieldDescriptor *fd;
@@ -215,6 +217,30 @@ static const char *wire_type_name(uint32_t wt)
     return names[wt & 7];
 }
 
+/* A packed run of scalars: whole fixed-size values, or varints that all end inside it. */
+static bool packed_ok(const ProtobufCFieldDescriptor *fd, struct pg_pb r)
+{
+    uint64_t v;
+
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return (r.end - r.p) % 8 == 0;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+        return (r.end - r.p) % 4 == 0;
+    default:
+        while (r.p < r.end) {
+            if (!pg_pb_varint(&r, &v)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
+
 static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor *desc,
                               struct pg_pb r)
 {
@@ -265,6 +291,14 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
         if (fd == NULL) {
             continue;
         }
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED && fd->type != PROTOBUF_C_TYPE_STRING &&
+            fd->type != PROTOBUF_C_TYPE_BYTES && fd->type != PROTOBUF_C_TYPE_MESSAGE &&
+            !packed_ok(fd, sub)) {
+            return pg_status_set(w->st, PG_ERR_MALFORMED,
+                                 "%s.%s (field %u) at byte %zu: packed values cut short",
+                                 wire_path(w, p, sizeof(p)), fd->name, f,
+                                 (size_t)(at - w->base));
+        }
         if (fd->type == PROTOBUF_C_TYPE_STRING) {
             for (const uint8_t *q = sub.p; (q = memchr(q, 0, (size_t)(sub.end - q))) != NULL;
                  q++) {
@@ -274,7 +308,8 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
                     w->patch[q - w->base] = 0xff;
                 }
             }
-        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !leaf_message(fd->descriptor)) {
+        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+                   (w->deep || !leaf_message(fd->descriptor))) {
             enum pg_err err;
             if (w->depth >= WIRE_MAX_DEPTH) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
@@ -376,6 +411,15 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         if (pg_arena_hit_cap(arena)) {
             return pg_status_set(st, PG_ERR_LIMIT,
                                  "otlp: the %zu-byte request does not fit the memory cap", len);
+        }
+        /* Say where: walk again, into the leaf messages this time. */
+        memset(&w, 0, sizeof(w));
+        w.base = buf;
+        w.st = st;
+        w.deep = true;
+        err = ww_message(&w, &pg_otlp_request_descriptor, (struct pg_pb){buf, buf + len});
+        if (err != PG_ERR_OK) {
+            return err;
         }
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "otlp: %zu bytes are not a valid ExportProfilesServiceRequest "

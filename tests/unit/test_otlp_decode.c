@@ -694,6 +694,17 @@ PG_TEST(test_bad_bytes)
         const char *msg;
     } cases[] = {
         {"truncated", b, n - 5, NULL},
+        /* Inside a Sample (a leaf the first walk skips): named after protobuf-c refuses. */
+        {"stack_index as fixed64 in a sample",
+         (const uint8_t *)"\x0a\x13\x12\x11\x12\x0f\x12\x02\x08\x01\x12\x09\x09"
+                          "\x00\x00\x00\x00\x00\x00\x00\x00",
+         21,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[1].stack_index (field 1) "
+         "has wire type fixed64 at byte 12, impossible for its type"},
+        {"packed values cut short",
+         (const uint8_t *)"\x0a\x0b\x12\x09\x12\x07\x12\x05\x22\x03\x01\x02\x80", 13,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[0].values (field 4) at "
+         "byte 8: packed values cut short"},
         {"truncated in the dictionary", b, 700, NULL},
         {"length near 2^31", huge_len, sizeof(huge_len),
          "request: field 1 at byte 0 has length 2147483647, past the end of its message (2 "
