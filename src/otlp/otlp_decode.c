@@ -281,9 +281,10 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
             uint64_t n = 0;
             if (!pg_pb_varint(&lr, &n) || n > (uint64_t)(r.end - lr.p)) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
-                                     "%s: field %u at byte %zu has length %llu, past the end "
-                                     "of its message (%zu bytes left)",
-                                     wire_path(w, p, sizeof(p)), f, (size_t)(at - w->base),
+                                     "%s: field %u (%s) at byte %zu has length %llu, past the "
+                                     "end of its message (%zu bytes left)",
+                                     wire_path(w, p, sizeof(p)), f,
+                                     fd != NULL ? fd->name : "unknown", (size_t)(at - w->base),
                                      (unsigned long long)n, (size_t)(r.end - lr.p));
             }
         }

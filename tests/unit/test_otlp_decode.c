@@ -707,10 +707,10 @@ PG_TEST(test_bad_bytes)
          "byte 8: packed values cut short"},
         {"truncated in the dictionary", b, 700, NULL},
         {"length near 2^31", huge_len, sizeof(huge_len),
-         "request: field 1 at byte 0 has length 2147483647, past the end of its message (2 "
+         "request: field 1 (resource_profiles) at byte 0 has length 2147483647, past the end of its message (2 "
          "bytes left)"},
         {"inner length near 2^31", huge_inner, sizeof(huge_inner),
-         "resource_profiles[0]: field 2 at byte 2 has length 2147483646, past the end of its "
+         "resource_profiles[0]: field 2 (scope_profiles) at byte 2 has length 2147483646, past the end of its "
          "message (1 bytes left)"},
         {"garbage text", (const uint8_t *)"GET / HTTP/1.1\r\n", 16, NULL},
         {"known field, wrong wire type", wrong_type, sizeof(wrong_type), NULL},
