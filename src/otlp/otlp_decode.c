@@ -8,6 +8,7 @@
  * table references in resource and scope attributes to plain strings. */
 #include "otlp/otlp_decode.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,9 +144,8 @@ static bool vw_walk(struct vwalk *w, struct pg_pb r, unsigned level)
 enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t len)
 {
     struct vwalk w = {PG_OTLP_WIRE_CURRENT, buf, NULL};
-    struct pg_pb r = {buf, buf + len};
 
-    if (buf == NULL || !vw_walk(&w, r, 0)) {
+    if (buf == NULL || !vw_walk(&w, (struct pg_pb){buf, buf + len}, 0)) {
         return PG_OTLP_WIRE_CURRENT;
     }
     return w.v;
@@ -156,8 +156,12 @@ enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t
 struct wwalk {
     const uint8_t *base;
     uint8_t *patch; /* NULL: find only */
+    bool deep;      /* into leaf messages too: only to explain what protobuf-c refused */
     size_t nuls;
-    const ProtobufCFieldDescriptor *path[WIRE_MAX_DEPTH + 1];
+    struct {
+        const ProtobufCFieldDescriptor *fd;
+        size_t idx; /* element of a repeated field; SIZE_MAX for a singular one */
+    } path[WIRE_MAX_DEPTH + 1];
     unsigned depth;
     struct pg_status *st;
 };
@@ -175,7 +179,10 @@ static const char *wire_path(const struct wwalk *w, char *buf, size_t n)
 
     buf[0] = '\0';
     for (unsigned i = 0; i < w->depth && off + 1 < n; i++) {
-        int k = snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i]->name);
+        int k = w->path[i].idx == SIZE_MAX
+                    ? snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i].fd->name)
+                    : snprintf(buf + off, n - off, "%s%s[%zu]", i ? "." : "",
+                               w->path[i].fd->name, w->path[i].idx);
         off += k > 0 ? (size_t)k : 0;
     }
     return w->depth ? buf : "request";
@@ -210,10 +217,35 @@ static const char *wire_type_name(uint32_t wt)
     return names[wt & 7];
 }
 
+/* A packed run of scalars: whole fixed-size values, or varints that all end inside it. */
+static bool packed_ok(const ProtobufCFieldDescriptor *fd, struct pg_pb r)
+{
+    uint64_t v;
+
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return (r.end - r.p) % 8 == 0;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+        return (r.end - r.p) % 4 == 0;
+    default:
+        while (r.p < r.end) {
+            if (!pg_pb_varint(&r, &v)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
+
 static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor *desc,
                               struct pg_pb r)
 {
     char p[160];
+    size_t seen[16] = {0}; /* elements so far per repeated field (by descriptor index) */
 
     while (r.p < r.end) {
         uint32_t f, wt;
@@ -249,15 +281,24 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
             uint64_t n = 0;
             if (!pg_pb_varint(&lr, &n) || n > (uint64_t)(r.end - lr.p)) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
-                                     "%s: field %u at byte %zu has length %llu, past the end "
-                                     "of its message (%zu bytes left)",
-                                     wire_path(w, p, sizeof(p)), f, (size_t)(at - w->base),
+                                     "%s: field %u (%s) at byte %zu has length %llu, past the "
+                                     "end of its message (%zu bytes left)",
+                                     wire_path(w, p, sizeof(p)), f,
+                                     fd != NULL ? fd->name : "unknown", (size_t)(at - w->base),
                                      (unsigned long long)n, (size_t)(r.end - lr.p));
             }
         }
         (void)pg_pb_len(&r, &sub); /* checked just above */
         if (fd == NULL) {
             continue;
+        }
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED && fd->type != PROTOBUF_C_TYPE_STRING &&
+            fd->type != PROTOBUF_C_TYPE_BYTES && fd->type != PROTOBUF_C_TYPE_MESSAGE &&
+            !packed_ok(fd, sub)) {
+            return pg_status_set(w->st, PG_ERR_MALFORMED,
+                                 "%s.%s (field %u) at byte %zu: packed values cut short",
+                                 wire_path(w, p, sizeof(p)), fd->name, f,
+                                 (size_t)(at - w->base));
         }
         if (fd->type == PROTOBUF_C_TYPE_STRING) {
             for (const uint8_t *q = sub.p; (q = memchr(q, 0, (size_t)(sub.end - q))) != NULL;
@@ -268,14 +309,23 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
                     w->patch[q - w->base] = 0xff;
                 }
             }
-        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !leaf_message(fd->descriptor)) {
+        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+                   (w->deep || !leaf_message(fd->descriptor))) {
             enum pg_err err;
             if (w->depth >= WIRE_MAX_DEPTH) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
                                      "messages nested deeper than %d: %s", WIRE_MAX_DEPTH,
                                      wire_path(w, p, sizeof(p)));
             }
-            w->path[w->depth++] = fd;
+            {
+                size_t fi = (size_t)(fd - desc->fields);
+                w->path[w->depth].fd = fd;
+                w->path[w->depth].idx = SIZE_MAX;
+                if (fd->label == PROTOBUF_C_LABEL_REPEATED && fi < 16) {
+                    w->path[w->depth].idx = seen[fi]++;
+                }
+                w->depth++;
+            }
             err = ww_message(w, fd->descriptor, sub);
             w->depth--;
             if (err != PG_ERR_OK) {
@@ -305,8 +355,11 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         stats = &local;
     }
     memset(stats, 0, sizeof(*stats));
-    if (buf == NULL && len != 0) {
-        return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+    if (buf == NULL) {
+        if (len != 0) {
+            return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+        }
+        buf = (const uint8_t *)""; /* an empty request; no arithmetic on NULL below */
     }
     stats->version = pg_otlp_wire_version_detect(buf, len);
     if (stats->version != PG_OTLP_WIRE_CURRENT) {
@@ -359,6 +412,15 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         if (pg_arena_hit_cap(arena)) {
             return pg_status_set(st, PG_ERR_LIMIT,
                                  "otlp: the %zu-byte request does not fit the memory cap", len);
+        }
+        /* Say where: walk again, into the leaf messages this time. */
+        memset(&w, 0, sizeof(w));
+        w.base = buf;
+        w.st = st;
+        w.deep = true;
+        err = ww_message(&w, &pg_otlp_request_descriptor, (struct pg_pb){buf, buf + len});
+        if (err != PG_ERR_OK) {
+            return err;
         }
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "otlp: %zu bytes are not a valid ExportProfilesServiceRequest "

@@ -482,6 +482,71 @@ PG_TEST(test_collector_json)
     free(g);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_collector_json), PG_CASE(test_appendix_a_json),
+/* json-c's tree is held against the arena's cap before parsing: a document of small
+ * objects that would take far more heap than its size is refused as LIMIT. */
+PG_TEST(test_json_memory_cap)
+{
+    size_t n = 0, cap = 200000 * 20 + 64;
+    char *j = malloc(cap);
+    struct pg_arena *a = pg_arena_create(8u << 20);
+    struct pg_arena *big = pg_arena_create(1u << 30);
+    struct pg_otlp_request *req;
+    struct pg_status st;
+
+    PG_REQUIRE(j != NULL);
+    n += (size_t)snprintf(j + n, cap - n, "{\"dictionary\":{\"stackTable\":[{}");
+    for (int i = 0; i < 200000; i++) {
+        memcpy(j + n, ",{}", 3);
+        n += 3;
+    }
+    n += (size_t)snprintf(j + n, cap - n, "]}}");
+    CHECK_INT(jdecode(a, j, n, &req, &st), PG_ERR_LIMIT);
+    CHECK(strstr(st.msg, "over the 7 MiB left of the request's memory cap") != NULL ||
+          strstr(st.msg, "over the 8 MiB left of the request's memory cap") != NULL);
+    fprintf(stderr, "  %s\n", st.msg);
+    CHECK_INT(jdecode(big, j, n, &req, &st), PG_ERR_OK);
+    CHECK_INT(req->dictionary->n_stack_table, 200001);
+    pg_arena_destroy(a);
+    pg_arena_destroy(big);
+    free(j);
+}
+
+/* The response, both ways: what the receiver answers and what the otlphttp exporter reads. */
+PG_TEST(test_response)
+{
+    static const char want[] =
+        "{\"partialSuccess\":{\"rejectedProfiles\":\"3\",\"errorMessage\":\"dropped \\\"x\\\"\"}}";
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_response resp;
+    struct pg_otlp_partial ps;
+    struct pg_status st;
+    ProtobufCMessage *m;
+    char *json;
+    size_t n;
+
+    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__init(
+        &resp);
+    opentelemetry__proto__collector__profiles__v1development__export_profiles_partial_success__init(
+        &ps);
+    /* An empty partial_success is still written, as the Collector does. */
+    resp.partial_success = &ps;
+    PG_REQUIRE(pg_otlp_json_encode(a, &resp.base, &json, &n, &st) == PG_ERR_OK);
+    CHECK_STR(json, "{\"partialSuccess\":{}}");
+    ps.rejected_profiles = 3;
+    ps.error_message = "dropped \"x\"";
+    PG_REQUIRE(pg_otlp_json_encode(a, &resp.base, &json, &n, &st) == PG_ERR_OK);
+    CHECK_STR(json, want);
+    CHECK_INT(pg_otlp_json_decode(a, &pg_otlp_response_descriptor, json, n, &m, &st), PG_ERR_OK);
+    if (m != NULL) {
+        const struct pg_otlp_response *r = (const struct pg_otlp_response *)m;
+        CHECK(r->partial_success != NULL && r->partial_success->rejected_profiles == 3);
+        CHECK_STR(r->partial_success->error_message, "dropped \"x\"");
+    }
+    CHECK_INT(pg_otlp_json_decode(a, &pg_otlp_response_descriptor, "{}", 2, &m, &st), PG_ERR_OK);
+    CHECK(m != NULL && ((struct pg_otlp_response *)m)->partial_success == NULL);
+    pg_arena_destroy(a);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_response), PG_CASE(test_json_memory_cap), PG_CASE(test_collector_json), PG_CASE(test_appendix_a_json),
              PG_CASE(test_anyvalue_kinds), PG_CASE(test_encode_ids_and_numbers),
              PG_CASE(test_malformed_json), PG_CASE(test_deep_json), PG_CASE(test_json_utf8))
