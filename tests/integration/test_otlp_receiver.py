@@ -12,7 +12,8 @@ max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
 layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
 pipeline with bearer-token auth and include_metadata on both OTLP
 transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED), TLS on both,
-slowloris on both ports, and refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
+slowloris on both ports, the debug exporter printing OTLP-received profiles
+as pushed ones, and refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
 
 import collections
 import glob
@@ -404,6 +405,7 @@ def main():
         res.check("clean exit", rc == 0, rc)
     mixed_and_auth(tmp, cpu_req)
     limits(tmp, cpu_req)
+    debug_same(tmp, inputs)
     tls(tmp, cpu_req)
     slowloris(tmp, cpu_req)
     backpressure(tmp, cpu_req)
@@ -622,6 +624,58 @@ service:
                   closed == len(socks), f"{closed}/{len(socks)} closed")
         rc = gw.stop()
         res.check("slowloris: clean exit", rc == 0, rc)
+
+
+def debug_same(tmp, inputs):
+    """The debug exporter (detailed) prints an OTLP-received profile exactly
+    as the same pprof pushed to /v1/pprof (profile ids aside: random there,
+    zeroed by pg_pprof2otlp -z)."""
+    cfg = """
+receivers:
+  pprof:
+    server: {endpoint: "127.0.0.1:0"}
+  otlp:
+    protocols:
+      http: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug:
+    verbosity: detailed
+    output_paths: ["{debug}"]
+service:
+  pipelines:
+    profiles: {receivers: [pprof, otlp], exporters: [debug]}
+  telemetry:
+    logs: {level: info}
+"""
+    # (an OTLP request without samples is answered OK and not forwarded)
+    picked = [(n, f) for n, f in inputs
+              if n.startswith(os.path.join("pprof", "edge")) and "empty" not in n][:4]
+    with Gateway(cfg, n_listeners=2) as gw:
+        pport = int(re.search(r"receiver/pprof.*listening on [0-9.]+:(\d+)", gw.log()).group(1))
+        hport = int(re.search(r"http listening on [0-9.]+:(\d+)", gw.log()).group(1))
+        for name, f in picked:
+            with open(os.path.join(FIXTURES, name), "rb") as fh:
+                st1, _, _ = post(pport, "/v1/pprof", fh.read())
+            before = gw.debug().count('msg="Profiles"')
+            deadline = time.time() + 5
+            while gw.debug().count('msg="Profiles"') < before + (st1 == 204) and \
+                    time.time() < deadline:
+                time.sleep(0.02)
+            with open(f, "rb") as fh:
+                st2, _, _ = post(hport, PATH, fh.read(), {"Content-Type": "application/x-protobuf"})
+            res.check(f"debug output {name}: pushed 204, OTLP 200", (st1, st2) == (204, 200),
+                      (st1, st2))
+        deadline = time.time() + 5
+        while gw.debug().count('msg="Profiles"') < 2 * len(picked) and time.time() < deadline:
+            time.sleep(0.05)
+        blocks = re.split(r'(?m)^.*msg="Profiles".*$', gw.debug())[1:]
+        norm = [re.sub(r"(?m)^(    Profile ID     :).*$", r"\1 <id>", b) for b in blocks]
+        pairs = list(zip(norm[0::2], norm[1::2]))
+        res.check(f"debug output: OTLP-received prints as pushed ({len(pairs)} pairs)",
+                  len(pairs) == len(picked) and all(a == b for a, b in pairs),
+                  [(a[:300], b[:300]) for a, b in pairs if a != b][:1])
+        rc = gw.stop()
+        res.check("debug output: clean exit", rc == 0, rc)
 
 
 def backpressure(tmp, request_file):
