@@ -102,6 +102,9 @@ static void on_call(struct pg_grpc_call *c, void *arg)
                           sd->include_metadata ? &md : NULL, c->peer, &st);
     }
     pg_arena_destroy(scratch);
+    /* The estimate's work is done; the batch is charged on its own. */
+    pg_memlimit_release(c->reserved);
+    c->reserved = 0;
     if (err != PG_ERR_OK) {
         int retry_s = pg_rxh_retry_after_s(err);
 

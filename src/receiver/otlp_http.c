@@ -470,9 +470,13 @@ static void on_request(struct pg_httpd_req *req, void *arg)
                           sd->include_metadata ? &md : NULL, req->peer_hostport, &st);
     }
     pg_arena_destroy(scratch);
+    /* The estimate's work is done (the batch, if any, is charged on its
+     * own until the exporters drop it): give it back before answering. */
+    pg_memlimit_release(req->reserved);
+    req->reserved = 0;
     if (err != PG_ERR_OK) {
         reply_err(lp, req, enc, err, &st);
-        return; /* on_done gives the admission back */
+        return;
     }
     otlp_count_answer(lp, OTLP_HTTP, 200, false, false, NULL, req->peer);
     add_response_headers(rx, req);
