@@ -311,8 +311,8 @@ static bool write_all(struct dbg *d, size_t i, const char *p, size_t n)
         unsigned long suppressed = 0;
 
         if (pg_log_ratelimit_ok(&d->rl, &suppressed)) {
-            pg_log_warn(d->log_name, "write failed: %s (%lu similar lines suppressed)", why,
-                        suppressed);
+            pg_log_warn(d->log_name, "write failed: %s" PG_LOG_SUPPRESSED_FMT, why,
+                        PG_LOG_SUPPRESSED(suppressed));
         }
     }
     return why == NULL;
@@ -561,8 +561,8 @@ static enum pg_err dbg_consume(void *state, struct pg_batch *batch, struct pg_st
         if (log_drop) {
             pg_log_warn(d->log_name,
                         "output is not keeping up (%zu batches waiting): batch not printed, "
-                        "%llu so far (%lu similar lines suppressed)",
-                        waiting, (unsigned long long)dropped, suppressed);
+                        "%llu so far" PG_LOG_SUPPRESSED_FMT,
+                        waiting, (unsigned long long)dropped, PG_LOG_SUPPRESSED(suppressed));
         }
     }
     return PG_ERR_OK;

@@ -141,9 +141,9 @@ static bool on_admin_head(struct pg_httpd_req *req, void *arg)
             pg_peer_ratelimit_hit(h->auth_rl, req->peer_key, now);
             unsigned long suppressed = 0;
             if (pg_log_ratelimit_ok(&rl, &suppressed)) {
-                pg_log_warn(h->log_name, "401 for %.200s from %s: %s (%lu similar lines suppressed)",
+                pg_log_warn(h->log_name, "401 for %.200s from %s: %s" PG_LOG_SUPPRESSED_FMT,
                             req->target, req->peer ? req->peer : "?", pg_status_text(&st),
-                            suppressed);
+                            PG_LOG_SUPPRESSED(suppressed));
             }
             evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(h->auth));
             pg_admin_reply_text(h, req, 401, pg_status_text(&st));
@@ -193,8 +193,8 @@ static void on_admin_conn_event(int event, const char *peer, void *arg)
                                     labels),
                   1);
     if (pg_log_ratelimit_ok(&rl, &suppressed)) {
-        pg_log_warn(h->log_name, "connection from %s: %s (%lu similar lines suppressed)",
-                    peer ? peer : "?", pg_httpd_event_names[event], suppressed);
+        pg_log_warn(h->log_name, "connection from %s: %s" PG_LOG_SUPPRESSED_FMT,
+                    peer ? peer : "?", pg_httpd_event_names[event], PG_LOG_SUPPRESSED(suppressed));
     }
 }
 
