@@ -205,7 +205,9 @@ static bool fs_start(struct fake *f, const struct answer *script, size_t n, stru
 
     memset(f, 0, sizeof(*f));
     pthread_mutex_init(&f->mu, NULL);
-    memcpy(f->script, script, n * sizeof(*script));
+    if (n > 0) {
+        memcpy(f->script, script, n * sizeof(*script));
+    }
     f->n_script = n;
     f->dflt = dflt;
     f->lfd = socket(AF_INET, SOCK_STREAM, 0);
