@@ -107,6 +107,18 @@ int pg_dict_import_attr_list(struct pg_dict_builder *b, struct pg_dict_remap *rm
  * attribute or link appears twice (O(n) with hashing; uses @scratch). MALFORMED + reason. */
 enum pg_err pg_dict_validate(struct pg_arena *scratch, const struct pg_otlp_request *req,
                              bool no_duplicates, struct pg_status *st);
+/* The same checks plus the caps of @limits (NULL = none; otlp/otlp_decode.h), for requests
+ * from the wire (pg_otlp_validate). The message names the field path and the values, e.g.
+ * "resource_profiles[0].scope_profiles[0].profiles[1].samples[7].stack_index 12 is past
+ * stack_table (10 entries)"; a cap gives LIMIT. Also refused: a Link trace_id/span_id or a
+ * profile_id of another length than 16/8/16 (or empty), a KeyValue with both key and
+ * key_strindex, repeated keys in resource/scope/kvlist attributes, AnyValues nested deeper
+ * than max_anyvalue_depth, values and timestamps of different lengths, and
+ * original_payload_format without original_payload (or the reverse). */
+struct pg_otlp_limits;
+enum pg_err pg_dict_validate_limits(struct pg_arena *scratch, const struct pg_otlp_request *req,
+                                    bool no_duplicates, const struct pg_otlp_limits *limits,
+                                    struct pg_status *st);
 
 /* Helpers shared with the tests/fuzzers: value equality/hash of AnyValues. */
 bool pg_dict_anyvalue_equal(const struct pg_otlp_anyvalue *a, const struct pg_otlp_anyvalue *b);
