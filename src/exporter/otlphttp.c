@@ -34,9 +34,7 @@
 #include "exporter/otlphttp.h"
 #include "http/tls_client.h"
 #include "otlp/otlp.h"
-#ifdef PG_HAVE_OTLP_JSON
 #include "otlp/otlp_json.h"
-#endif
 #include "pipeline/component.h"
 
 #define OH_PROFILES_PATH "v1development/profiles"
@@ -320,7 +318,6 @@ static void token_refresh(struct oh *ex)
 
 /* ---- the body ---------------------------------------------------------------- */
 
-#ifdef PG_HAVE_OTLP_JSON
 /* The OTLP/JSON text of the protobuf request @enc, into @a. */
 static enum pg_err to_json(struct pg_arena *a, const uint8_t *enc, size_t len, char **json,
                            size_t *json_len, struct pg_status *st)
@@ -335,7 +332,6 @@ static enum pg_err to_json(struct pg_arena *a, const uint8_t *enc, size_t len, c
     }
     return pg_otlp_json_encode(a, req, json, json_len, st);
 }
-#endif
 
 /* Once per part (not per attempt): the encoding (JSON when configured),
  * then the compression. With proto and none the helper sends @enc itself. */
@@ -350,7 +346,6 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
 
     *body = NULL;
     if (ex->cfg.encoding == OH_JSON) {
-#ifdef PG_HAVE_OTLP_JSON
         char *json = NULL;
 
         /* Uncapped: it only holds the decoded copy of an encoding the helper
@@ -361,9 +356,6 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
         }
         err = to_json(a, enc, len, &json, &src_len, st);
         src = (const uint8_t *)json;
-#else
-        err = pg_status_set(st, PG_ERR_INTERNAL, "encoding json is not built in");
-#endif
     }
     if (err == PG_ERR_OK) {
         switch (ex->cfg.compression) {
@@ -460,7 +452,6 @@ static void log_partial_success(struct oh *ex, const struct pg_http_post_result 
     if (strcmp(ct, OH_CT_PROTO) == 0) {
         resp = (struct pg_otlp_response *)protobuf_c_message_unpack(&pg_otlp_response_descriptor,
                                                                     &alloc, r->len, r->body);
-#ifdef PG_HAVE_OTLP_JSON
     } else if (strcmp(ct, OH_CT_JSON) == 0) {
         struct pg_status st;
         ProtobufCMessage *m = NULL;
@@ -470,7 +461,6 @@ static void log_partial_success(struct oh *ex, const struct pg_http_post_result 
                                 &m, &st) == PG_ERR_OK) {
             resp = (struct pg_otlp_response *)m;
         }
-#endif
     } else {
         pg_arena_destroy(a);
         return;
@@ -634,13 +624,6 @@ static size_t oh_check(struct oh *ex, const struct pg_component_ctx *ctx, const 
                              cfg ? pg_cfg_get(cfg, "endpoint") : NULL, "endpoint")) {
         problems++;
     }
-#ifndef PG_HAVE_OTLP_JSON
-    if (c->encoding == OH_JSON) {
-        pg_diag_add(ctx->diag, cfg ? pg_cfg_get(cfg, "encoding") : NULL, path,
-                    "encoding json is not built into this pprofgate");
-        problems++;
-    }
-#endif
     problems += pg_exph_config_check(&c->helper, ctx->diag, cfg, path);
     if (problems == 0) {
         ex->level = compression_level(c, ctx->diag,

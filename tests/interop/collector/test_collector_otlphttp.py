@@ -4,7 +4,7 @@ Collector: pprofgate (pprof receiver -> otlphttp exporter) -> the Collector's
 otlp receiver, HTTP side (/v1development/profiles) -> its file exporter
 (JSON). Every fixture goes through with protobuf bodies and gzip; the SDK
 pushes and a few Go profiles also with zstd and without compression, and as
-OTLP/JSON (when pprofgate has the JSON codec); what the Collector wrote must
+OTLP/JSON with each compression; what the Collector wrote must
 be the pprof input sample for sample, with no warning or error in either log.
 Then a fake destination answers 503 + Retry-After: 1 and 429 before 200: the
 same body is sent three times on one kept-alive connection, the second try
@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_lib import (Collector, Gateway, SOURCE_DIR, body_pprof, fixture_bodies,  # noqa: E402
+from collector_lib import (Collector, Gateway, body_pprof, fixture_bodies,  # noqa: E402
                            free_port, merged, require_collector, wait_output)
 from pg_harness import Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
@@ -26,7 +26,6 @@ import pprof_otlp  # noqa: E402
 require_collector()
 res = Results()
 port = free_port()
-HAVE_JSON = os.path.exists(os.path.join(SOURCE_DIR, "src", "otlp", "otlp_json.c"))
 
 COLLECTOR_CONFIG = f"""
 receivers:
@@ -117,15 +116,11 @@ with Collector(COLLECTOR_CONFIG) as col:
     for comp in ("zstd", "none"):
         seen = run_fixtures(col, seen, f"proto+{comp}", few,
                             f"    endpoint: http://127.0.0.1:{port}/\n    compression: {comp}")
-    if HAVE_JSON:
-        for comp in ("gzip", "zstd", "none"):
-            seen = run_fixtures(col, seen, f"json+{comp}", few,
-                                f"    profiles_endpoint: http://127.0.0.1:{port}"
-                                f"/v1development/profiles\n    encoding: json\n"
-                                f"    compression: {comp}")
-    else:
-        print("NOT RUN json: pprofgate has no OTLP/JSON codec yet (src/otlp/otlp_json.c)",
-              flush=True)
+    for comp in ("gzip", "zstd", "none"):
+        seen = run_fixtures(col, seen, f"json+{comp}", few,
+                            f"    profiles_endpoint: http://127.0.0.1:{port}"
+                            f"/v1development/profiles\n    encoding: json\n"
+                            f"    compression: {comp}")
     time.sleep(0.3)
     res.check("collector logged no warning or error", not col.problems(),
               "\n".join(col.problems())[:1500])
