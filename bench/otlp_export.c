@@ -21,7 +21,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "test_otlp_util.h"
 
 extern const struct pg_component_ops pg_exporter_otlp;

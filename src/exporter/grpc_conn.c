@@ -23,13 +23,11 @@
 #include "core/base64.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
+#include "h2/h2_session.h"
 #include "http/tls_client.h"
 
 enum conn_state { ST_IDLE = 0, ST_CONNECTING, ST_READY, ST_BACKOFF };
-
-/* Output buffered beyond this makes nghttp2 wait for the socket. */
-#define OUT_HIGH (1u << 20)
 
 struct pg_grpc_call {
     struct pg_grpc_conn *conn;
@@ -76,20 +74,17 @@ struct pg_grpc_conn {
     enum conn_state state;
     struct bufferevent *bev;
     struct evdns_base *dns;
-    nghttp2_session *session;
+    struct pg_h2 h2; /* the session and its pump (h2.ng NULL when down) */
     bool goaway;
-    bool ping_out;
     struct event *connect_timer;
     struct event *backoff_timer;
     struct event *keepalive_timer;
-    struct event *ping_timer;
     struct event *done_ev;
     int64_t backoff_ns;
     uint64_t connects;
     struct pg_grpc_call *active; /* not completed: pending or on a stream */
     struct pg_grpc_call *done;   /* completed, callback not yet run */
     size_t n_active;
-    bool in_send;
 };
 
 static void conn_send(struct pg_grpc_conn *c);
@@ -147,8 +142,8 @@ static void finish(struct pg_grpc_call *call, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (call->stream_id > 0 && c->session != NULL) {
-        nghttp2_session_set_stream_user_data(c->session, call->stream_id, NULL);
+    if (call->stream_id > 0 && c->h2.ng != NULL) {
+        nghttp2_session_set_stream_user_data(c->h2.ng, call->stream_id, NULL);
     }
     if (call->deadline != NULL) {
         evtimer_del(call->deadline);
@@ -187,22 +182,6 @@ static void on_done_ev(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- nghttp2 callbacks --------------------------------------------------- */
-
-static ssize_t send_cb(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *ud)
-{
-    struct pg_grpc_conn *c = ud;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-
-    (void)s;
-    (void)flags;
-    if (evbuffer_get_length(out) >= OUT_HIGH) {
-        return NGHTTP2_ERR_WOULDBLOCK;
-    }
-    if (evbuffer_add(out, data, len) != 0) {
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    return (ssize_t)len;
-}
 
 static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
                             uint32_t *data_flags, nghttp2_data_source *source, void *ud)
@@ -412,7 +391,7 @@ static void complete_stream(struct pg_grpc_conn *c, struct pg_grpc_call *call, u
 
 static int stream_close_cb(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *ud)
 {
-    struct pg_grpc_conn *c = ud;
+    struct pg_grpc_conn *c = ((struct pg_h2 *)ud)->owner;
     struct pg_grpc_call *call = stream_call(s, stream_id);
 
     if (call == NULL) {
@@ -431,20 +410,15 @@ static int stream_close_cb(nghttp2_session *s, int32_t stream_id, uint32_t error
     return 0;
 }
 
-static void reset_ping(struct pg_grpc_conn *c)
-{
-    c->ping_out = false;
-    evtimer_del(c->ping_timer);
-}
-
 static int frame_recv_cb(nghttp2_session *s, const nghttp2_frame *frame, void *ud)
 {
-    struct pg_grpc_conn *c = ud;
+    struct pg_grpc_conn *c = ((struct pg_h2 *)ud)->owner;
 
     (void)s;
-    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
-        reset_ping(c);
-    } else if (frame->hd.type == NGHTTP2_GOAWAY) {
+    if (pg_h2_frame_seen(&c->h2, frame)) {
+        return 0;
+    }
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
         if (!c->goaway) {
             pg_log_info(c->cfg.log_name, "server sent GOAWAY (%s, last stream %d): draining",
                         nghttp2_http2_strerror(frame->goaway.error_code),
@@ -461,22 +435,20 @@ static void teardown(struct pg_grpc_conn *c)
 {
     struct pg_grpc_call *call;
 
-    if (c->session != NULL) {
+    if (c->h2.ng != NULL) {
         for (call = c->active; call != NULL; call = call->next) {
             if (call->stream_id > 0) {
-                nghttp2_session_set_stream_user_data(c->session, call->stream_id, NULL);
+                nghttp2_session_set_stream_user_data(c->h2.ng, call->stream_id, NULL);
             }
         }
-        nghttp2_session_del(c->session);
-        c->session = NULL;
     }
+    pg_h2_end(&c->h2);
     if (c->bev != NULL) {
         bufferevent_free(c->bev);
         c->bev = NULL;
     }
     evtimer_del(c->connect_timer);
     evtimer_del(c->keepalive_timer);
-    reset_ping(c);
     c->goaway = false;
     c->state = ST_IDLE;
 }
@@ -526,7 +498,7 @@ static void maybe_close_drained(struct pg_grpc_conn *c)
 {
     bool busy = false;
 
-    if (c->session == NULL) {
+    if (c->h2.ng == NULL) {
         return;
     }
     for (struct pg_grpc_call *call = c->active; call != NULL; call = call->next) {
@@ -535,7 +507,7 @@ static void maybe_close_drained(struct pg_grpc_conn *c)
         }
     }
     if ((c->goaway && !busy) ||
-        (!nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session))) {
+        pg_h2_finished(&c->h2)) {
         /* Graceful end: reconnect at once for the calls still waiting. */
         teardown(c);
         if (c->n_active > 0) {
@@ -546,16 +518,14 @@ static void maybe_close_drained(struct pg_grpc_conn *c)
 
 static void conn_send(struct pg_grpc_conn *c)
 {
-    int rv;
+    struct pg_status st;
 
-    if (c->session == NULL || c->in_send) {
+    if (c->h2.ng == NULL || c->h2.in_send) {
         return;
     }
-    c->in_send = true;
-    rv = nghttp2_session_send(c->session);
-    c->in_send = false;
-    if (rv != 0) {
-        conn_fail(c, PG_GRPC_UNAVAILABLE, nghttp2_strerror(rv));
+    pg_status_clear(&st);
+    if (pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
+        conn_fail(c, PG_GRPC_UNAVAILABLE, pg_status_text(&st));
         return;
     }
     maybe_close_drained(c);
@@ -564,21 +534,13 @@ static void conn_send(struct pg_grpc_conn *c)
 static void on_read(struct bufferevent *bev, void *arg)
 {
     struct pg_grpc_conn *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct pg_status st;
 
-    while (c->session != NULL && evbuffer_get_length(in) > 0) {
-        struct evbuffer_iovec v;
-        ssize_t n;
-
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
-            break;
-        }
-        n = nghttp2_session_mem_recv(c->session, v.iov_base, v.iov_len);
-        if (n < 0) {
-            conn_fail(c, PG_GRPC_UNAVAILABLE, nghttp2_strerror((int)n));
-            return;
-        }
-        evbuffer_drain(in, (size_t)n);
+    (void)bev;
+    pg_status_clear(&st);
+    if (c->h2.ng != NULL && pg_h2_recv(&c->h2, &st) != PG_ERR_OK) {
+        conn_fail(c, PG_GRPC_UNAVAILABLE, pg_status_text(&st));
+        return;
     }
     submit_pending(c);
     conn_send(c);
@@ -593,28 +555,21 @@ static void on_write(struct bufferevent *bev, void *arg)
 static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_grpc_conn *c = arg;
-    struct timeval tv;
 
     (void)fd;
     (void)what;
     /* Only with calls in flight: servers punish idle pings (ENHANCE_YOUR_CALM). */
-    if (c->session == NULL || c->ping_out || c->n_active == 0) {
+    if (c->h2.ng == NULL || c->h2.ping_out || c->n_active == 0) {
         return;
     }
-    if (nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL) != 0) {
-        return;
+    if (pg_h2_ping(&c->h2, c->cfg.keepalive_timeout_ns)) {
+        conn_send(c);
     }
-    c->ping_out = true;
-    tv = pg_ns_to_tv(c->cfg.keepalive_timeout_ns);
-    evtimer_add(c->ping_timer, &tv);
-    conn_send(c);
 }
 
-static void on_ping_timeout(evutil_socket_t fd, short what, void *arg)
+static void on_ping_timeout(void *owner)
 {
-    (void)fd;
-    (void)what;
-    conn_fail(arg, PG_GRPC_UNAVAILABLE, "keepalive ping not acknowledged in time");
+    conn_fail(owner, PG_GRPC_UNAVAILABLE, "keepalive ping not acknowledged in time");
 }
 
 static void on_connect_timeout(evutil_socket_t fd, short what, void *arg)
@@ -631,30 +586,30 @@ static bool session_start(struct pg_grpc_conn *c, char *why, size_t cap)
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
     };
-    int rv;
+    struct pg_h2_params p = {
+        .server = false,
+        .settings = iv,
+        .n_settings = sizeof(iv) / sizeof(iv[0]),
+        /* A larger connection window so many concurrent responses/requests flow. */
+        .conn_window = 8 << 20,
+        .on_ping_timeout = on_ping_timeout,
+    };
+    struct pg_status st;
+    enum pg_err err;
 
     if (nghttp2_session_callbacks_new(&cbs) != 0) {
         snprintf(why, cap, "out of memory");
         return false;
     }
-    nghttp2_session_callbacks_set_send_callback(cbs, send_cb);
     nghttp2_session_callbacks_set_on_header_callback(cbs, header_cb);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, data_chunk_cb);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, stream_close_cb);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, frame_recv_cb);
-    rv = nghttp2_session_client_new(&c->session, cbs, c);
+    pg_status_clear(&st);
+    err = pg_h2_start(&c->h2, c->bev, cbs, &p, c, &st);
     nghttp2_session_callbacks_del(cbs);
-    if (rv != 0) {
-        snprintf(why, cap, "%s", nghttp2_strerror(rv));
-        return false;
-    }
-    rv = nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
-    if (rv == 0) {
-        /* A larger connection window so many concurrent responses/requests flow. */
-        rv = nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, 8 << 20);
-    }
-    if (rv != 0) {
-        snprintf(why, cap, "%s", nghttp2_strerror(rv));
+    if (err != PG_ERR_OK) {
+        snprintf(why, cap, "%s", pg_status_text(&st));
         return false;
     }
     return true;
@@ -762,7 +717,6 @@ static void start_connect(struct pg_grpc_conn *c)
         return;
     }
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, OUT_HIGH / 2, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     tv = pg_ns_to_tv(c->cfg.connect_timeout_ns);
     evtimer_add(c->connect_timer, &tv);
@@ -784,7 +738,7 @@ static void submit_pending(struct pg_grpc_conn *c)
     struct pg_grpc_call *call;
     struct pg_grpc_call *next;
 
-    if (c->state != ST_READY || c->session == NULL || c->goaway) {
+    if (c->state != ST_READY || c->h2.ng == NULL || c->goaway) {
         return;
     }
     for (call = c->active; call != NULL; call = next) {
@@ -799,7 +753,7 @@ static void submit_pending(struct pg_grpc_conn *c)
          * MAX_CONCURRENT_STREAMS until earlier ones close. */
         dp.source.ptr = call;
         dp.read_callback = body_read_cb;
-        id = nghttp2_submit_request(c->session, NULL, call->nv, call->n_nv, &dp, call);
+        id = nghttp2_submit_request(c->h2.ng, NULL, call->nv, call->n_nv, &dp, call);
         if (id < 0) {
             finish(call, PG_GRPC_UNAVAILABLE, "cannot open a stream: %s", nghttp2_strerror(id));
             continue;
@@ -815,8 +769,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (call->stream_id > 0 && c->session != NULL) {
-        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+    if (call->stream_id > 0 && c->h2.ng != NULL) {
+        nghttp2_submit_rst_stream(c->h2.ng, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
     }
     finish(call, PG_GRPC_DEADLINE_EXCEEDED, "deadline of %lld ms exceeded%s",
            (long long)(call->timeout_ns / 1000000), call->stream_id > 0 ? "" : " (never sent: not connected)");
@@ -944,10 +898,9 @@ struct pg_grpc_conn *pg_grpc_conn_new(struct event_base *base, const struct pg_g
     c->connect_timer = evtimer_new(base, on_connect_timeout, c);
     c->backoff_timer = evtimer_new(base, on_backoff, c);
     c->keepalive_timer = event_new(base, -1, EV_PERSIST, on_keepalive, c);
-    c->ping_timer = evtimer_new(base, on_ping_timeout, c);
     c->done_ev = event_new(base, -1, 0, on_done_ev, c);
     if (c->connect_timer == NULL || c->backoff_timer == NULL || c->keepalive_timer == NULL ||
-        c->ping_timer == NULL || c->done_ev == NULL) {
+c->done_ev == NULL) {
         pg_grpc_conn_free(c);
         return NULL;
     }
@@ -982,9 +935,6 @@ void pg_grpc_conn_free(struct pg_grpc_conn *c)
     }
     if (c->keepalive_timer) {
         event_free(c->keepalive_timer);
-    }
-    if (c->ping_timer) {
-        event_free(c->ping_timer);
     }
     if (c->done_ev) {
         event_free(c->done_ev);

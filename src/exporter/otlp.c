@@ -23,7 +23,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "exporter/grpc_conn.h"
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/listener.h"
 #include "http/tls_client.h"

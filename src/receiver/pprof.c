@@ -86,6 +86,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     }
     pthread_mutex_init(&rx->log_mu, NULL);
     pthread_mutex_init(&rx->auth_mu, NULL);
+    pg_rxh_reasons_init(&rx->reasons);
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
     problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pg_pprof_rx_fields, &rx->cfg, path);
     problems += pg_scrape_config_parse(ctx->config_arena, ctx->diag, rx->cfg.scrape,
@@ -669,6 +670,7 @@ static void rx_destroy(void *state)
     pg_auth_free(rx->auth);
     pthread_mutex_destroy(&rx->log_mu);
     pthread_mutex_destroy(&rx->auth_mu);
+    pg_rxh_reasons_destroy(&rx->reasons);
     free(rx);
 }
 

@@ -26,60 +26,6 @@
 
 /* ---- answers: counted by code, refusals logged ------------------------- */
 
-/* Adds one to the counter of @code in @tab (series created on first use). */
-static void count_in(struct code_metric *tab, size_t *n, size_t cap, const char *name,
-                     const char *help, const char *id, int code)
-{
-    char labels[240];
-
-    for (size_t i = 0; i < *n; i++) {
-        if (tab[i].code == code) {
-            pg_metric_add(tab[i].m, 1);
-            return;
-        }
-    }
-    snprintf(labels, sizeof(labels), "receiver=\"%s\",code=\"%d\"", id, code);
-    if (*n < cap) {
-        tab[*n].code = code;
-        tab[*n].m = pg_metric_counter(name, help, labels);
-        pg_metric_add(tab[(*n)++].m, 1);
-        return;
-    }
-    pg_metric_add(pg_metric_counter(name, help, labels), 1);
-}
-
-/* One log line per reason per interval: the key is the code and the reason
- * with its digits left out (sizes and counts vary, the reason does not). */
-#define REASON_LOG_INTERVAL_S 10.0
-static bool reason_log_ok(struct rx *rx, int code, const char *reason, unsigned long *suppressed)
-{
-    uint64_t key = 1469598103934665603ULL ^ (uint64_t)code;
-    double now = pg_mono_s();
-    size_t slot;
-    bool ok;
-
-    for (const char *p = reason ? reason : ""; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
-            key = (key ^ (unsigned char)*p) * 1099511628211ULL;
-        }
-    }
-    slot = (size_t)(key % (sizeof(rx->reasons) / sizeof(rx->reasons[0])));
-    /* Refusals only (never a 204), so one lock for every loop is cheap. */
-    pthread_mutex_lock(&rx->log_mu);
-    ok = !(rx->reasons[slot].key == key && rx->reasons[slot].last > 0 &&
-           now - rx->reasons[slot].last < REASON_LOG_INTERVAL_S);
-    if (!ok) {
-        rx->reasons[slot].suppressed++;
-    } else {
-        *suppressed = rx->reasons[slot].key == key ? rx->reasons[slot].suppressed : 0;
-        rx->reasons[slot].key = key;
-        rx->reasons[slot].last = now;
-        rx->reasons[slot].suppressed = 0;
-    }
-    pthread_mutex_unlock(&rx->log_mu);
-    return ok;
-}
-
 /* Every answer, the HTTP layer's own included: counted by code, and a
  * refusal (4xx/5xx) logged with its reason and peer (info; warn for 5xx). */
 static void on_answer(const struct pg_httpd_req *r, int code, const char *reason,
@@ -90,17 +36,14 @@ static void on_answer(const struct pg_httpd_req *r, int code, const char *reason
     unsigned long suppressed = 0;
 
     (void)r;
-    count_in(lp->codes, &lp->n_codes, sizeof(lp->codes) / sizeof(lp->codes[0]),
-             "pprofgate_receiver_http_requests_total", "HTTP requests by status code.", rx->id,
-             code);
+    pg_rxh_count(&lp->codes, "pprofgate_receiver_http_requests_total",
+                 "HTTP requests by status code.", rx->id, NULL, code);
     if (code < 400) {
         return;
     }
-    count_in(lp->refused_codes, &lp->n_refused_codes,
-             sizeof(lp->refused_codes) / sizeof(lp->refused_codes[0]),
-             "otelcol_receiver_refused_requests_total",
-             "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, code);
-    if (!reason_log_ok(rx, code, reason, &suppressed)) {
+    pg_rxh_count(&lp->refused_codes, "otelcol_receiver_refused_requests_total",
+                 "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, NULL, code);
+    if (!pg_rxh_reason_log_ok(&rx->reasons, code, reason, &suppressed)) {
         return;
     }
     if (code >= 500) {
@@ -122,7 +65,7 @@ static void on_conn_event(int ev, const char *peer, void *arg)
     }
     pg_metric_add(rx->m_conn_events[ev], 1);
     if (ev <= PG_HTTPD_ACCEPT_PAUSED &&
-        reason_log_ok(rx, 1000 + ev, pg_httpd_event_names[ev], &suppressed)) {
+        pg_rxh_reason_log_ok(&rx->reasons, 1000 + ev, pg_httpd_event_names[ev], &suppressed)) {
         pg_log_info(rx->log_name, "%s %s (%s; %lu similar lines suppressed)",
                     ev == PG_HTTPD_ACCEPT_PAUSED ? "accept paused:" : "connection refused from",
                     peer ? peer : "?", pg_httpd_event_names[ev], suppressed);
@@ -144,12 +87,9 @@ void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const c
 void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
                 const struct pg_status *st)
 {
-    int code = pg_err_http_status(err);
+    int code = pg_rxh_http_status(err); /* never below 400 */
     const char *msg = pg_status_text(st);
 
-    if (code < 400) {
-        code = 500; /* an error must never look like success */
-    }
     if (code == 503 || code == 429) {
         evhttp_add_header(req->out, "Retry-After", "1");
     }

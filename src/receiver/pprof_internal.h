@@ -29,14 +29,11 @@
 #include "pprof/translate.h"
 #include "receiver/pprof_config.h"
 #include "receiver/pprof_self.h"
+#include "receiverhelper/answer.h"
+#include "receiverhelper/refusal_log.h"
 #include "scrape/scrape.h"
 
 #define PPROF_PATH "/v1/pprof"
-
-struct code_metric {
-    int code;
-    struct pg_metric *m;
-};
 
 struct rx_pool; /* pprof_workers.c */
 
@@ -73,8 +70,7 @@ struct rx_loop {
     struct event *done_ev;
     /* Answers by code: the series are the receiver's (one per code), the
      * lookup tables this loop's. */
-    struct code_metric codes[16], refused_codes[16];
-    size_t n_codes, n_refused_codes;
+    struct pg_rxh_codes codes, refused_codes;
     struct pg_metric *m_conns;     /* connections this loop accepted */
     /* Ended jobs kept for the next requests (at most JOB_CACHE), owned:
      * a push then allocates no job. */
@@ -114,14 +110,10 @@ struct rx {
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
     struct pg_metric *m_abandoned;
     struct pg_metric *m_conn_events[PG_HTTPD_N_EVENTS];
-    pthread_mutex_t log_mu;        /* rl and reasons, shared by the loops */
+    pthread_mutex_t log_mu;        /* rl, shared by the loops */
     struct pg_log_ratelimit rl;
     /* One refusal log line per reason per interval (every loop together). */
-    struct {
-        uint64_t key;
-        double last;
-        unsigned long suppressed;
-    } reasons[32];
+    struct pg_rxh_reasons reasons;
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
     struct pg_metric *m_held;
     struct pg_scrape_config scrape_cfg; /* owned (pull mode) */

@@ -12,7 +12,7 @@
 
 #include "codec/gzip.h"
 #include "core/base64.h"
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "codec/gzip.h"
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 #include "pg_test.h"
 
 PG_TEST(timeout_format)

@@ -2,7 +2,7 @@
  * gRPC wire helpers for the OTLP exporter: status codes, grpc-timeout,
  * grpc-message decoding, the length-prefixed message reader and a hand-written
  * decoder for the few google.rpc.Status / RetryInfo fields we honour. */
-#include "exporter/grpc_wire.h"
+#include "grpc/grpc_wire.h"
 
 #include "core/hex.h"
 #include "core/pb_wire.h"
@@ -316,7 +316,7 @@ enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, s
             }
             if (r->n_msgs > 0) {
                 return pg_status_set(st, PG_ERR_MALFORMED,
-                                     "unary gRPC response carries more than one message");
+                                     "unary gRPC call carries more than one message");
             }
             if (r->hdr[0] > 1) {
                 return pg_status_set(st, PG_ERR_MALFORMED,
@@ -327,15 +327,23 @@ enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, s
                       (size_t)r->hdr[3] << 8 | r->hdr[4];
             if (r->need > r->max) {
                 return pg_status_set(st, PG_ERR_LIMIT,
-                                     "gRPC response message of %zu bytes exceeds the %zu-byte cap",
+                                     "gRPC message of %zu bytes exceeds the %zu-byte cap",
                                      r->need, r->max);
             }
+            /* The buffer comes with the first body byte, so a server can
+             * admit the declared length between prefix and body. */
             free(r->buf);
+            r->buf = NULL;
+            r->got = 0;
+            if (r->need > 0) {
+                continue;
+            }
+        }
+        if (r->buf == NULL) {
             r->buf = malloc(r->need ? r->need : 1);
             if (r->buf == NULL) {
-                return pg_status_set(st, PG_ERR_NOMEM, "no memory for a gRPC response message");
+                return pg_status_set(st, PG_ERR_NOMEM, "no memory for a gRPC message");
             }
-            r->got = 0;
         }
         take = r->need - r->got;
         take = take < len ? take : len;
@@ -363,6 +371,97 @@ bool pg_grpc_reader_done(const struct pg_grpc_reader *r)
 bool pg_grpc_reader_partial(const struct pg_grpc_reader *r)
 {
     return r->hdr_got > 0;
+}
+
+size_t pg_grpc_reader_prefix_want(const struct pg_grpc_reader *r)
+{
+    return r->hdr_got < 5 ? 5 - r->hdr_got : 0;
+}
+
+/* ---- answers -------------------------------------------------------------- */
+
+size_t pg_grpc_message_encode(const char *in, char *out, size_t cap)
+{
+    static const char hexd[] = "0123456789ABCDEF";
+    size_t n = 0;
+
+    if (cap == 0) {
+        return 0;
+    }
+    for (; *in != '\0'; in++) {
+        unsigned char ch = (unsigned char)*in;
+
+        if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
+            if (n + 1 >= cap) {
+                break;
+            }
+            out[n++] = (char)ch;
+        } else {
+            if (n + 3 >= cap) {
+                break;
+            }
+            out[n++] = '%';
+            out[n++] = hexd[ch >> 4];
+            out[n++] = hexd[ch & 15];
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* Appends a length-delimited field's key and length. */
+static uint8_t *put_len(uint8_t *p, uint32_t field, size_t len)
+{
+    p = pg_pb_put_varint(p, pg_pb_key(field, PG_PB_LEN));
+    return pg_pb_put_varint(p, len);
+}
+
+size_t pg_grpc_status_details_encode(int code, const char *message, int64_t retry_delay_ns,
+                                     uint8_t *out, size_t cap)
+{
+    /* Duration {int64 seconds = 1; int32 nanos = 2;} in RetryInfo {retry_delay = 1}
+     * in Any {type_url = 1; value = 2} in Status {code = 1; message = 2; details = 3}. */
+    uint64_t secs = retry_delay_ns > 0 ? (uint64_t)(retry_delay_ns / 1000000000LL) : 0;
+    uint64_t nanos = retry_delay_ns > 0 ? (uint64_t)(retry_delay_ns % 1000000000LL) : 0;
+    size_t msg_len = message != NULL ? strlen(message) : 0;
+    size_t url_len = sizeof(retry_info_url) - 1;
+    size_t dur = (secs ? 1 + pg_pb_varint_len(secs) : 0) + (nanos ? 1 + pg_pb_varint_len(nanos) : 0);
+    size_t ri = 1 + pg_pb_varint_len(dur) + dur;
+    size_t any = 1 + pg_pb_varint_len(url_len) + url_len + 1 + pg_pb_varint_len(ri) + ri;
+    size_t total = (code != 0 ? 1 + pg_pb_varint_len((uint64_t)(int64_t)code) : 0) +
+                   (msg_len ? 1 + pg_pb_varint_len(msg_len) + msg_len : 0) +
+                   (retry_delay_ns >= 0 ? 1 + pg_pb_varint_len(any) + any : 0);
+    uint8_t *p = out;
+
+    if (total > cap) {
+        return 0;
+    }
+    if (code != 0) {
+        p = pg_pb_put_varint(p, pg_pb_key(1, PG_PB_VARINT));
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)code);
+    }
+    if (msg_len) {
+        p = put_len(p, 2, msg_len);
+        memcpy(p, message, msg_len);
+        p += msg_len;
+    }
+    if (retry_delay_ns >= 0) {
+        p = put_len(p, 3, any);
+        p = put_len(p, 1, url_len);
+        memcpy(p, retry_info_url, url_len);
+        p += url_len;
+        p = put_len(p, 2, ri);
+        p = put_len(p, 1, dur);
+        if (secs) {
+            p = pg_pb_put_varint(p, pg_pb_key(1, PG_PB_VARINT));
+            p = pg_pb_put_varint(p, secs);
+        }
+        if (nanos) {
+            p = pg_pb_put_varint(p, pg_pb_key(2, PG_PB_VARINT));
+            p = pg_pb_put_varint(p, nanos);
+        }
+    }
+    return (size_t)(p - out);
 }
 
 void pg_grpc_prefix_write(uint8_t out[5], bool compressed, uint32_t len)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The gRPC-over-HTTP/2 wire details the OTLP exporter needs, kept free of any
- * socket or nghttp2 state so they can be unit-tested and fuzzed: status codes
- * and their retry rules, grpc-timeout formatting, grpc-message percent
- * coding, the 5-byte length-prefixed message reader, and the small
- * google.rpc.Status / RetryInfo decoder for grpc-status-details-bin. */
-#ifndef PG_EXPORTER_GRPC_WIRE_H
-#define PG_EXPORTER_GRPC_WIRE_H
+ * The gRPC-over-HTTP/2 wire details the gRPC client and server share, kept
+ * free of any socket or nghttp2 state so they can be unit-tested and fuzzed:
+ * status codes and their retry rules, grpc-timeout formatting and parsing,
+ * grpc-message percent coding, the 5-byte length-prefixed message reader,
+ * and the small google.rpc.Status / RetryInfo decoder and encoder for
+ * grpc-status-details-bin. */
+#ifndef PG_GRPC_GRPC_WIRE_H
+#define PG_GRPC_GRPC_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,6 +62,11 @@ bool pg_grpc_timeout_parse(const char *s, size_t len, int64_t *ns);
  * Returns the decoded length. */
 size_t pg_grpc_message_decode(const char *in, size_t len, char *out);
 
+/* Percent-encodes @in (NUL-terminated) as a grpc-message value: bytes
+ * outside 0x20..0x7E and '%' become %XX. Into @out (@cap bytes, NUL
+ * terminated, cut short at a whole escape). Returns the length. */
+size_t pg_grpc_message_encode(const char *in, char *out, size_t cap);
+
 /* What a google.rpc.Status from grpc-status-details-bin tells us. */
 struct pg_grpc_status_details {
     int code;                /* Status.code (0 if absent) */
@@ -73,9 +79,17 @@ struct pg_grpc_status_details {
 bool pg_grpc_status_details_parse(const uint8_t *buf, size_t len,
                                   struct pg_grpc_status_details *out);
 
+/* Encodes a google.rpc.Status {code, message, details: [RetryInfo
+ * {retry_delay}] when @retry_delay_ns >= 0} into @out (the inverse of
+ * pg_grpc_status_details_parse). Returns the length, 0 when @cap is short. */
+size_t pg_grpc_status_details_encode(int code, const char *message, int64_t retry_delay_ns,
+                                     uint8_t *out, size_t cap);
+
 /* Incremental reader of the length-prefixed messages in a gRPC response
- * body. A unary response carries at most one message; a second one, or a
- * message over @max bytes, is an error. Owns its buffer (malloc). */
+ * body. A unary call carries at most one message each way; a second one, or
+ * a message over @max bytes, is an error. Owns its buffer (malloc), made
+ * when the first byte after the prefix arrives (a server may refuse the
+ * declared length before any of it is buffered). */
 struct pg_grpc_reader {
     uint8_t hdr[5];
     size_t hdr_got;
@@ -97,6 +111,10 @@ enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, s
 bool pg_grpc_reader_done(const struct pg_grpc_reader *r);
 /* True when bytes of an unfinished message are buffered (a cut body). */
 bool pg_grpc_reader_partial(const struct pg_grpc_reader *r);
+
+/* Bytes still missing from the current 5-byte prefix (0 inside a message
+ * body). A server feeds exactly these first to see the declared length. */
+size_t pg_grpc_reader_prefix_want(const struct pg_grpc_reader *r);
 
 /* Writes the 5-byte message prefix. */
 void pg_grpc_prefix_write(uint8_t out[5], bool compressed, uint32_t len);

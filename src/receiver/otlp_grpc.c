@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The otlp receiver's OTLP/gRPC side on the gRPC server (grpc/grpc_server.h):
+ * on the call's HEADERS the route (ProfilesService/Export, else
+ * UNIMPLEMENTED) and authentication (the `authorization` metadata); on its
+ * message's length the memory admission, before a byte of it is buffered;
+ * on the whole message decode, validate, forward (otlp_ingest.c) and the
+ * answer: an empty ExportProfilesServiceResponse, or the error's code
+ * (RetryInfo under backpressure). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/memlimit.h"
+#include "grpc/grpc_server.h"
+#include "grpc/grpc_wire.h"
+#include "otlp/otlp.h"
+#include "receiver/otlp_internal.h"
+#include "receiverhelper/metadata.h"
+
+/* The gRPC code of an HTTP-style refusal from the shared auth check. */
+static int auth_code(int http)
+{
+    return http == 401 ? PG_GRPC_UNAUTHENTICATED : PG_GRPC_UNAVAILABLE;
+}
+
+static int on_headers(struct pg_grpc_call *c, struct pg_status *st, void *arg)
+{
+    struct otlp_rx *rx = arg;
+
+    if (strcmp(c->path, PG_OTLP_EXPORT_PATH) != 0) {
+        pg_status_set(st, PG_ERR_UNSUPPORTED, "unknown method %.200s", c->path);
+        return PG_GRPC_UNIMPLEMENTED;
+    }
+    if (rx->side[OTLP_GRPC].auth != NULL) {
+        const char *authz = NULL;
+        size_t n_auth = 0;
+        int code;
+
+        for (size_t i = 0; i < c->n_md; i++) {
+            if (strcmp(c->md[i].name, "authorization") == 0) {
+                authz = c->md[i].value;
+                n_auth++;
+            }
+        }
+        if (n_auth > 1) {
+            pg_status_set(st, PG_ERR_MALFORMED, "more than one authorization entry");
+            return PG_GRPC_UNAUTHENTICATED;
+        }
+        code = otlp_auth_check(rx, OTLP_GRPC, c->peer_key, authz, st);
+        if (code != 0) {
+            return auth_code(code);
+        }
+    }
+    return PG_GRPC_OK;
+}
+
+/* Memory before the message is buffered (the server caps its size). */
+static int on_length(struct pg_grpc_call *c, size_t len, bool compressed, struct pg_status *st,
+                     void *arg)
+{
+    struct otlp_rx *rx = arg;
+    size_t est = otlp_admission_estimate(rx, len, compressed, rx->side[OTLP_GRPC].max_msg);
+
+    if (!pg_memlimit_admit(est, st)) {
+        return pg_rxh_grpc_code(st->code);
+    }
+    c->reserved += est;
+    return PG_GRPC_OK;
+}
+
+static void on_call(struct pg_grpc_call *c, void *arg)
+{
+    static const uint8_t empty_response[1]; /* ExportProfilesServiceResponse{}: no bytes */
+    struct otlp_rx *rx = arg;
+    struct otlp_side *sd = &rx->side[OTLP_GRPC];
+    struct pg_arena *scratch = NULL;
+    struct pg_metadata md = {0};
+    struct pg_status st;
+    enum pg_err err = PG_ERR_OK;
+
+    pg_status_clear(&st);
+    if (sd->include_metadata) {
+        scratch = pg_arena_create((size_t)1 << 20);
+        if (scratch == NULL) {
+            err = pg_status_set(&st, PG_ERR_NOMEM, "no memory for request metadata");
+        } else {
+            struct pg_rxh_md_pair pairs[64];
+            size_t n = c->n_md < 64 ? c->n_md : 64;
+
+            for (size_t i = 0; i < n; i++) {
+                pairs[i].name = c->md[i].name;
+                pairs[i].value = c->md[i].value;
+            }
+            err = pg_rxh_metadata_from_pairs(scratch, pairs, n, &md, &st);
+        }
+    }
+    if (err == PG_ERR_OK) {
+        err = otlp_ingest(rx, OTLP_GRPC, c->msg, c->msg_len, false, c->wire_len,
+                          sd->include_metadata ? &md : NULL, c->peer, &st);
+    }
+    pg_arena_destroy(scratch);
+    if (err != PG_ERR_OK) {
+        int retry_s = pg_rxh_retry_after_s(err);
+
+        pg_grpc_call_reply(c, pg_rxh_grpc_code(err), pg_status_text(&st), NULL, 0,
+                           retry_s >= 0 ? (int64_t)retry_s * 1000000000 : -1);
+        return;
+    }
+    pg_grpc_call_reply(c, PG_GRPC_OK, NULL, empty_response, 0, -1);
+}
+
+static void on_answer(const struct pg_grpc_call *c, int code, const char *reason, void *arg)
+{
+    /* INTERNAL, UNAVAILABLE, UNKNOWN, DATA_LOSS: our side, logged as warn. */
+    bool server = code == PG_GRPC_INTERNAL || code == PG_GRPC_UNAVAILABLE ||
+                  code == PG_GRPC_UNKNOWN || code == PG_GRPC_DATA_LOSS;
+
+    otlp_count_answer(arg, OTLP_GRPC, code, code != PG_GRPC_OK, server, reason,
+                      c != NULL ? c->peer : NULL);
+}
+
+/* The call is over: the admission goes back (the batch is charged on its own). */
+static void on_done(struct pg_grpc_call *c, void *arg)
+{
+    (void)arg;
+    if (c->reserved > 0) {
+        pg_memlimit_release(c->reserved);
+        c->reserved = 0;
+    }
+}
+
+static void on_conn_event(int ev, const char *peer, void *arg)
+{
+    struct otlp_rx *rx = arg;
+    unsigned long suppressed = 0;
+
+    if (ev < 0 || ev >= PG_GRPC_N_EVENTS) {
+        return;
+    }
+    if (pg_rxh_reason_log_ok(&rx->reasons, 3000 + ev, pg_grpc_server_event_names[ev],
+                             &suppressed)) {
+        pg_log_info(rx->log_name, "grpc: connection %s %s (%s; %lu similar lines suppressed)",
+                    ev <= PG_GRPC_ACCEPT_PAUSED ? "refused from" : "closed,", peer ? peer : "?",
+                    pg_grpc_server_event_names[ev], suppressed);
+    }
+}
+
+static const struct pg_grpc_server_ops grpc_ops = {
+    .on_headers = on_headers,
+    .on_length = on_length,
+    .on_call = on_call,
+    .on_answer = on_answer,
+    .on_done = on_done,
+    .on_conn_event = on_conn_event,
+};
+
+enum pg_err otlp_grpc_start(struct otlp_rx *rx, int fd, struct pg_status *st)
+{
+    const struct otlp_grpc_cfg *g = &rx->cfg.protocols.grpc;
+    struct pg_grpc_server_limits lim = {
+        .max_recv_msg_size = rx->side[OTLP_GRPC].max_msg,
+        .max_concurrent_streams = (uint32_t)g->max_concurrent_streams,
+        .max_connections = (size_t)g->max_connections,
+        .max_connections_per_peer = (size_t)g->max_connections_per_peer,
+        .handshake_timeout_ns = g->handshake_timeout,
+        .call_read_timeout_ns = g->read_timeout,
+        .allowed_codings = rx->side[OTLP_GRPC].allowed,
+        .max_connection_idle_ns = g->keepalive.server_parameters.max_connection_idle,
+        .max_connection_age_ns = g->keepalive.server_parameters.max_connection_age,
+        .max_connection_age_grace_ns = g->keepalive.server_parameters.max_connection_age_grace,
+        .keepalive_time_ns = g->keepalive.server_parameters.time,
+        .keepalive_timeout_ns = g->keepalive.server_parameters.timeout,
+        .min_ping_interval_ns = g->keepalive.enforcement_policy.min_time,
+        .permit_without_stream = g->keepalive.enforcement_policy.permit_without_stream,
+    };
+
+    rx->grpcd = pg_grpc_server_new(rx->host->base, fd, rx->side[OTLP_GRPC].ssl_ctx, &lim,
+                                   &grpc_ops, rx);
+    if (rx->grpcd == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the gRPC server",
+                             rx->log_name);
+    }
+    return PG_ERR_OK;
+}

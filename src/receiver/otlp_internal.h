@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * What the files of the otlp receiver share and nobody else sees: its
+ * state and the calls between its jobs: the component (otlp.c:
+ * create/start/shutdown), the two transports (otlp_http.c on the HTTP/1.1
+ * server, otlp_grpc.c on the gRPC server), and the one path both hand a
+ * message to (otlp_ingest.c: decode, validate, batch, pipeline). Calls go
+ * one way: otlp.c -> otlp_http.c, otlp_grpc.c -> otlp_ingest.c.
+ * Threading: everything runs on the host's main loop (loop 0); the answer
+ * tables and counters are that thread's, the refusal log and auth budget
+ * are locked (they are shaped for more loops). */
+#ifndef PG_RECEIVER_OTLP_INTERNAL_H
+#define PG_RECEIVER_OTLP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "core/arena.h"
+#include "core/err.h"
+#include "core/metrics.h"
+#include "http/auth.h"
+#include "http/conn_limits.h"
+#include "http/http_server.h"
+#include "otlp/otlp_decode.h"
+#include "pipeline/batch.h"
+#include "pipeline/component.h"
+#include "receiver/otlp_config.h"
+#include "receiverhelper/answer.h"
+#include "receiverhelper/refusal_log.h"
+
+struct pg_grpc_server;
+
+enum otlp_transport { OTLP_GRPC = 0, OTLP_HTTP, OTLP_N_TRANSPORTS };
+extern const char *const otlp_transport_names[]; /* "grpc", "http" */
+
+/* Per transport: its listener, credentials and counters. */
+struct otlp_side {
+    char listen_host[256];         /* unix: the socket path */
+    unsigned listen_port;
+    bool unix_path;                /* a socket file we created, removed at shutdown */
+    unsigned allowed;              /* codings accepted (codec set) */
+    size_t max_msg;                /* one message / body, as sent and decoded */
+    SSL_CTX *ssl_ctx;              /* owned; NULL without tls */
+    struct pg_auth *auth;          /* owned; NULL without auth */
+    bool include_metadata;
+    struct pg_rxh_codes codes, refused_codes; /* loop thread */
+    struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_requests_ok;
+};
+
+struct otlp_rx {
+    struct otlp_cfg cfg;
+    struct pg_host *host;          /* borrowed */
+    const char *id;                /* borrowed (ctx) */
+    const char *log_name;          /* borrowed (ctx) */
+    struct pg_consumer *next;      /* borrowed */
+    struct pg_otlp_limits limits;
+    struct pg_otlp_decode_opts dopts;
+    struct otlp_side side[OTLP_N_TRANSPORTS];
+    struct pg_httpd *httpd;        /* owned; NULL without protocols.http */
+    struct pg_grpc_server *grpcd;  /* owned; NULL without protocols.grpc */
+    struct pg_peer_ratelimit *auth_rl; /* owned, under auth_mu: failed attempts per peer */
+    pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl */
+    struct pg_rxh_reasons reasons; /* one refusal line per reason per interval */
+    struct pg_metric *m_utf8, *m_latency;
+    bool draining;
+};
+
+/* ---- otlp_ingest.c: one message into the pipeline (loop thread) --------- */
+
+/* Memory a message of @len bytes (compressed when @coded) may cost while it
+ * is decoded and forwarded, capped at the soft limit: what is admitted
+ * (core/memlimit.h) before its bytes are read. */
+size_t otlp_admission_estimate(const struct otlp_rx *rx, uint64_t len, bool coded, size_t max);
+
+/* One message of @transport: @msg (@len bytes, decoded from any
+ * Content-/grpc-encoding; borrowed) as protobuf or, @json, OTLP/JSON;
+ * @raw_len as it came. Decodes into a batch arena, validates, hands the
+ * batch to the pipeline with @md copied (may be NULL) and @peer; counts
+ * accepted/refused samples. A request without samples is answered OK and
+ * not forwarded, as the Collector does. @admitted bytes of the memory
+ * budget are the caller's; the batch's arena is charged instead once it
+ * exists. Errors come with the reason in @st. */
+enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t *msg, size_t len,
+                        bool json, size_t raw_len, const struct pg_metadata *md, const char *peer,
+                        struct pg_status *st);
+
+/* Every answer of @t: counted by code, a refusal logged with its reason
+ * (info; warn for server-side codes), rate-limited per reason. */
+void otlp_count_answer(struct otlp_rx *rx, enum otlp_transport t, int code, bool refused,
+                       bool server_error, const char *reason, const char *peer);
+
+/* Checks an `authorization` value against @t's auth under the shared
+ * per-peer failure budget. 0 when allowed; else 401 (bad credentials,
+ * reason in @st) or 429 (too many failures from @peer_key). */
+int otlp_auth_check(struct otlp_rx *rx, enum otlp_transport t, const void *peer_key,
+                    const char *authorization, struct pg_status *st);
+
+/* ---- otlp_http.c / otlp_grpc.c: the transports -------------------------- */
+
+extern const struct pg_httpd_ops otlp_httpd_ops;
+/* Starts the gRPC server on @fd (owned) on the main loop. */
+enum pg_err otlp_grpc_start(struct otlp_rx *rx, int fd, struct pg_status *st);
+
+#endif

@@ -1,0 +1,386 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The otlp receiver through the real binary: OTLP made from every pprof
+fixture (tests/tools/pg_pprof2otlp) is sent over OTLP/HTTP protobuf, with
+and without gzip, over OTLP/HTTP JSON, and over OTLP/gRPC from a real
+@grpc/grpc-js client (identity and gzip); pprofgate forwards it with its
+otlp exporter to the Node gRPC test server (tests/node/grpc_server.mjs),
+and what that server decodes must equal what was sent, sample for sample.
+Then bad input, each answered with a clear status while the gateway keeps
+serving: garbage, truncated, a dangling index, over max_request_body_size /
+max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
+layout; and a CORS preflight."""
+
+import collections
+import glob
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from grpc_sink import GrpcServer  # noqa: E402
+from pg_harness import FIXTURES, SOURCE_DIR, Gateway, Results, post  # noqa: E402
+
+res = Results()
+BUILD = os.environ.get("PG_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+P2O = os.path.join(BUILD, "tests", "pg_pprof2otlp")
+NODE_DIR = os.path.join(SOURCE_DIR, "tests", "node")
+PATH = "/v1development/profiles"
+EXPORT = "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+
+# The Node side: decode a request into the grpc_server.mjs /requests shape
+# ("plain"), write its OTLP/JSON form (lowerCamelCase, int64 as strings,
+# trace/span/profile ids as hex, other bytes base64), and send raw bytes
+# over gRPC with @grpc/grpc-js (gzip when asked).
+NODE = r"""
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+const require = createRequire(process.env.PG_NODE_DIR + '/package.json');
+const grpc = require('@grpc/grpc-js');
+const otlp = require('@coralogix/opentelemetry-profiling/dist/generated/otlp.js');
+const protobuf = require('protobufjs/minimal');
+const Req = otlp.opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest;
+function plain(v) {
+  if (v === null || v === undefined) return v;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('hex');
+  if (typeof v === 'object' && typeof v.low === 'number' && typeof v.high === 'number' &&
+      typeof v.unsigned === 'boolean')
+    return protobuf.util.Long.fromBits(v.low, v.high, v.unsigned).toString();
+  if (Array.isArray(v)) return v.map(plain);
+  if (typeof v === 'object') { const o = {}; for (const k of Object.keys(v)) o[k] = plain(v[k]); return o; }
+  return v;
+}
+// OTLP/JSON from the plain view: ids stay hex, other bytes become base64.
+const B64 = new Set(['originalPayload', 'bytesValue']);
+function otlpJson(v, key) {
+  if (Array.isArray(v)) return v.map((x) => otlpJson(x, key));
+  if (v && typeof v === 'object') {
+    const o = {};
+    for (const k of Object.keys(v)) o[k] = otlpJson(v[k], k);
+    return o;
+  }
+  if (typeof v === 'string' && B64.has(key)) return Buffer.from(v, 'hex').toString('base64');
+  return v;
+}
+const [mode, ...args] = process.argv.slice(2);
+if (mode === 'convert') {
+  for (const f of args) {
+    const msg = Req.decode(fs.readFileSync(f));
+    const p = plain(msg);
+    fs.writeFileSync(f + '.plain.json', JSON.stringify(p));
+    fs.writeFileSync(f + '.otlp.json', JSON.stringify(otlpJson(p, '')));
+  }
+} else if (mode === 'send') {
+  const [port, comp, ...files] = args;
+  const opts = comp === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {};
+  const client = new grpc.Client('127.0.0.1:' + port, grpc.credentials.createInsecure(), opts);
+  const out = [];
+  for (const f of files) {
+    const body = fs.readFileSync(f);
+    out.push(await new Promise((resolve) => {
+      client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, new grpc.Metadata(),
+        { deadline: Date.now() + 10000 },
+        (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0 }));
+    }));
+  }
+  client.close();
+  console.log(JSON.stringify(out));
+}
+"""
+
+
+def node(tmp, *args):
+    script = os.path.join(tmp, "otlp_client.mjs")
+    if not os.path.exists(script):
+        with open(script, "w") as f:
+            f.write(NODE)
+    env = dict(os.environ, PG_NODE_DIR=NODE_DIR, PG_EXPORT=EXPORT)
+    r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"node {args[:2]} failed: {r.stderr[-1500:]}")
+    return r.stdout
+
+
+def config(grpc_port, extra=""):
+    return f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:0
+        max_recv_msg_size_mib: 1
+      http:
+        endpoint: 127.0.0.1:0
+        max_request_body_size: 1MiB
+        cors:
+          allowed_origins: ["https://*.example.com"]
+          max_age: 600
+{extra}
+exporters:
+  otlp:
+    endpoint: 127.0.0.1:{grpc_port}
+    tls: {{insecure: true}}
+    retry_on_failure: {{initial_interval: 100ms, max_interval: 300ms}}
+service:
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [otlp]
+  telemetry:
+    logs: {{level: info}}
+"""
+
+
+def ports(gw):
+    g = re.search(r"grpc listening on [0-9.]+:(\d+)", gw.log())
+    h = re.search(r"http listening on [0-9.]+:(\d+)", gw.log())
+    return int(g.group(1)), int(h.group(1))
+
+
+# ---- sample fingerprints over the /requests JSON shape ------------------------
+
+def typed(v, strings):
+    if not v:
+        return "Empty"
+    if "stringValueStrindex" in v:
+        return "Str(" + strings[int(v["stringValueStrindex"])] + ")"
+    k, x = next(iter(v.items()))
+    return f"{k}({json.dumps(x, sort_keys=True)})"
+
+
+def fingerprints(reqs, resource_keys=None):
+    """Counter of (resource attrs, profile type, sample) over @reqs; resource
+    attributes limited to @resource_keys when given (what the sender set)."""
+    out = collections.Counter()
+    for req in reqs:
+        d = req.get("dictionary", {})
+        strings = d.get("stringTable", [""])
+        funcs, locs = d.get("functionTable", []), d.get("locationTable", [])
+        maps, stacks = d.get("mappingTable", []), d.get("stackTable", [])
+        attrs, links = d.get("attributeTable", []), d.get("linkTable", [])
+        for rp in req.get("resourceProfiles", []):
+            r = sorted(f"{kv.get('key')}={typed(kv.get('value'), strings)}"
+                       for kv in (rp.get("resource") or {}).get("attributes", [])
+                       if resource_keys is None or kv.get("key") in resource_keys)
+            for sp in rp.get("scopeProfiles", []):
+                for prof in sp.get("profiles", []):
+                    st = prof.get("sampleType") or {}
+                    ptype = (strings[st.get("typeStrindex", 0)], strings[st.get("unitStrindex", 0)])
+                    for s in prof.get("samples", []):
+                        body = [tuple(str(v) for v in s.get("values", []))]
+                        for ai in s.get("attributeIndices", []):
+                            a = attrs[ai]
+                            body.append(strings[a.get("keyStrindex", 0)] + "=" +
+                                        typed(a.get("value"), strings))
+                        li = s.get("linkIndex", 0)
+                        if li:
+                            body.append(f"link {links[li].get('traceId')} {links[li].get('spanId')}")
+                        for loc_i in (stacks[s.get("stackIndex", 0)].get("locationIndices", [])
+                                      if s.get("stackIndex", 0) else []):
+                            loc = locs[loc_i]
+                            mi = loc.get("mappingIndex", 0)
+                            mf = strings[maps[mi].get("filenameStrindex", 0)] if mi else ""
+                            frames = [f"{strings[funcs[ln.get('functionIndex', 0)].get('nameStrindex', 0)]}"
+                                      f" {strings[funcs[ln.get('functionIndex', 0)].get('filenameStrindex', 0)]}"
+                                      f":{ln.get('line', 0)}" for ln in loc.get("lines", [])]
+                            body.append(f"{loc.get('address', 0)} {mf} {frames}")
+                        out[(tuple(r), ptype, tuple(body))] += 1
+    return out
+
+
+def resource_keys(reqs):
+    return {kv.get("key") for req in reqs for rp in req.get("resourceProfiles", [])
+            for kv in (rp.get("resource") or {}).get("attributes", [])}
+
+
+# ---- protobuf bits for the bad-input cases --------------------------------------
+
+def varint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def dangling_request():
+    """A request whose one sample points at stack 7 of a 1-entry stack table."""
+    dictionary = field(5, b"") + field(7, b"")  # string_table [""], stack_table [{}]
+    sample = bytes([0x08, 0x07]) + field(4, b"\x01")  # stack_index 7, values [1]
+    profile = field(2, sample)
+    rp = field(2, field(2, profile))  # ResourceProfiles.scope_profiles[0].profiles[0]
+    return field(1, rp) + field(2, dictionary)
+
+
+def v19_request():
+    """The same shape with a v1.9 Sample: values (field 2) packed varints."""
+    dictionary = field(5, b"") + field(7, b"")
+    sample = field(2, b"\x05\x06")  # v1.9 values [5, 6]; in v1.10 field 2 is attribute_indices
+    sample += bytes([0x18, 0x00])  # v1.9 attribute_indices (3) as a varint: v1.10 link_index
+    sample += field(3, b"\x01")    # v1.9 packed attribute_indices: wire type 2 on field 3
+    profile = field(2, sample)
+    rp = field(2, field(2, profile))
+    return field(1, rp) + field(2, dictionary)
+
+
+def grpc_frame(msg):
+    return b"\x00" + len(msg).to_bytes(4, "big") + msg
+
+
+# ---- the run -----------------------------------------------------------------------
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="pg-otlprx-")
+    fixtures = [p for p in sorted(glob.glob(os.path.join(FIXTURES, "pprof", "**", "*"),
+                                            recursive=True))
+                if os.path.isfile(p) and not p.endswith(".bin")]
+    inputs = []
+    for i, p in enumerate(fixtures):
+        out = os.path.join(tmp, f"req{i:03d}.pb")
+        r = subprocess.run([P2O, "-z", p, "-o", out], capture_output=True, timeout=60)
+        if r.returncode == 0 and os.path.getsize(out) > 0:
+            inputs.append((os.path.relpath(p, FIXTURES), out))
+    res.check("OTLP made from the pprof fixtures", len(inputs) >= 10, len(inputs))
+    # The gRPC message cap is 1 MiB here: keep what fits for the equality runs.
+    inputs = [(n, f) for n, f in inputs if os.path.getsize(f) < 900 * 1024]
+    node(tmp, "convert", *[f for _, f in inputs])
+    sent = {}
+    for name, f in inputs:
+        with open(f + ".plain.json") as fh:
+            sent[name] = json.load(fh)
+
+    with GrpcServer() as sink, Gateway(config(sink.port), n_listeners=2) as gw:
+        gport, hport = ports(gw)
+
+        def run(label, send):
+            """Sends every input with @send, then compares what the sink decoded."""
+            sink.get("/stats")
+            import urllib.request
+            urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{sink.control}/reset", method="POST"), timeout=10).read()
+            bad = send()
+            res.check(f"{label}: every request answered OK", not bad, bad[:5])
+            want = collections.Counter()
+            for name, _ in inputs:
+                want.update(fingerprints([sent[name]]))
+            n_want = sum(want.values())
+            st = sink.wait(lambda s: s.get("samples", 0) >= n_want, timeout=30)
+            got_reqs = sink.get("/requests")
+            keys = set().union(*[resource_keys([sent[n]]) for n, _ in inputs])
+            got = fingerprints(got_reqs, keys)
+            res.check(f"{label}: forwarded sample for sample ({n_want} samples, "
+                      f"{len(inputs)} requests)", got == want,
+                      (st, list((want - got).items())[:2], list((got - want).items())[:2]))
+
+        def http_send(json_body=False, gz=False):
+            def send():
+                bad = []
+                for name, f in inputs:
+                    with open(f + (".otlp.json" if json_body else ""), "rb") as fh:
+                        body = fh.read()
+                    hdrs = {"Content-Type": "application/json" if json_body
+                            else "application/x-protobuf"}
+                    if gz:
+                        body = gzip.compress(body)
+                        hdrs["Content-Encoding"] = "gzip"
+                    st, hd, data = post(hport, PATH, body, hdrs)
+                    ok = st == 200 and (data == b"{}" if json_body else data == b"")
+                    if not ok:
+                        bad.append((name, st, data[:200]))
+                return bad
+            return send
+
+        def grpc_send(comp):
+            def send():
+                out = json.loads(node(tmp, "send", str(gport), comp, *[f for _, f in inputs]))
+                return [(n, o) for (n, _), o in zip(inputs, out) if o["code"] != 0]
+            return send
+
+        run("HTTP protobuf", http_send())
+        run("HTTP protobuf gzip", http_send(gz=True))
+        run("HTTP JSON", http_send(json_body=True))
+        run("HTTP JSON gzip", http_send(json_body=True, gz=True))
+        run("gRPC", grpc_send("identity"))
+        run("gRPC gzip", grpc_send("gzip"))
+
+        # ---- bad input: a clear status each, and the gateway still serves ----
+        pb = {"Content-Type": "application/x-protobuf"}
+        with open(inputs[0][1], "rb") as fh:
+            good = fh.read()
+        cases = [
+            ("garbage", b"\xff\xfe garbage \x00\x01", pb, 400),
+            ("truncated", good[: len(good) // 2], pb, 400),
+            ("dangling stack index", dangling_request(), pb, 400),
+            ("v1.9 layout", v19_request(), pb, 400),
+            ("over max_request_body_size", b"\x0a" * (1024 * 1024 + 10), pb, 413),
+            ("unknown content type", good, {"Content-Type": "text/plain"}, 415),
+            ("garbage JSON", b"{\"resourceProfiles\": [", {"Content-Type": "application/json"},
+             400),
+        ]
+        for label, body, hdrs, want in cases:
+            st, hd, data = post(hport, PATH, body, hdrs)
+            res.check(f"HTTP {label}: {want}", st == want, (st, data[:300]))
+            if want == 400:
+                ctype = hd.get("content-type", "")
+                res.check(f"HTTP {label}: a google.rpc.Status naming the problem",
+                          ctype in ("application/x-protobuf", "application/json")
+                          and len(data) > 8, (ctype, data[:300]))
+        st, hd, data = post(hport, PATH, good, pb, method="GET")
+        res.check("HTTP GET: 405 with Allow: POST", st == 405 and hd.get("allow") == "POST",
+                  (st, hd))
+        st, hd, data = post(hport, "/v1/traces", good, pb)
+        res.check("HTTP other path: 404", st == 404, st)
+        st, hd, _ = post(hport, PATH, b"", {"Origin": "https://app.example.com",
+                                             "Access-Control-Request-Method": "POST",
+                                             "Access-Control-Request-Headers": "content-type"},
+                         method="OPTIONS")
+        res.check("CORS preflight: 204 with the allow headers",
+                  st == 204 and hd.get("access-control-allow-origin") == "https://app.example.com"
+                  and hd.get("access-control-max-age") == "600", (st, hd))
+        st, hd, _ = post(hport, PATH, b"", {"Origin": "https://evil.test",
+                                             "Access-Control-Request-Method": "POST"},
+                         method="OPTIONS")
+        res.check("CORS preflight from another origin: no allow header",
+                  st == 204 and "access-control-allow-origin" not in hd, (st, hd))
+
+        # gRPC: raw frames through the Node client are what it sends; bad ones
+        # over the same client (it sends whatever bytes it is given).
+        bad_files = []
+        for label, body in [("garbage", b"\xff\xfe garbage"), ("dangling", dangling_request()),
+                            ("v1.9", v19_request()), ("over max_recv_msg_size_mib",
+                                                      b"\x0a" * (1024 * 1024 + 10))]:
+            p = os.path.join(tmp, "bad-" + label.split()[0] + ".pb")
+            with open(p, "wb") as fh:
+                fh.write(body)
+            bad_files.append((label, p))
+        out = json.loads(node(tmp, "send", str(gport), "identity", *[p for _, p in bad_files]))
+        want_codes = {"garbage": 3, "dangling": 3, "v1.9": 3, "over max_recv_msg_size_mib": 8}
+        for (label, _), o in zip(bad_files, out):
+            res.check(f"gRPC {label}: code {want_codes[label]}", o["code"] == want_codes[label], o)
+        v19 = [o for (label, _), o in zip(bad_files, out) if label == "v1.9"]
+        res.check("gRPC v1.9: the message names the version",
+                  v19 and "1.9" in (v19[0].get("details") or ""), v19)
+        out = json.loads(node(tmp, "send", str(gport), "identity", inputs[0][1]))
+        res.check("gRPC still serves after the bad calls", out and out[0]["code"] == 0, out)
+        st, _, _ = post(hport, PATH, good, pb)
+        res.check("HTTP still serves after the bad requests", st == 200, st)
+        log = gw.log()
+        res.check("refusals are logged with their reason",
+                  re.search(r"http: answered 400: .+\(peer=", log) is not None
+                  and re.search(r"grpc: answered 3: .+\(peer=", log) is not None, log[-2000:])
+        res.check("gateway logged no error", "level=error" not in log, log[-2000:])
+        rc = gw.stop()
+        res.check("clean exit", rc == 0, rc)
+
+
+main()
+res.finish()
