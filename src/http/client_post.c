@@ -338,12 +338,34 @@ static void on_done(struct evhttp_request *req, void *arg)
     finish(c, &r, false);
 }
 
+/* Takes @c out of the pool's queue (it waited for a connection). */
+static void queue_remove(struct pg_http_pool *p, struct post_call *c)
+{
+    struct post_call **pp = &p->q_head;
+
+    p->q_tail = NULL;
+    while (*pp != NULL) {
+        if (*pp == c) {
+            *pp = c->next;
+            c->next = NULL;
+        }
+        if (*pp == NULL) {
+            break;
+        }
+        p->q_tail = *pp;
+        pp = &(*pp)->next;
+    }
+}
+
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct post_call *c = arg;
 
     (void)fd;
     (void)what;
+    if (c->conn == NULL) {
+        queue_remove(c->pool, c);
+    }
     if (c->req != NULL) {
         struct evhttp_request *req = c->req;
 
@@ -397,7 +419,9 @@ static void call_start(struct pg_http_pool *p, struct post_call *c)
         return;
     }
     if (c->post.timeout_ns > 0) {
-        struct timeval tv = pg_ns_to_tv(c->post.timeout_ns);
+        /* evhttp's own (per read/write) a second later: the call's deadline
+         * decides, and says "timeout". */
+        struct timeval tv = pg_ns_to_tv(c->post.timeout_ns + 1000000000LL);
 
         evhttp_connection_set_timeout_tv(k->evcon, &tv);
     }

@@ -530,6 +530,31 @@ PG_TEST(timeout_retried)
     fs_stop(&f);
 }
 
+/* One connection for two consumers: the second export waits for it, and
+ * its deadline passes while it waits (taken out of the wait, retried). */
+PG_TEST(queued_call_times_out)
+{
+    static const struct answer silent = {0, NULL, NULL, 0, false};
+    static const struct answer ok = {200, NULL, NULL, 0, false};
+    struct fake f;
+    struct rig r;
+
+    PG_REQUIRE(fs_start(&f, &silent, 1, ok));
+    PG_REQUIRE(rig_create(&r, "otlphttp/queued",
+                          "endpoint: http://127.0.0.1:%d\ntimeout: 300ms\nmax_conns_per_host: 1\n"
+                          "retry_on_failure: {initial_interval: 50ms, max_interval: 100ms}\n"
+                          "sending_queue: {num_consumers: 2}\n",
+                          f.port));
+    CHECK_INT(push(&r, 10, 1), PG_ERR_OK);
+    CHECK_INT(push(&r, 10, 2), PG_ERR_OK);
+    rig_wait(&r, 20, 5000);
+    CHECK_INT(sent(&r), 20);
+    CHECK_INT(metric(&r, "pprofgate_exporter_retries"), 2);
+    CHECK_INT(fs_requests(&f), 3); /* the silent one, then both retries */
+    rig_destroy(&r);
+    fs_stop(&f);
+}
+
 /* The bytes on the wire: the batch's protobuf encoding (or its OTLP/JSON),
  * behind each compression, with the headers that say so. */
 PG_TEST(body_bytes_per_compression_and_encoding)
@@ -798,6 +823,6 @@ PG_TEST(config_errors)
 }
 
 PG_TEST_MAIN(PG_CASE(status_table), PG_CASE(connection_refused_retried_then_dropped),
-             PG_CASE(timeout_retried), PG_CASE(body_bytes_per_compression_and_encoding),
+             PG_CASE(timeout_retried), PG_CASE(queued_call_times_out), PG_CASE(body_bytes_per_compression_and_encoding),
              PG_CASE(connection_reused), PG_CASE(persistent_queue_survives_restart),
              PG_CASE(retry_after_parse), PG_CASE(config_errors))
