@@ -6,20 +6,25 @@ otlp receiver, HTTP side (/v1development/profiles) -> its file exporter
 pushes and a few Go profiles also with zstd and without compression, and as
 OTLP/JSON with each compression; what the Collector wrote must
 be the pprof input sample for sample, with no warning or error in either log.
-Then a fake destination answers 503 + Retry-After: 1 and 429 before 200: the
+Over https with mTLS (the Collector's receiver asks for a client certificate)
+the SDK pushes arrive the same; with an unknown CA nothing does, and the
+failure is retried and logged as TLS. Then a fake destination answers 503 + Retry-After: 1 and 429 before 200: the
 same body is sent three times on one kept-alive connection, the second try
 no sooner than the Retry-After second, and counted sent once."""
 
 import http.server
 import os
+import re
 import socketserver
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_lib import (Collector, Gateway, body_pprof, fixture_bodies,  # noqa: E402
-                           free_port, merged, require_collector, wait_output)
+                           free_port, merged, read_json_lines, require_collector, wait_output)
 from pg_harness import Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
 
@@ -75,7 +80,7 @@ service:
 """
 
 
-def run_fixtures(col, seen, label, fixtures, cfg_lines):
+def run_fixtures(col, seen, label, fixtures, cfg_lines, scheme="http", at_port=None):
     with Gateway(gateway_config(cfg_lines)) as gw:
         for name, body, hdrs in fixtures:
             want = pprof_otlp.pprof_profiles(body_pprof(body, hdrs))
@@ -100,7 +105,8 @@ def run_fixtures(col, seen, label, fixtures, cfg_lines):
         res.check(f"{label}: pprofgate logged no error", "level=error" not in gw.log(),
                   gw.log()[-1500:])
         res.check(f"{label}: pprofgate says where and how",
-                  f"exporting to http://127.0.0.1:{port}/v1development/profiles" in gw.log(),
+                  f"exporting to {scheme}://127.0.0.1:{at_port or port}/v1development/profiles"
+                  in gw.log(),
                   gw.log()[-800:])
     return seen
 
@@ -124,6 +130,61 @@ with Collector(COLLECTOR_CONFIG) as col:
     time.sleep(0.3)
     res.check("collector logged no warning or error", not col.problems(),
               "\n".join(col.problems())[:1500])
+
+
+# ---- https with mTLS: the Collector's receiver asks for a client certificate --
+
+def make_certs(d):
+    """A CA, a server certificate for 127.0.0.1, a client certificate, and a
+    second, unrelated CA."""
+    k = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    script = "\n".join([
+        "set -e",
+        f"openssl req -x509 {k} -keyout ca.key -out ca.pem -days 2 -subj /CN=pg-test-ca",
+        f"openssl req -x509 {k} -keyout other.key -out other.pem -days 2 -subj /CN=other-ca",
+        f"openssl req {k} -keyout srv.key -out srv.csr -subj /CN=localhost",
+        "echo subjectAltName=DNS:localhost,IP:127.0.0.1 > srv.ext",
+        "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
+        "-days 2 -extfile srv.ext",
+        f"openssl req {k} -keyout cli.key -out cli.csr -subj /CN=pprofgate",
+        "echo extendedKeyUsage=clientAuth > cli.ext",
+        "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem "
+        "-days 2 -extfile cli.ext"])
+    return subprocess.run(["bash", "-c", script], cwd=d, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+certs = tempfile.mkdtemp(prefix="pg-oh-tls-")
+if res.check("tls: certificates made (openssl)", make_certs(certs)):
+    tls_port = free_port()
+    tls_collector = COLLECTOR_CONFIG.replace(
+        f"endpoint: 127.0.0.1:{port}",
+        f"endpoint: 127.0.0.1:{tls_port}\n"
+        f"        tls: {{cert_file: {certs}/srv.pem, key_file: {certs}/srv.key, "
+        f"client_ca_file: {certs}/ca.pem}}")
+    with Collector(tls_collector) as col:
+        fx = [f for f in fixture_bodies(col.tmp, with_large=False) if "push" in f[0]][:2]
+        run_fixtures(col, 0, "https+mTLS", fx,
+                     f"    endpoint: https://127.0.0.1:{tls_port}\n"
+                     f"    tls: {{ca_file: {certs}/ca.pem, cert_file: {certs}/cli.pem, "
+                     f"key_file: {certs}/cli.key}}", scheme="https", at_port=tls_port)
+        # a server certificate from an unknown CA: nothing is sent, the
+        # failure is retried and logged as TLS
+        before = len(read_json_lines(col.path("out.json")))
+        bad = gateway_config(f"    endpoint: https://127.0.0.1:{tls_port}\n"
+                             f"    tls: {{ca_file: {certs}/other.pem, cert_file: {certs}/cli.pem, "
+                             f"key_file: {certs}/cli.key}}")
+        with Gateway(bad) as gw:
+            name, body, hdrs = fx[0]
+            status, _, _ = post(gw.port, "/v1/pprof", body, hdrs, timeout=30)
+            time.sleep(2.0)
+            res.check("https, unknown CA: accepted by pprofgate (204)", status == 204, status)
+            res.check("https, unknown CA: nothing reaches the collector",
+                      len(read_json_lines(col.path("out.json"))) == before)
+            res.check("https, unknown CA: retried, logged as a TLS failure",
+                      re.search(r"failed \(tls: .*retrying", gw.log()) is not None,
+                      gw.log()[-1200:])
+    subprocess.run(["rm", "-rf", certs])
 
 
 # ---- a throttling destination: 503 + Retry-After: 1, 429, then 200 ---------
