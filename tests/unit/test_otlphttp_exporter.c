@@ -601,6 +601,14 @@ PG_TEST(body_bytes_per_compression_and_encoding)
         CHECK(strstr(f.got[0].head, "\r\nX-Tenant: t1\r\n") != NULL);
         CHECK(strstr(f.got[0].head, "\r\nUser-Agent: mine\r\n") != NULL);
         CHECK(strstr(f.got[0].head, "pprofgate/") == NULL);
+        {
+            const char *cl = strcasestr(f.got[0].head, "\r\nContent-Length:");
+            char host[64];
+
+            CHECK(cl != NULL && strcasestr(cl + 2, "\r\nContent-Length:") == NULL);
+            snprintf(host, sizeof(host), "\r\nHost: 127.0.0.1:%d\r\n", f.port);
+            CHECK(strstr(f.got[0].head, host) != NULL);
+        }
         if (codec != NULL && codec->decode != NULL) {
             CHECK_INT(codec->decode(a, f.got[0].body, f.got[0].len, 1u << 24, &plain, &plain_len,
                                     &st),
@@ -631,6 +639,38 @@ PG_TEST(body_bytes_per_compression_and_encoding)
         fs_stop(&f);
         pg_arena_destroy(a);
     }
+}
+
+/* auth.bearer_token_file: sent as Authorization, re-read when it changes. */
+PG_TEST(bearer_token_file)
+{
+    static const struct answer ok = {200, NULL, NULL, 0, false};
+    char path[] = "/tmp/pg_oh_token_XXXXXX";
+    int fd = mkstemp(path);
+    struct fake f;
+    struct rig r;
+    FILE *fp;
+
+    PG_REQUIRE(fd >= 0 && write(fd, "tok1\n", 5) == 5);
+    close(fd);
+    PG_REQUIRE(fs_start(&f, NULL, 0, ok));
+    PG_REQUIRE(rig_create(&r, "otlphttp/token",
+                          "endpoint: http://127.0.0.1:%d\nauth: {bearer_token_file: %s}\n" FAST_RETRY,
+                          f.port, path));
+    CHECK_INT(push(&r, 3, 1), PG_ERR_OK);
+    rig_wait(&r, 3, 3000);
+    fp = fopen(path, "w");
+    PG_REQUIRE(fp != NULL);
+    fputs("token-two\n", fp);
+    fclose(fp);
+    CHECK_INT(push(&r, 3, 2), PG_ERR_OK);
+    rig_wait(&r, 6, 3000);
+    PG_REQUIRE(fs_requests(&f) == 2);
+    CHECK(strstr(f.got[0].head, "\r\nAuthorization: Bearer tok1\r\n") != NULL);
+    CHECK(strstr(f.got[1].head, "\r\nAuthorization: Bearer token-two\r\n") != NULL);
+    rig_destroy(&r);
+    fs_stop(&f);
+    unlink(path);
 }
 
 /* Five exports, one connection; with "Connection: close" answers, one
@@ -824,5 +864,5 @@ PG_TEST(config_errors)
 
 PG_TEST_MAIN(PG_CASE(status_table), PG_CASE(connection_refused_retried_then_dropped),
              PG_CASE(timeout_retried), PG_CASE(queued_call_times_out), PG_CASE(body_bytes_per_compression_and_encoding),
-             PG_CASE(connection_reused), PG_CASE(persistent_queue_survives_restart),
+             PG_CASE(bearer_token_file), PG_CASE(connection_reused), PG_CASE(persistent_queue_survives_restart),
              PG_CASE(retry_after_parse), PG_CASE(config_errors))
