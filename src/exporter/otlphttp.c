@@ -40,6 +40,9 @@
 #define OH_PROFILES_PATH "v1development/profiles"
 #define OH_CT_PROTO "application/x-protobuf"
 #define OH_CT_JSON "application/json"
+/* encoding json: the arena for one part's decode + text, per encoded byte. */
+#define OH_JSON_ARENA_RATIO 64u
+#define OH_JSON_ARENA_SLACK ((size_t)1 << 20)
 /* The collector reads at most this much of an answer. */
 #define OH_MAX_RESPONSE (64 * 1024)
 
@@ -348,9 +351,11 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
     if (ex->cfg.encoding == OH_JSON) {
         char *json = NULL;
 
-        /* Uncapped: it only holds the decoded copy of an encoding the helper
-         * already bounded by max_request_bytes, and lives for this call. */
-        a = pg_arena_create(0);
+        /* The decoded request and its text, for this call only: capped well
+         * above what JSON's names, hex ids and quoted int64s add. */
+        a = pg_arena_create(len > (SIZE_MAX - OH_JSON_ARENA_SLACK) / OH_JSON_ARENA_RATIO
+                                ? SIZE_MAX
+                                : len * OH_JSON_ARENA_RATIO + OH_JSON_ARENA_SLACK);
         if (a == NULL) {
             return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
         }

@@ -4,7 +4,7 @@ Collector: pprofgate (pprof receiver -> otlphttp exporter) -> the Collector's
 otlp receiver, HTTP side (/v1development/profiles) -> its file exporter
 (JSON). Every fixture goes through with protobuf bodies and gzip; the SDK
 pushes and a few Go profiles also with zstd and without compression, and as
-OTLP/JSON with each compression; what the Collector wrote must
+OTLP/JSON with each compression (the large profile too, with gzip); what the Collector wrote must
 be the pprof input sample for sample, with no warning or error in either log.
 Over https with mTLS (the Collector's receiver asks for a client certificate)
 the SDK pushes arrive the same; with an unknown CA nothing does, and the
@@ -122,8 +122,9 @@ with Collector(COLLECTOR_CONFIG) as col:
     for comp in ("zstd", "none"):
         seen = run_fixtures(col, seen, f"proto+{comp}", few,
                             f"    endpoint: http://127.0.0.1:{port}/\n    compression: {comp}")
+    large = [f for f in fixtures if "large" in f[0]]
     for comp in ("gzip", "zstd", "none"):
-        seen = run_fixtures(col, seen, f"json+{comp}", few,
+        seen = run_fixtures(col, seen, f"json+{comp}", few + (large if comp == "gzip" else []),
                             f"    profiles_endpoint: http://127.0.0.1:{port}"
                             f"/v1development/profiles\n    encoding: json\n"
                             f"    compression: {comp}")
