@@ -22,7 +22,7 @@
 #include "core/file_read.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "exporter/grpc_conn.h"
+#include "grpc/grpc_client.h"
 #include "grpc/grpc_wire.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/listener.h"

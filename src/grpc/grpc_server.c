@@ -299,9 +299,12 @@ static void on_read(struct bufferevent *bev, void *arg)
     struct pg_status st;
 
     (void)bev;
-    if (c->h2.ng == NULL || c->closing) {
+    if (c->closing) {
         evbuffer_drain(bufferevent_get_input(c->bev), SIZE_MAX);
         return;
+    }
+    if (c->h2.ng == NULL) {
+        return; /* TLS up but the session not yet: on_event feeds it */
     }
     c->last_read_ns = pg_mono_ns();
     pg_status_clear(&st);
@@ -352,7 +355,7 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
             conn_close(c);
             return;
         }
-        conn_flush(c);
+        on_read(bev, c); /* anything that came with the handshake */
         return;
     }
     if (events & (BEV_EVENT_ERROR | BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) {
@@ -608,6 +611,7 @@ static struct pg_grpc_server *server_new(struct grpc_shared *sh, struct event_ba
                                          const struct pg_grpc_server_ops *ops, void *arg)
 {
     struct pg_grpc_server *s = calloc(1, sizeof(*s));
+    bool first = sh == NULL;
     struct rlimit rl;
 
     if (s == NULL) {
@@ -649,7 +653,8 @@ static struct pg_grpc_server *server_new(struct grpc_shared *sh, struct event_ba
         }
     }
     pg_codec_list(s->lim.allowed_codings, false, s->accept_enc, sizeof(s->accept_enc));
-    if (ssl_ctx != NULL) {
+    if (ssl_ctx != NULL && first) {
+        /* Once, by the first server (siblings share the context). */
         SSL_CTX_set_alpn_select_cb(ssl_ctx, alpn_select, NULL);
     }
     s->retry_ev = evtimer_new(base, on_retry, s);

@@ -106,7 +106,10 @@ struct pg_grpc_server_ops {
      * (NULL for OK). For counting and logging. */
     void (*on_answer)(const struct pg_grpc_call *c, int code, const char *reason, void *arg);
     /* The call is over (answered, reset by the client, deadline, connection
-     * lost): the handler forgets @c. Optional. */
+     * lost): the handler forgets @c. Optional. Runs once for every call
+     * whose on_headers ran, never for the server's own refusals before it
+     * (method, content-type, grpc-encoding, grpc-timeout, header cap:
+     * those get on_answer only). */
     void (*on_done)(struct pg_grpc_call *c, void *arg);
     /* Optional: a connection refused or closed by a limit; @event is one of
      * enum pg_grpc_server_event. */
@@ -128,7 +131,7 @@ enum pg_grpc_server_event {
 extern const char *const pg_grpc_server_event_names[];
 
 /* Serves @fd (listening, non-blocking; owned from here, also on failure) on
- * @base. @ssl_ctx (borrowed, may be NULL) makes every connection TLS; the
+ * @base (-1: no listener; grpc/grpc_server_test.h hands it connections). @ssl_ctx (borrowed, may be NULL) makes every connection TLS; the
  * server installs its ALPN selection ("h2") on it. NULL on OOM. */
 struct pg_grpc_server *pg_grpc_server_new(struct event_base *base, int fd, SSL_CTX *ssl_ctx,
                                           const struct pg_grpc_server_limits *lim,
@@ -137,8 +140,8 @@ struct pg_grpc_server *pg_grpc_server_new(struct event_base *base, int fd, SSL_C
  * connection caps. NULL on OOM (@fd closed). */
 struct pg_grpc_server *pg_grpc_server_new_sibling(struct pg_grpc_server *first,
                                                   struct event_base *base, int fd, void *arg);
-/* Stops accepting; sends GOAWAY on every connection: calls in flight finish,
- * then the connections close. */
+/* Stops accepting (pg_grpc_server_fd is -1 after); sends GOAWAY on every
+ * connection: calls in flight finish, then the connections close. */
 void pg_grpc_server_stop_accepting(struct pg_grpc_server *s);
 /* Closes everything; calls still held by the handler end (on_done). */
 void pg_grpc_server_free(struct pg_grpc_server *s);
@@ -151,7 +154,8 @@ size_t pg_grpc_server_open_calls(const struct pg_grpc_server *s);
  * when @code is not OK), then trailers grpc-status / grpc-message (percent
  * coded). @retry_delay_ns >= 0 adds a google.rpc.Status with RetryInfo in
  * grpc-status-details-bin (UNAVAILABLE / RESOURCE_EXHAUSTED under
- * backpressure). @resp is copied. Once per call, from its loop. */
+ * backpressure). @resp is copied. Once per call, from its loop; also from
+ * inside on_headers / on_length / on_call. */
 void pg_grpc_call_reply(struct pg_grpc_call *c, int code, const char *message, const uint8_t *resp,
                         size_t len, int64_t retry_delay_ns);
 

@@ -316,6 +316,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
         grpc_call_end(call);
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
+    call->pub.path = ""; /* until :path arrives (a header block past the cap may lack it) */
     call->pub.peer_addr = c->peer_addr;
     call->pub.peer_port = c->peer_port;
     call->pub.peer = c->peer;
@@ -439,7 +440,7 @@ static void headers_done(struct gcall *call, bool ended)
 
         if (cd == NULL || cd->decode == NULL || !(pg_codec_bit(cd) & s->lim.allowed_codings)) {
             answerf(call, 200, PG_GRPC_UNIMPLEMENTED,
-                    "grpc: decompressor is not installed for grpc-encoding \"%s\"", call->encoding);
+                    "grpc: Decompressor is not installed for grpc-encoding \"%s\"", call->encoding);
             return;
         }
         call->codec = cd;
@@ -515,6 +516,9 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_id,
                     call->reader.max);
         } else if (err == PG_ERR_NOMEM) {
             answerf(call, 200, PG_GRPC_RESOURCE_EXHAUSTED, "out of memory for the message");
+        } else if (err != PG_ERR_OK && call->reader.n_msgs > 0) {
+            answerf(call, 200, PG_GRPC_INTERNAL, "cardinality violation: received multiple "
+                                                 "request messages for non-client-streaming RPC");
         } else if (err != PG_ERR_OK) {
             answerf(call, 200, PG_GRPC_INTERNAL, "grpc: %s", pg_status_text(&st));
         } else if (want > 0 && n == want) {
@@ -534,9 +538,12 @@ static void request_end(struct gcall *call)
         return;
     }
     if (!pg_grpc_reader_done(&call->reader)) {
-        answerf(call, 200, PG_GRPC_INTERNAL, "grpc: %s",
-                pg_grpc_reader_partial(&call->reader) ? "request message cut short"
-                                                      : "no request message");
+        /* grpc-go's words: io.ErrUnexpectedEOF, or its cardinality check. */
+        answerf(call, 200, PG_GRPC_INTERNAL, "%s",
+                pg_grpc_reader_partial(&call->reader)
+                    ? "unexpected EOF (request message cut short)"
+                    : "cardinality violation: received no request message from "
+                      "non-client-streaming RPC");
         return;
     }
     if (call->reader.compressed) {
@@ -550,7 +557,7 @@ static void request_end(struct gcall *call)
                                   s->lim.max_recv_msg_size, &out, &out_len, &st);
         if (err == PG_ERR_LIMIT) {
             answerf(call, 200, PG_GRPC_RESOURCE_EXHAUSTED,
-                    "grpc: received message after decompression larger than max (%zu)",
+                    "grpc: received message after decompression larger than max %zu",
                     s->lim.max_recv_msg_size);
             return;
         }

@@ -52,7 +52,9 @@ static const char *path_fmt(const struct vctx *v, const char *field, char *buf, 
                     : snprintf(buf + off, n - off, "%s[%zu].", v->path[i].name, v->path[i].idx);
         off += w > 0 ? (size_t)w : 0;
     }
-    if (off < n) {
+    if (field[0] == '\0' && off > 0 && off < n && buf[off - 1] == '.') {
+        buf[off - 1] = '\0'; /* the message itself, not one of its fields */
+    } else if (off < n) {
         snprintf(buf + off, n - off, "%s", field);
     }
     return buf;
@@ -97,6 +99,31 @@ static enum pg_err over_cap(const struct vctx *v, const char *field, size_t n, c
         enum pg_err e_ = (expr);                                                                   \
         if (e_ != PG_ERR_OK) {                                                                     \
             return e_;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* protobuf-c keeps a field numbered 0 (or past 2^29-1) as an unknown field, writes it back,
+ * and then refuses the bytes it wrote; Go refuses them too. The wire walk of otlp_decode.c
+ * skips the small leaf messages (samples, stacks, locations, ...), so they are looked at
+ * here, where every one of them is visited anyway. */
+static enum pg_err check_unknown(const struct vctx *v, const ProtobufCMessage *m,
+                                 const char *field)
+{
+    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+        uint32_t tag = m->unknown_fields[i].tag;
+        if (tag == 0 || tag > 0x1fffffffu) {
+            char p[192];
+            return pg_status_set(v->st, PG_ERR_MALFORMED, "%s has a field numbered %u",
+                                 path_fmt(v, field, p, sizeof(p)), tag);
+        }
+    }
+    return PG_ERR_OK;
+}
+
+#define CHECK_UNKNOWN(v, m, field)                                                                 \
+    do {                                                                                           \
+        if ((m)->base.n_unknown_fields != 0) {                                                     \
+            TRY(check_unknown((v), &(m)->base, (field)));                                          \
         }                                                                                          \
     } while (0)
 
@@ -379,6 +406,7 @@ static enum pg_err check_dictionary(struct vctx *v)
     for (size_t i = 0; i < d->n_mapping_table; i++) {
         const struct pg_otlp_mapping *m = d->mapping_table[i];
         path_set(v, 1, "mapping_table", i);
+        CHECK_UNKNOWN(v, m, "");
         CHECK_IDX(v, m->filename_strindex, d->n_string_table, "filename_strindex",
                   "string_table");
         TRY(check_attr_list(v, m->attribute_indices, m->n_attribute_indices,
@@ -387,6 +415,7 @@ static enum pg_err check_dictionary(struct vctx *v)
     for (size_t i = 0; i < d->n_function_table; i++) {
         const struct pg_otlp_function *f = d->function_table[i];
         path_set(v, 1, "function_table", i);
+        CHECK_UNKNOWN(v, f, "");
         CHECK_IDX(v, f->name_strindex, d->n_string_table, "name_strindex", "string_table");
         CHECK_IDX(v, f->system_name_strindex, d->n_string_table, "system_name_strindex",
                   "string_table");
@@ -396,9 +425,11 @@ static enum pg_err check_dictionary(struct vctx *v)
     for (size_t i = 0; i < d->n_location_table; i++) {
         const struct pg_otlp_location *l = d->location_table[i];
         path_set(v, 1, "location_table", i);
+        CHECK_UNKNOWN(v, l, "");
         CHECK_IDX(v, l->mapping_index, d->n_mapping_table, "mapping_index", "mapping_table");
         for (size_t j = 0; j < l->n_lines; j++) {
             path_set(v, 2, "lines", j);
+            CHECK_UNKNOWN(v, l->lines[j], "");
             CHECK_IDX(v, l->lines[j]->function_index, d->n_function_table, "function_index",
                       "function_table");
         }
@@ -409,6 +440,7 @@ static enum pg_err check_dictionary(struct vctx *v)
     for (size_t i = 0; i < d->n_stack_table; i++) {
         const struct pg_otlp_stack *s = d->stack_table[i];
         path_set(v, 1, "stack_table", i);
+        CHECK_UNKNOWN(v, s, "");
         CHECK_CAP(v, s->n_location_indices, max_depth, "location_indices", "locations",
                   "max_stack_depth");
         for (size_t j = 0; j < s->n_location_indices; j++) {
@@ -432,6 +464,7 @@ static enum pg_err check_dictionary(struct vctx *v)
         const struct pg_otlp_link *k = d->link_table[i];
         char p[192];
         path_set(v, 1, "link_table", i);
+        CHECK_UNKNOWN(v, k, "");
         /* Go peers refuse the whole message for any other length. */
         if (k->trace_id.len != 0 && k->trace_id.len != 16) {
             return pg_status_set(v->st, PG_ERR_MALFORMED, "%s is %zu bytes, not 16",
@@ -453,6 +486,7 @@ static enum pg_err check_valuetype(struct vctx *v, const struct pg_otlp_valuetyp
     if (vt == NULL) {
         return PG_ERR_OK;
     }
+    CHECK_UNKNOWN(v, vt, field);
     snprintf(f, sizeof(f), "%s.type_strindex", field);
     CHECK_IDX(v, vt->type_strindex, v->d->n_string_table, f, "string_table");
     snprintf(f, sizeof(f), "%s.unit_strindex", field);
@@ -466,6 +500,7 @@ static enum pg_err check_sample(struct vctx *v, const struct pg_otlp_sample *sm)
     const struct pg_otlp_limits *L = v->lim;
     char p[192];
 
+    CHECK_UNKNOWN(v, sm, "");
     CHECK_IDX(v, sm->stack_index, d->n_stack_table, "stack_index", "stack_table");
     CHECK_IDX(v, sm->link_index, d->n_link_table, "link_index", "link_table");
     if (L != NULL) {

@@ -4,9 +4,11 @@
  * v1.9 converted), a walk over the bytes bounds the nesting and finds NUL
  * bytes inside strings (protobuf-c would cut the C string there silently),
  * protobuf-c unpacks into the arena, then pg_otlp_validate repairs strings to
- * UTF-8 and runs the dictionary checks of dict_validate.c. */
+ * UTF-8, runs the dictionary checks of dict_validate.c and resolves string
+ * table references in resource and scope attributes to plain strings. */
 #include "otlp/otlp_decode.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,9 +144,8 @@ static bool vw_walk(struct vwalk *w, struct pg_pb r, unsigned level)
 enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t len)
 {
     struct vwalk w = {PG_OTLP_WIRE_CURRENT, buf, NULL};
-    struct pg_pb r = {buf, buf + len};
 
-    if (buf == NULL || !vw_walk(&w, r, 0)) {
+    if (buf == NULL || !vw_walk(&w, (struct pg_pb){buf, buf + len}, 0)) {
         return PG_OTLP_WIRE_CURRENT;
     }
     return w.v;
@@ -155,8 +156,12 @@ enum pg_otlp_wire_version pg_otlp_wire_version_detect(const uint8_t *buf, size_t
 struct wwalk {
     const uint8_t *base;
     uint8_t *patch; /* NULL: find only */
+    bool deep;      /* into leaf messages too: only to explain what protobuf-c refused */
     size_t nuls;
-    const ProtobufCFieldDescriptor *path[WIRE_MAX_DEPTH + 1];
+    struct {
+        const ProtobufCFieldDescriptor *fd;
+        size_t idx; /* element of a repeated field; SIZE_MAX for a singular one */
+    } path[WIRE_MAX_DEPTH + 1];
     unsigned depth;
     struct pg_status *st;
 };
@@ -174,7 +179,10 @@ static const char *wire_path(const struct wwalk *w, char *buf, size_t n)
 
     buf[0] = '\0';
     for (unsigned i = 0; i < w->depth && off + 1 < n; i++) {
-        int k = snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i]->name);
+        int k = w->path[i].idx == SIZE_MAX
+                    ? snprintf(buf + off, n - off, "%s%s", i ? "." : "", w->path[i].fd->name)
+                    : snprintf(buf + off, n - off, "%s%s[%zu]", i ? "." : "",
+                               w->path[i].fd->name, w->path[i].idx);
         off += k > 0 ? (size_t)k : 0;
     }
     return w->depth ? buf : "request";
@@ -209,10 +217,35 @@ static const char *wire_type_name(uint32_t wt)
     return names[wt & 7];
 }
 
+/* A packed run of scalars: whole fixed-size values, or varints that all end inside it. */
+static bool packed_ok(const ProtobufCFieldDescriptor *fd, struct pg_pb r)
+{
+    uint64_t v;
+
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return (r.end - r.p) % 8 == 0;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+        return (r.end - r.p) % 4 == 0;
+    default:
+        while (r.p < r.end) {
+            if (!pg_pb_varint(&r, &v)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
+
 static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor *desc,
                               struct pg_pb r)
 {
     char p[160];
+    size_t seen[16] = {0}; /* elements so far per repeated field (by descriptor index) */
 
     while (r.p < r.end) {
         uint32_t f, wt;
@@ -248,15 +281,24 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
             uint64_t n = 0;
             if (!pg_pb_varint(&lr, &n) || n > (uint64_t)(r.end - lr.p)) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
-                                     "%s: field %u at byte %zu has length %llu, past the end "
-                                     "of its message (%zu bytes left)",
-                                     wire_path(w, p, sizeof(p)), f, (size_t)(at - w->base),
+                                     "%s: field %u (%s) at byte %zu has length %llu, past the "
+                                     "end of its message (%zu bytes left)",
+                                     wire_path(w, p, sizeof(p)), f,
+                                     fd != NULL ? fd->name : "unknown", (size_t)(at - w->base),
                                      (unsigned long long)n, (size_t)(r.end - lr.p));
             }
         }
         (void)pg_pb_len(&r, &sub); /* checked just above */
         if (fd == NULL) {
             continue;
+        }
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED && fd->type != PROTOBUF_C_TYPE_STRING &&
+            fd->type != PROTOBUF_C_TYPE_BYTES && fd->type != PROTOBUF_C_TYPE_MESSAGE &&
+            !packed_ok(fd, sub)) {
+            return pg_status_set(w->st, PG_ERR_MALFORMED,
+                                 "%s.%s (field %u) at byte %zu: packed values cut short",
+                                 wire_path(w, p, sizeof(p)), fd->name, f,
+                                 (size_t)(at - w->base));
         }
         if (fd->type == PROTOBUF_C_TYPE_STRING) {
             for (const uint8_t *q = sub.p; (q = memchr(q, 0, (size_t)(sub.end - q))) != NULL;
@@ -267,14 +309,23 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
                     w->patch[q - w->base] = 0xff;
                 }
             }
-        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && !leaf_message(fd->descriptor)) {
+        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+                   (w->deep || !leaf_message(fd->descriptor))) {
             enum pg_err err;
             if (w->depth >= WIRE_MAX_DEPTH) {
                 return pg_status_set(w->st, PG_ERR_MALFORMED,
                                      "messages nested deeper than %d: %s", WIRE_MAX_DEPTH,
                                      wire_path(w, p, sizeof(p)));
             }
-            w->path[w->depth++] = fd;
+            {
+                size_t fi = (size_t)(fd - desc->fields);
+                w->path[w->depth].fd = fd;
+                w->path[w->depth].idx = SIZE_MAX;
+                if (fd->label == PROTOBUF_C_LABEL_REPEATED && fi < 16) {
+                    w->path[w->depth].idx = seen[fi]++;
+                }
+                w->depth++;
+            }
             err = ww_message(w, fd->descriptor, sub);
             w->depth--;
             if (err != PG_ERR_OK) {
@@ -304,8 +355,11 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         stats = &local;
     }
     memset(stats, 0, sizeof(*stats));
-    if (buf == NULL && len != 0) {
-        return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+    if (buf == NULL) {
+        if (len != 0) {
+            return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
+        }
+        buf = (const uint8_t *)""; /* an empty request; no arithmetic on NULL below */
     }
     stats->version = pg_otlp_wire_version_detect(buf, len);
     if (stats->version != PG_OTLP_WIRE_CURRENT) {
@@ -358,6 +412,15 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         if (pg_arena_hit_cap(arena)) {
             return pg_status_set(st, PG_ERR_LIMIT,
                                  "otlp: the %zu-byte request does not fit the memory cap", len);
+        }
+        /* Say where: walk again, into the leaf messages this time. */
+        memset(&w, 0, sizeof(w));
+        w.base = buf;
+        w.st = st;
+        w.deep = true;
+        err = ww_message(&w, &pg_otlp_request_descriptor, (struct pg_pb){buf, buf + len});
+        if (err != PG_ERR_OK) {
+            return err;
         }
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "otlp: %zu bytes are not a valid ExportProfilesServiceRequest "
@@ -425,6 +488,20 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
         return PG_ERR_OK;
     }
     n = strlen(s);
+    if (!pg_utf8_valid(s, n)) {
+        if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
+            return pg_status_set(w->st,
+                                 pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                 "otlp: no memory to repair a string to UTF-8");
+        }
+        n = pg_utf8_repair(fixed, s, n, &bad);
+        fixed[n] = '\0';
+        *sp = fixed;
+        w->repaired++;
+        w->bad += bad;
+    }
+    /* The cap applies to the stored (repaired) form, so a forwarded request re-validates
+     * the same. */
     if (w->max_bytes != 0 && n > w->max_bytes) {
         char p[192], f[96];
         if (idx != SIZE_MAX) {
@@ -434,18 +511,6 @@ static enum pg_err fix_string(struct swalk *w, char **sp, const char *field, siz
                              str_path(w, idx != SIZE_MAX ? f : field, p, sizeof(p)), n,
                              w->max_bytes);
     }
-    if (pg_utf8_valid(s, n)) {
-        return PG_ERR_OK;
-    }
-    if (n > (SIZE_MAX - 1) / 3 || (fixed = pg_arena_alloc(w->arena, n * 3 + 1)) == NULL) {
-        return pg_status_set(w->st, pg_arena_hit_cap(w->arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "otlp: no memory to repair a string to UTF-8");
-    }
-    n = pg_utf8_repair(fixed, s, n, &bad);
-    fixed[n] = '\0';
-    *sp = fixed;
-    w->repaired++;
-    w->bad += bad;
     return PG_ERR_OK;
 }
 
@@ -497,6 +562,91 @@ static enum pg_err fix_message(struct swalk *w, ProtobufCMessage *m)
     return PG_ERR_OK;
 }
 
+/* ---- references in resource and scope attributes ----------------------------------
+ * The Collector's pprofile ProtoMarshaler (its otlphttp exporter, file and Kafka codecs)
+ * writes resource and scope attributes as KeyValue.key_strindex /
+ * AnyValue.string_value_strindex into the string table; its gRPC path and every other
+ * signal read only the plain fields. They are resolved here to key / string_value (as its
+ * ProtoUnmarshaler does), so the pipeline (service.name, OTTL resource paths, debug) and a
+ * gRPC peer downstream see the attributes. Indices were checked by dict_validate.c. */
+
+static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
+                                 struct pg_otlp_anyvalue *v);
+
+static enum pg_err resolve_kvs(struct pg_arena *a, const struct pg_otlp_dict *d,
+                               struct pg_otlp_kv **kvs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct pg_otlp_kv *kv = kvs[i];
+        enum pg_err err;
+        if (kv->key_strindex != 0) {
+            char *k = pg_arena_strdup(a, d->string_table[kv->key_strindex]);
+            if (k == NULL) {
+                return PG_ERR_NOMEM;
+            }
+            kv->key = k;
+            kv->key_strindex = 0;
+        }
+        if ((err = resolve_value(a, d, kv->value)) != PG_ERR_OK) {
+            return err;
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
+                                 struct pg_otlp_anyvalue *v)
+{
+    if (v == NULL) {
+        return PG_ERR_OK;
+    }
+    switch (v->value_case) {
+    case PG_OTLP_ANYVALUE_STRINDEX: {
+        char *s = pg_arena_strdup(a, d->string_table[v->string_value_strindex]);
+        if (s == NULL) {
+            return PG_ERR_NOMEM;
+        }
+        v->value_case = PG_OTLP_ANYVALUE_STR;
+        v->string_value = s;
+        return PG_ERR_OK;
+    }
+    case PG_OTLP_ANYVALUE_KVLIST:
+        return v->kvlist_value == NULL
+                   ? PG_ERR_OK
+                   : resolve_kvs(a, d, v->kvlist_value->values, v->kvlist_value->n_values);
+    case PG_OTLP_ANYVALUE_ARRAY:
+        for (size_t i = 0; v->array_value != NULL && i < v->array_value->n_values; i++) {
+            enum pg_err err = resolve_value(a, d, v->array_value->values[i]);
+            if (err != PG_ERR_OK) {
+                return err;
+            }
+        }
+        return PG_ERR_OK;
+    default:
+        return PG_ERR_OK;
+    }
+}
+
+static enum pg_err resolve_refs(struct pg_arena *a, struct pg_otlp_request *req)
+{
+    const struct pg_otlp_dict *d = req->dictionary;
+    enum pg_err err = PG_ERR_OK;
+
+    for (size_t r = 0; r < req->n_resource_profiles && err == PG_ERR_OK; r++) {
+        struct pg_otlp_resprof *rp = req->resource_profiles[r];
+        if (rp->resource != NULL) {
+            err = resolve_kvs(a, d, rp->resource->attributes, rp->resource->n_attributes);
+        }
+        for (size_t s = 0; s < rp->n_scope_profiles && err == PG_ERR_OK; s++) {
+            struct pg_otlp_scope *sc = rp->scope_profiles[s]->scope;
+            if (sc != NULL) {
+                err = resolve_kvs(a, d, sc->attributes, sc->n_attributes);
+            }
+        }
+    }
+    return err;
+}
+
 enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req,
                              const struct pg_otlp_limits *limits,
                              struct pg_otlp_decode_stats *stats, struct pg_status *st)
@@ -529,6 +679,10 @@ enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req
     err = pg_dict_validate_limits(arena, req, false, limits, st);
     if (err != PG_ERR_OK) {
         return err;
+    }
+    if (resolve_refs(arena, req) != PG_ERR_OK) {
+        return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                             "otlp: no memory to resolve attribute references");
     }
     stats->resource_profiles = req->n_resource_profiles;
     for (size_t r = 0; r < req->n_resource_profiles; r++) {

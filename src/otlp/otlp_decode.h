@@ -72,7 +72,11 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
                            struct pg_status *st);
 
 /* The checks alone, for a request built another way (OTLP/JSON): indices,
- * zero entries, caps, and the UTF-8 repair (in place; strings in @arena). */
+ * zero entries, caps, and the UTF-8 repair (in place; strings in @arena).
+ * Resource and scope attributes given by reference (KeyValue.key_strindex,
+ * AnyValue.string_value_strindex, as the Collector's otlphttp exporter writes
+ * them) are resolved to plain key / string_value, as the Collector's
+ * ProtoUnmarshaler does (docs/otlp-validation.md). */
 PG_MUST_CHECK
 enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req,
                              const struct pg_otlp_limits *limits,

@@ -20,7 +20,9 @@
 /* Parses @json (@len bytes, not NUL-terminated) as a message of @desc into
  * @arena (*@out lives there). Nesting deeper than 64, a wrong JSON type, a
  * bad hex/base64/number: MALFORMED naming the field path. Run
- * pg_otlp_validate on a request afterwards. */
+ * pg_otlp_validate on a request afterwards. json-c's parse tree (heap, freed
+ * before returning) is bounded before parsing against what is left of
+ * @arena's cap (LIMIT when over), so give @arena a cap. */
 PG_MUST_CHECK
 enum pg_err pg_otlp_json_decode(struct pg_arena *arena, const ProtobufCMessageDescriptor *desc,
                                 const char *json, size_t len, ProtobufCMessage **out,

@@ -7,15 +7,21 @@
  * config tables otlp_config.c. Each message is decoded into the arena that
  * becomes its batch; nothing that fails validation is forwarded
  * (docs/otlp-receiver.md). */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "codec/codec.h"
+#include "core/cgroup.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "grpc/grpc_server.h"
@@ -296,31 +302,205 @@ static void bound_where(int fd, const struct otlp_side *sd, int transport, char 
     pg_http_hostport(where, size, addr, port);
 }
 
-static int listen_side(struct otlp_rx *rx, enum otlp_transport t, const char *endpoint,
-                       int transport, struct pg_status *st)
+/* Loops to run: `loops`, or one per usable CPU (capped); one when the
+ * pipeline must be entered from the main loop only (@why says why). */
+static size_t loops_wanted(struct otlp_rx *rx, char *why, size_t why_size)
+{
+    int64_t n = rx->cfg.loops;
+
+    why[0] = '\0';
+    if (n <= 0) {
+        n = pg_usable_cpus();
+        n = n < 1 ? 1 : n > OTLP_MAX_LOOPS ? OTLP_MAX_LOOPS : n;
+    }
+    if (n > 1 && (rx->next == NULL || rx->next->any_thread == NULL ||
+                  !rx->next->any_thread(rx->next, why, why_size))) {
+        if (why[0] == '\0') {
+            snprintf(why, why_size, "the pipeline is entered from the main loop only");
+        }
+        return 1;
+    }
+    return (size_t)n;
+}
+
+/* @n sockets of one protocol (SO_REUSEPORT siblings; unix has one, and
+ * then *@n becomes 1). */
+static enum pg_err listen_side(struct otlp_rx *rx, enum otlp_transport t, const char *endpoint,
+                               int transport, int *fds, size_t *n, struct pg_status *st)
 {
     struct otlp_side *sd = &rx->side[t];
     const char *host = transport == PG_TRANSPORT_TCP && sd->listen_host[0] == '\0'
                            ? "0.0.0.0"
                            : sd->listen_host;
     char why[256];
-    int fd = pg_listen((enum pg_transport)transport, host, sd->listen_port, LISTEN_BACKLOG, why,
-                       sizeof(why));
+    int made = pg_listen_group((enum pg_transport)transport, host, sd->listen_port,
+                               LISTEN_BACKLOG, fds, *n, why, sizeof(why));
 
-    if (fd < 0) {
-        pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s, %s): %s", rx->log_name,
-                      endpoint, otlp_transport_names[t], pg_transport_names[transport], why);
-        return -1;
+    if (made < 0) {
+        return pg_status_set(st, PG_ERR_IO, "%s: cannot listen on %s (%s, %s): %s", rx->log_name,
+                             endpoint, otlp_transport_names[t], pg_transport_names[transport],
+                             why);
     }
     sd->unix_path = transport == PG_TRANSPORT_UNIX;
-    return fd;
+    *n = (size_t)made;
+    return PG_ERR_OK;
+}
+
+/* How often a stopped loop looks whether its last connection closed. */
+#define LOOP_DRAIN_POLL_US 10000
+
+static bool loop_quiet(const struct otlp_loop *lp)
+{
+    return (lp->httpd == NULL || pg_httpd_open_connections(lp->httpd) == 0) &&
+           (lp->grpcd == NULL || pg_grpc_server_open_calls(lp->grpcd) == 0);
+}
+
+static void loop_stop_accepting(struct otlp_loop *lp)
+{
+    if (lp->grpcd != NULL) {
+        pg_grpc_server_stop_accepting(lp->grpcd); /* GOAWAY: calls in flight finish */
+    }
+    if (lp->httpd != NULL) {
+        pg_httpd_stop_accepting(lp->httpd); /* requests finish, Connection: close */
+    }
+}
+
+static void loop_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct otlp_loop *lp = arg;
+    struct timeval tv = {0, LOOP_DRAIN_POLL_US};
+
+    (void)fd;
+    (void)what;
+    if (loop_quiet(lp)) {
+        __atomic_store_n(&lp->drained, true, __ATOMIC_RELEASE);
+        return;
+    }
+    evtimer_add(lp->drain_ev, &tv);
+}
+
+/* A loop thread: the main thread asked it to stop accepting or to end. */
+static void loop_cmd(evutil_socket_t fd, short what, void *arg)
+{
+    struct otlp_loop *lp = arg;
+    int cmd = __atomic_load_n(&lp->cmd, __ATOMIC_ACQUIRE);
+    uint64_t n;
+
+    (void)what;
+    (void)!read(fd, &n, sizeof(n));
+    if (cmd >= OTLP_LOOP_STOP && !evtimer_pending(lp->drain_ev, NULL) &&
+        !__atomic_load_n(&lp->drained, __ATOMIC_ACQUIRE)) {
+        loop_stop_accepting(lp);
+        loop_drain_check(-1, 0, lp);
+    }
+    if (cmd == OTLP_LOOP_EXIT) {
+        event_base_loopbreak(lp->base);
+    }
+}
+
+static void loop_send(struct otlp_loop *lp, int cmd)
+{
+    uint64_t one = 1;
+
+    __atomic_store_n(&lp->cmd, cmd, __ATOMIC_RELEASE);
+    (void)!write(lp->cmd_fd, &one, sizeof(one));
+}
+
+static void *loop_main(void *arg)
+{
+    struct otlp_loop *lp = arg;
+    char name[16];
+
+    snprintf(name, sizeof(name), "pg-otlp-%u", lp->idx);
+    (void)pthread_setname_np(pthread_self(), name);
+    event_base_loop(lp->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    return NULL;
+}
+
+/* Loop @lp (idx > 0): its own base (no locks: only its thread uses it)
+ * and its command eventfd. */
+static enum pg_err loop_setup(struct otlp_rx *rx, struct otlp_loop *lp, struct pg_status *st)
+{
+    struct event_config *ec = event_config_new();
+
+    if (ec != NULL) {
+        event_config_set_flag(ec, EVENT_BASE_FLAG_NOLOCK);
+        lp->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    lp->cmd_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (lp->base == NULL || lp->cmd_fd < 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create event loop %u", rx->log_name,
+                             lp->idx);
+    }
+    lp->cmd_ev = event_new(lp->base, lp->cmd_fd, EV_READ | EV_PERSIST, loop_cmd, lp);
+    lp->drain_ev = evtimer_new(lp->base, loop_drain_check, lp);
+    if (lp->cmd_ev == NULL || lp->drain_ev == NULL || event_add(lp->cmd_ev, NULL) != 0) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up event loop %u", rx->log_name,
+                             lp->idx);
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err start_http(struct otlp_rx *rx, const int *fds, struct pg_status *st)
+{
+    const struct otlp_http_cfg *h = &rx->cfg.protocols.http;
+    struct pg_httpd_limits lim = {
+        .read_header_timeout_ns = h->read_header_timeout,
+        .read_timeout_ns = h->read_timeout,
+        .write_timeout_ns = h->write_timeout,
+        .idle_timeout_ns = h->idle_timeout,
+        .min_body_rate = h->min_body_rate,
+        .max_body = h->max_request_body_size,
+        .max_header_bytes = MAX_HEADER_BYTES,
+        .max_target = MAX_TARGET_BYTES,
+        .max_headers = (size_t)h->max_request_headers,
+        .max_connections = (size_t)h->max_connections,
+        .max_connections_per_peer = (size_t)h->max_connections_per_peer,
+        .max_requests_per_connection = (size_t)h->max_requests_per_connection,
+        .keep_alives = h->keep_alives_enabled,
+    };
+
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        struct otlp_loop *lp = &rx->loops[i];
+
+        lp->httpd = i == 0 ? pg_httpd_new(lp->base, fds[0], rx->side[OTLP_HTTP].ssl_ctx, &lim,
+                                          &otlp_httpd_ops, lp)
+                           : pg_httpd_new_sibling(rx->loops[0].httpd, lp->base, fds[i], lp);
+        if (lp->httpd == NULL) {
+            for (size_t j = i + 1; j < rx->n_loops; j++) {
+                close(fds[j]);
+            }
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server",
+                                 rx->log_name);
+        }
+    }
+    return PG_ERR_OK;
+}
+
+static enum pg_err start_grpc(struct otlp_rx *rx, const int *fds, struct pg_status *st)
+{
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        enum pg_err err = otlp_grpc_start(&rx->loops[i], fds[i], st);
+
+        if (err != PG_ERR_OK) {
+            for (size_t j = i + 1; j < rx->n_loops; j++) {
+                close(fds[j]);
+            }
+            return err;
+        }
+    }
+    return PG_ERR_OK;
 }
 
 static enum pg_err otlp_start(void *state, struct pg_status *st)
 {
     struct otlp_rx *rx = state;
     const struct otlp_protocols_cfg *p = &rx->cfg.protocols;
-    char where[300];
+    int gfds[OTLP_MAX_LOOPS], hfds[OTLP_MAX_LOOPS];
+    char where[300], one_why[160];
+    size_t n = 0, ng, nh;
+    enum pg_err err;
 
     metrics_init(rx);
     rx->auth_rl = calloc(1, sizeof(*rx->auth_rl));
@@ -328,55 +508,99 @@ static enum pg_err otlp_start(void *state, struct pg_status *st)
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
     }
     pg_peer_ratelimit_init(rx->auth_rl, AUTH_FAIL_PER_SEC, AUTH_FAIL_BURST);
+    ng = nh = loops_wanted(rx, one_why, sizeof(one_why));
+    if (p->has_grpc &&
+        listen_side(rx, OTLP_GRPC, p->grpc.endpoint, p->grpc.transport, gfds, &ng, st) != PG_ERR_OK) {
+        return PG_ERR_IO;
+    }
+    if (p->has_http &&
+        listen_side(rx, OTLP_HTTP, p->http.endpoint, p->http.transport, hfds, &nh, st) != PG_ERR_OK) {
+        for (size_t i = 0; p->has_grpc && i < ng; i++) {
+            close(gfds[i]);
+        }
+        return PG_ERR_IO;
+    }
+    n = ng < nh ? ng : nh; /* a unix socket has one: then one loop serves both */
+    if (n == 1 && (ng > 1 || nh > 1)) {
+        snprintf(one_why, sizeof(one_why), "transport unix has one socket");
+    }
+    for (size_t i = n; p->has_grpc && i < ng; i++) {
+        close(gfds[i]);
+    }
+    for (size_t i = n; p->has_http && i < nh; i++) {
+        close(hfds[i]);
+    }
+    rx->loops = aligned_alloc(OTLP_LOOP_LINE, n * sizeof(*rx->loops));
+    if (rx->loops == NULL) {
+        for (size_t i = 0; i < n; i++) {
+            if (p->has_grpc) {
+                close(gfds[i]);
+            }
+            if (p->has_http) {
+                close(hfds[i]);
+            }
+        }
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+    }
+    memset(rx->loops, 0, n * sizeof(*rx->loops));
+    rx->n_loops = n;
+    for (size_t i = 0; i < n; i++) {
+        rx->loops[i].rx = rx;
+        rx->loops[i].idx = (unsigned)i;
+        rx->loops[i].cmd_fd = -1;
+    }
+    rx->loops[0].base = rx->host->base;
+    err = PG_ERR_OK;
+    for (size_t i = 1; i < n && err == PG_ERR_OK; i++) {
+        err = loop_setup(rx, &rx->loops[i], st);
+    }
+    if (err == PG_ERR_OK && p->has_grpc) {
+        err = start_grpc(rx, gfds, st);
+    } else if (p->has_grpc) {
+        for (size_t i = 0; i < n; i++) {
+            close(gfds[i]);
+        }
+    }
+    if (err == PG_ERR_OK && p->has_http) {
+        err = start_http(rx, hfds, st);
+    } else if (p->has_http) {
+        for (size_t i = 0; i < n; i++) {
+            close(hfds[i]);
+        }
+    }
+    if (err != PG_ERR_OK) {
+        return err; /* otlp_destroy frees what was set up */
+    }
     if (p->has_grpc) {
-        int fd = listen_side(rx, OTLP_GRPC, p->grpc.endpoint, p->grpc.transport, st);
-        enum pg_err err;
-
-        if (fd < 0) {
-            return PG_ERR_IO;
-        }
-        bound_where(fd, &rx->side[OTLP_GRPC], p->grpc.transport, where, sizeof(where));
-        err = otlp_grpc_start(rx, fd, st);
-        if (err != PG_ERR_OK) {
-            return err;
-        }
+        bound_where(pg_grpc_server_fd(rx->loops[0].grpcd), &rx->side[OTLP_GRPC],
+                    p->grpc.transport, where, sizeof(where));
         /* Integration tests read the bound port from this line (endpoint :0). */
         pg_log_info(rx->log_name, "grpc listening on %s (%s%s, max message %zu bytes)", where,
                     PG_OTLP_EXPORT_PATH, rx->side[OTLP_GRPC].ssl_ctx ? ", TLS" : "",
                     rx->side[OTLP_GRPC].max_msg);
     }
     if (p->has_http) {
-        const struct otlp_http_cfg *h = &p->http;
-        int fd = listen_side(rx, OTLP_HTTP, h->endpoint, h->transport, st);
-        struct pg_httpd_limits lim = {
-            .read_header_timeout_ns = h->read_header_timeout,
-            .read_timeout_ns = h->read_timeout,
-            .write_timeout_ns = h->write_timeout,
-            .idle_timeout_ns = h->idle_timeout,
-            .min_body_rate = h->min_body_rate,
-            .max_body = h->max_request_body_size,
-            .max_header_bytes = MAX_HEADER_BYTES,
-            .max_target = MAX_TARGET_BYTES,
-            .max_headers = (size_t)h->max_request_headers,
-            .max_connections = (size_t)h->max_connections,
-            .max_connections_per_peer = (size_t)h->max_connections_per_peer,
-            .max_requests_per_connection = (size_t)h->max_requests_per_connection,
-            .keep_alives = h->keep_alives_enabled,
-        };
-
-        if (fd < 0) {
-            return PG_ERR_IO;
-        }
-        bound_where(fd, &rx->side[OTLP_HTTP], h->transport, where, sizeof(where));
-        rx->httpd = pg_httpd_new(rx->host->base, fd, rx->side[OTLP_HTTP].ssl_ctx, &lim,
-                                 &otlp_httpd_ops, rx);
-        if (rx->httpd == NULL) {
-            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the HTTP server",
-                                 rx->log_name);
-        }
+        bound_where(pg_httpd_fd(rx->loops[0].httpd), &rx->side[OTLP_HTTP], p->http.transport,
+                    where, sizeof(where));
         pg_log_info(rx->log_name, "http listening on %s (POST %s, %s, max body %zu bytes)",
-                    where, h->profiles_url_path, rx->side[OTLP_HTTP].ssl_ctx ? "TLS" : "plain",
-                    rx->side[OTLP_HTTP].max_msg);
+                    where, p->http.profiles_url_path,
+                    rx->side[OTLP_HTTP].ssl_ctx ? "TLS" : "plain", rx->side[OTLP_HTTP].max_msg);
+    }
+    /* Threads last: from here on each loop runs on its own. */
+    for (size_t i = 1; i < n; i++) {
+        struct otlp_loop *lp = &rx->loops[i];
+        int e = pthread_create(&lp->thread, NULL, loop_main, lp);
+
+        if (e != 0) {
+            return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot start event loop %zu: %s",
+                                 rx->log_name, i, strerror(e));
+        }
+        lp->thread_started = true;
+    }
+    if (one_why[0] != '\0' && rx->cfg.loops != 1) {
+        pg_log_info(rx->log_name, "1 event loop (%s)", one_why);
+    } else if (n > 1) {
+        pg_log_info(rx->log_name, "%zu event loops (SO_REUSEPORT)", n);
     }
     return PG_ERR_OK;
 }
@@ -401,12 +625,15 @@ static void otlp_shutdown(void *state)
         return;
     }
     rx->draining = true;
-    /* Calls and requests in flight finish (GOAWAY / Connection: close). */
-    if (rx->grpcd != NULL) {
-        pg_grpc_server_stop_accepting(rx->grpcd);
+    /* Calls and requests in flight finish; the other loops do the same on
+     * their own threads. */
+    if (rx->n_loops > 0) {
+        loop_stop_accepting(&rx->loops[0]);
     }
-    if (rx->httpd != NULL) {
-        pg_httpd_stop_accepting(rx->httpd);
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started) {
+            loop_send(&rx->loops[i], OTLP_LOOP_STOP);
+        }
     }
     remove_socket_files(rx);
 }
@@ -418,8 +645,16 @@ static bool otlp_idle(void *state)
     if (rx == NULL || !rx->draining) {
         return true;
     }
-    return (rx->httpd == NULL || pg_httpd_open_connections(rx->httpd) == 0) &&
-           (rx->grpcd == NULL || pg_grpc_server_open_calls(rx->grpcd) == 0);
+    if (rx->n_loops > 0 && !loop_quiet(&rx->loops[0])) {
+        return false;
+    }
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started &&
+            !__atomic_load_n(&rx->loops[i].drained, __ATOMIC_ACQUIRE)) {
+            return false; /* a call on that loop is not answered yet */
+        }
+    }
+    return true;
 }
 
 static void otlp_destroy(void *state)
@@ -429,12 +664,37 @@ static void otlp_destroy(void *state)
     if (rx == NULL) {
         return;
     }
-    if (rx->grpcd != NULL) {
-        pg_grpc_server_free(rx->grpcd);
+    /* The other loops end first: from here on this thread alone touches
+     * their servers. */
+    for (size_t i = 1; i < rx->n_loops; i++) {
+        if (rx->loops[i].thread_started) {
+            loop_send(&rx->loops[i], OTLP_LOOP_EXIT);
+            pthread_join(rx->loops[i].thread, NULL);
+        }
     }
-    if (rx->httpd != NULL) {
-        pg_httpd_free(rx->httpd);
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        struct otlp_loop *lp = &rx->loops[i];
+
+        if (lp->grpcd != NULL) {
+            pg_grpc_server_free(lp->grpcd);
+        }
+        if (lp->httpd != NULL) {
+            pg_httpd_free(lp->httpd);
+        }
+        if (lp->cmd_ev != NULL) {
+            event_free(lp->cmd_ev);
+        }
+        if (lp->drain_ev != NULL) {
+            event_free(lp->drain_ev);
+        }
+        if (lp->cmd_fd >= 0) {
+            close(lp->cmd_fd);
+        }
+        if (i > 0 && lp->base != NULL) {
+            event_base_free(lp->base);
+        }
     }
+    free(rx->loops);
     remove_socket_files(rx);
     free_sides(rx); /* after the connections using the TLS contexts */
     free(rx->auth_rl);

@@ -90,6 +90,7 @@ struct otlp_cfg {
     struct otlp_limits_cfg limits;
     char *default_service_name;
     bool convert_v1_9;
+    int64_t loops;
 };
 
 extern const struct pg_field pg_otlp_rx_fields[];

@@ -25,7 +25,7 @@ static int auth_code(int http)
 
 static int on_headers(struct pg_grpc_call *c, struct pg_status *st, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
 
     if (strcmp(c->path, PG_OTLP_EXPORT_PATH) != 0) {
         pg_status_set(st, PG_ERR_UNSUPPORTED, "unknown method %.200s", c->path);
@@ -58,7 +58,7 @@ static int on_headers(struct pg_grpc_call *c, struct pg_status *st, void *arg)
 static int on_length(struct pg_grpc_call *c, size_t len, bool compressed, struct pg_status *st,
                      void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
     size_t est = otlp_admission_estimate(rx, len, compressed, rx->side[OTLP_GRPC].max_msg);
 
     if (!pg_memlimit_admit(est, st)) {
@@ -71,7 +71,7 @@ static int on_length(struct pg_grpc_call *c, size_t len, bool compressed, struct
 static void on_call(struct pg_grpc_call *c, void *arg)
 {
     static const uint8_t empty_response[1]; /* ExportProfilesServiceResponse{}: no bytes */
-    struct otlp_rx *rx = arg;
+    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
     struct otlp_side *sd = &rx->side[OTLP_GRPC];
     struct pg_arena *scratch = NULL;
     struct pg_metadata md = {0};
@@ -84,14 +84,17 @@ static void on_call(struct pg_grpc_call *c, void *arg)
         if (scratch == NULL) {
             err = pg_status_set(&st, PG_ERR_NOMEM, "no memory for request metadata");
         } else {
-            struct pg_rxh_md_pair pairs[64];
-            size_t n = c->n_md < 64 ? c->n_md : 64;
+            /* The server's header block cap bounds n_md. */
+            struct pg_rxh_md_pair *pairs =
+                pg_arena_calloc(scratch, c->n_md > 0 ? c->n_md : 1, sizeof(*pairs));
 
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; pairs != NULL && i < c->n_md; i++) {
                 pairs[i].name = c->md[i].name;
                 pairs[i].value = c->md[i].value;
             }
-            err = pg_rxh_metadata_from_pairs(scratch, pairs, n, &md, &st);
+            err = pairs == NULL
+                      ? pg_status_set(&st, PG_ERR_NOMEM, "no memory for request metadata")
+                      : pg_rxh_metadata_from_pairs(scratch, pairs, c->n_md, &md, &st);
         }
     }
     if (err == PG_ERR_OK) {
@@ -131,7 +134,7 @@ static void on_done(struct pg_grpc_call *c, void *arg)
 
 static void on_conn_event(int ev, const char *peer, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
     unsigned long suppressed = 0;
 
     if (ev < 0 || ev >= PG_GRPC_N_EVENTS) {
@@ -154,8 +157,9 @@ static const struct pg_grpc_server_ops grpc_ops = {
     .on_conn_event = on_conn_event,
 };
 
-enum pg_err otlp_grpc_start(struct otlp_rx *rx, int fd, struct pg_status *st)
+enum pg_err otlp_grpc_start(struct otlp_loop *lp, int fd, struct pg_status *st)
 {
+    struct otlp_rx *rx = lp->rx;
     const struct otlp_grpc_cfg *g = &rx->cfg.protocols.grpc;
     struct pg_grpc_server_limits lim = {
         .max_recv_msg_size = rx->side[OTLP_GRPC].max_msg,
@@ -174,11 +178,15 @@ enum pg_err otlp_grpc_start(struct otlp_rx *rx, int fd, struct pg_status *st)
         .permit_without_stream = g->keepalive.enforcement_policy.permit_without_stream,
     };
 
-    rx->grpcd = pg_grpc_server_new(rx->host->base, fd, rx->side[OTLP_GRPC].ssl_ctx, &lim,
-                                   &grpc_ops, rx);
-    if (rx->grpcd == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the gRPC server",
-                             rx->log_name);
+    if (lp->idx == 0) {
+        lp->grpcd = pg_grpc_server_new(lp->base, fd, rx->side[OTLP_GRPC].ssl_ctx, &lim, &grpc_ops,
+                                       lp);
+    } else {
+        lp->grpcd = pg_grpc_server_new_sibling(rx->loops[0].grpcd, lp->base, fd, lp);
+    }
+    if (lp->grpcd == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot create the gRPC server of loop %u",
+                             rx->log_name, lp->idx);
     }
     return PG_ERR_OK;
 }

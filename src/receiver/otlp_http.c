@@ -103,13 +103,14 @@ static size_t put_varint(uint8_t *p, uint64_t v)
 
 /* A google.rpc.Status {code, message} in @enc, with Retry-After when the
  * answer is backpressure. */
-static void reply_status(struct otlp_rx *rx, struct pg_httpd_req *req, enum body_enc enc,
+static void reply_status(struct otlp_loop *lp, struct pg_httpd_req *req, enum body_enc enc,
                          int http_code, const char *msg, int retry_after_s)
 {
+    struct otlp_rx *rx = lp->rx;
     int grpc_code = pg_rxh_grpc_code_for_http(http_code);
 
     /* pg_httpd_reply_body does not report to on_answer: counted here. */
-    otlp_count_answer(rx, OTLP_HTTP, http_code, true, http_code >= 500, msg, req->peer);
+    otlp_count_answer(lp, OTLP_HTTP, http_code, true, http_code >= 500, msg, req->peer);
     add_response_headers(rx, req);
     if ((http_code == 429 || http_code == 503) && retry_after_s >= 0) {
         char ra[16];
@@ -150,10 +151,10 @@ static void reply_status(struct otlp_rx *rx, struct pg_httpd_req *req, enum body
     }
 }
 
-static void reply_err(struct otlp_rx *rx, struct pg_httpd_req *req, enum body_enc enc,
+static void reply_err(struct otlp_loop *lp, struct pg_httpd_req *req, enum body_enc enc,
                       enum pg_err err, const struct pg_status *st)
 {
-    reply_status(rx, req, enc, pg_rxh_http_status(err), pg_status_text(st),
+    reply_status(lp, req, enc, pg_rxh_http_status(err), pg_status_text(st),
                  pg_rxh_retry_after_s(err));
 }
 
@@ -317,13 +318,13 @@ static enum pg_err request_codings(struct otlp_rx *rx, const struct evkeyvalq *i
     return PG_ERR_OK;
 }
 
-static bool admit(struct otlp_rx *rx, struct pg_httpd_req *req, enum body_enc enc, size_t bytes)
+static bool admit(struct otlp_loop *lp, struct pg_httpd_req *req, enum body_enc enc, size_t bytes)
 {
     struct pg_status mst;
 
     if (!pg_memlimit_admit(bytes, &mst)) {
         evhttp_add_header(req->out, "Connection", "close");
-        reply_err(rx, req, enc, mst.code, &mst);
+        reply_err(lp, req, enc, mst.code, &mst);
         return false;
     }
     req->reserved += bytes;
@@ -332,7 +333,8 @@ static bool admit(struct otlp_rx *rx, struct pg_httpd_req *req, enum body_enc en
 
 static bool on_head(struct pg_httpd_req *req, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_loop *lp = arg;
+    struct otlp_rx *rx = lp->rx;
     const struct otlp_http_cfg *h = &rx->cfg.protocols.http;
     enum body_enc enc = enc_of(evhttp_find_header(req->in, "Content-Type"));
     struct pg_http_codings codings;
@@ -357,7 +359,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
             n_auth += strcasecmp(kv->key, "Authorization") == 0;
         }
         if (n_auth > 1) {
-            reply_status(rx, req, enc, 400, "more than one Authorization header", -1);
+            reply_status(lp, req, enc, 400, "more than one Authorization header", -1);
             return false;
         }
         code = otlp_auth_check(rx, OTLP_HTTP, req->peer_key,
@@ -367,7 +369,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
                               pg_auth_challenge(rx->side[OTLP_HTTP].auth));
         }
         if (code != 0) {
-            reply_status(rx, req, enc, code, pg_status_text(&st), 1);
+            reply_status(lp, req, enc, code, pg_status_text(&st), 1);
             return false;
         }
     }
@@ -387,7 +389,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     }
     err = request_codings(rx, req->in, &codings, &st);
     if (err != PG_ERR_OK) {
-        reply_err(rx, req, enc, err, &st);
+        reply_err(lp, req, enc, err, &st);
         return false;
     }
     if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
@@ -395,12 +397,12 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
                  "(%llu bytes)", (unsigned long long)req->content_length,
                  (unsigned long long)h->max_request_body_size);
-        reply_status(rx, req, enc, 413, msg, -1);
+        reply_status(lp, req, enc, 413, msg, -1);
         return false;
     }
     /* Memory before the body: from Content-Length now, or step by step as
      * chunks arrive (on_body). */
-    return admit(rx, req, enc,
+    return admit(lp, req, enc,
                  otlp_admission_estimate(rx,
                                          req->chunked ? CHUNKED_RESERVE_STEP
                                          : req->content_length == PG_HTTP_NO_LENGTH
@@ -411,7 +413,8 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
 
 static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_loop *lp = arg;
+    struct otlp_rx *rx = lp->rx;
     size_t max = rx->side[OTLP_HTTP].max_msg;
 
     while (req->chunked && otlp_admission_estimate(rx, received, true, max) > req->reserved) {
@@ -419,7 +422,7 @@ static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
                       req->reserved;
 
         if (more == 0 ||
-            !admit(rx, req, enc_of(evhttp_find_header(req->in, "Content-Type")), more)) {
+            !admit(lp, req, enc_of(evhttp_find_header(req->in, "Content-Type")), more)) {
             return more == 0;
         }
     }
@@ -431,7 +434,8 @@ static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
  * dies here; the batch arena goes to the pipeline. */
 static void on_request(struct pg_httpd_req *req, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_loop *lp = arg;
+    struct otlp_rx *rx = lp->rx;
     struct otlp_side *sd = &rx->side[OTLP_HTTP];
     enum body_enc enc = enc_of(evhttp_find_header(req->in, "Content-Type"));
     struct pg_http_codings codings;
@@ -467,10 +471,10 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     }
     pg_arena_destroy(scratch);
     if (err != PG_ERR_OK) {
-        reply_err(rx, req, enc, err, &st);
+        reply_err(lp, req, enc, err, &st);
         return; /* on_done gives the admission back */
     }
-    otlp_count_answer(rx, OTLP_HTTP, 200, false, false, NULL, req->peer);
+    otlp_count_answer(lp, OTLP_HTTP, 200, false, false, NULL, req->peer);
     add_response_headers(rx, req);
     if (enc == ENC_JSON) {
         pg_httpd_reply_body(req, 200, JSON_CTYPE, "{}", 2);
@@ -488,7 +492,7 @@ static void on_answer(const struct pg_httpd_req *r, int code, const char *reason
 
 static void on_conn_event(int ev, const char *peer, void *arg)
 {
-    struct otlp_rx *rx = arg;
+    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
     unsigned long suppressed = 0;
 
     if (ev >= 0 && ev <= PG_HTTPD_ACCEPT_PAUSED &&

@@ -154,15 +154,15 @@ enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t
     return err;
 }
 
-void otlp_count_answer(struct otlp_rx *rx, enum otlp_transport t, int code, bool refused,
+void otlp_count_answer(struct otlp_loop *lp, enum otlp_transport t, int code, bool refused,
                        bool server_error, const char *reason, const char *peer)
 {
-    struct otlp_side *sd = &rx->side[t];
+    struct otlp_rx *rx = lp->rx;
     unsigned long suppressed = 0;
     char extra[32];
 
     snprintf(extra, sizeof(extra), "transport=\"%s\"", otlp_transport_names[t]);
-    pg_rxh_count(&sd->codes,
+    pg_rxh_count(&lp->codes[t],
                  t == OTLP_HTTP ? "pprofgate_receiver_http_requests_total"
                                 : "pprofgate_receiver_grpc_requests_total",
                  t == OTLP_HTTP ? "HTTP requests by status code."
@@ -171,7 +171,7 @@ void otlp_count_answer(struct otlp_rx *rx, enum otlp_transport t, int code, bool
     if (!refused) {
         return;
     }
-    pg_rxh_count(&sd->refused_codes, "otelcol_receiver_refused_requests_total",
+    pg_rxh_count(&lp->refused_codes[t], "otelcol_receiver_refused_requests_total",
                  "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, extra, code);
     if (!pg_rxh_reason_log_ok(&rx->reasons, code + (int)t * 1000, reason, &suppressed)) {
         return;

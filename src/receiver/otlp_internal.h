@@ -5,9 +5,11 @@
  * server, otlp_grpc.c on the gRPC server), and the one path both hand a
  * message to (otlp_ingest.c: decode, validate, batch, pipeline). Calls go
  * one way: otlp.c -> otlp_http.c, otlp_grpc.c -> otlp_ingest.c.
- * Threading: everything runs on the host's main loop (loop 0); the answer
- * tables and counters are that thread's, the refusal log and auth budget
- * are locked (they are shaped for more loops). */
+ * Threading: `loops` event loops, each with its own SO_REUSEPORT socket
+ * per protocol (loop 0 is the host's main loop, the others a thread
+ * "pg-otlp-N" each); a request or call stays on the loop that accepted it
+ * from accept to answer. What a loop owns is its thread's; the refusal
+ * log, auth budget and metrics are shared (locked or atomic). */
 #ifndef PG_RECEIVER_OTLP_INTERNAL_H
 #define PG_RECEIVER_OTLP_INTERNAL_H
 
@@ -31,12 +33,16 @@
 #include "receiverhelper/answer.h"
 #include "receiverhelper/refusal_log.h"
 
+struct event;
+struct event_base;
+
 struct pg_grpc_server;
 
 enum otlp_transport { OTLP_GRPC = 0, OTLP_HTTP, OTLP_N_TRANSPORTS };
 extern const char *const otlp_transport_names[]; /* "grpc", "http" */
 
-/* Per transport: its listener, credentials and counters. */
+/* Per transport: its listener, credentials and counters (read-only once
+ * started, but for the atomic metrics). */
 struct otlp_side {
     char listen_host[256];         /* unix: the socket path */
     unsigned listen_port;
@@ -46,9 +52,30 @@ struct otlp_side {
     SSL_CTX *ssl_ctx;              /* owned; NULL without tls */
     struct pg_auth *auth;          /* owned; NULL without auth */
     bool include_metadata;
-    struct pg_rxh_codes codes, refused_codes; /* loop thread */
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_requests_ok;
 };
+
+#define OTLP_MAX_LOOPS 8
+#define OTLP_LOOP_LINE 64
+
+/* One event loop serving both protocols. Everything here is its thread's
+ * unless marked. */
+struct otlp_loop {
+    _Alignas(OTLP_LOOP_LINE) struct otlp_rx *rx;
+    unsigned idx;
+    struct event_base *base;       /* loop 0: the host's (borrowed); else owned */
+    struct pg_httpd *httpd;        /* owned; NULL without protocols.http */
+    struct pg_grpc_server *grpcd;  /* owned; NULL without protocols.grpc */
+    pthread_t thread;              /* idx > 0 */
+    bool thread_started;
+    int cmd_fd;                    /* eventfd: the main thread's STOP/EXIT (idx > 0) */
+    struct event *cmd_ev, *drain_ev;
+    int cmd;                       /* atomic: OTLP_LOOP_RUN, _STOP or _EXIT */
+    bool drained;                  /* atomic: stopped, nothing open any more */
+    /* Answers by code, per transport: the series are the receiver's. */
+    struct pg_rxh_codes codes[OTLP_N_TRANSPORTS], refused_codes[OTLP_N_TRANSPORTS];
+};
+enum { OTLP_LOOP_RUN = 0, OTLP_LOOP_STOP, OTLP_LOOP_EXIT };
 
 struct otlp_rx {
     struct otlp_cfg cfg;
@@ -59,8 +86,8 @@ struct otlp_rx {
     struct pg_otlp_limits limits;
     struct pg_otlp_decode_opts dopts;
     struct otlp_side side[OTLP_N_TRANSPORTS];
-    struct pg_httpd *httpd;        /* owned; NULL without protocols.http */
-    struct pg_grpc_server *grpcd;  /* owned; NULL without protocols.grpc */
+    struct otlp_loop *loops;       /* owned, n_loops of them; loops[0] on the host's base */
+    size_t n_loops;
     struct pg_peer_ratelimit *auth_rl; /* owned, under auth_mu: failed attempts per peer */
     pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl */
     struct pg_rxh_reasons reasons; /* one refusal line per reason per interval */
@@ -87,9 +114,9 @@ enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t
                         bool json, size_t raw_len, const struct pg_metadata *md, const char *peer,
                         struct pg_status *st);
 
-/* Every answer of @t: counted by code, a refusal logged with its reason
- * (info; warn for server-side codes), rate-limited per reason. */
-void otlp_count_answer(struct otlp_rx *rx, enum otlp_transport t, int code, bool refused,
+/* Every answer of @t on loop @lp: counted by code, a refusal logged with
+ * its reason (info; warn for server-side codes), rate-limited per reason. */
+void otlp_count_answer(struct otlp_loop *lp, enum otlp_transport t, int code, bool refused,
                        bool server_error, const char *reason, const char *peer);
 
 /* Checks an `authorization` value against @t's auth under the shared
@@ -100,8 +127,10 @@ int otlp_auth_check(struct otlp_rx *rx, enum otlp_transport t, const void *peer_
 
 /* ---- otlp_http.c / otlp_grpc.c: the transports -------------------------- */
 
+/* The HTTP server's callbacks; their arg is the struct otlp_loop. */
 extern const struct pg_httpd_ops otlp_httpd_ops;
-/* Starts the gRPC server on @fd (owned) on the main loop. */
-enum pg_err otlp_grpc_start(struct otlp_rx *rx, int fd, struct pg_status *st);
+/* Starts @lp's gRPC server on @fd (owned): loop 0's first, the others as
+ * its siblings (shared connection caps). */
+enum pg_err otlp_grpc_start(struct otlp_loop *lp, int fd, struct pg_status *st);
 
 #endif

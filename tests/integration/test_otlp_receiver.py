@@ -1,24 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
 """The otlp receiver through the real binary: OTLP made from every pprof
-fixture (tests/tools/pg_pprof2otlp) is sent over OTLP/HTTP protobuf, with
-and without gzip, over OTLP/HTTP JSON, and over OTLP/gRPC from a real
-@grpc/grpc-js client (identity and gzip); pprofgate forwards it with its
+fixture (tests/tools/pg_pprof2otlp) is sent to a receiver with two event
+loops over OTLP/HTTP protobuf, with and without gzip, over OTLP/HTTP JSON,
+and over OTLP/gRPC from a real @grpc/grpc-js client (identity and gzip);
+pprofgate forwards it with its
 otlp exporter to the Node gRPC test server (tests/node/grpc_server.mjs),
 and what that server decodes must equal what was sent, sample for sample.
 Then bad input, each answered with a clear status while the gateway keeps
 serving: garbage, truncated, a dangling index, over max_request_body_size /
 max_recv_msg_size_mib, an unknown content type, a wrong method, the v1.9
-layout; and a CORS preflight."""
+layout; and a CORS preflight. Last, `receivers: [pprof, otlp]` in one
+pipeline with bearer-token auth and include_metadata on both OTLP
+transports, a `limits:` cap (413 / RESOURCE_EXHAUSTED), TLS on both,
+slowloris on both ports, and refusals under a memory limit (503 + Retry-After / UNAVAILABLE)."""
 
 import collections
 import glob
 import gzip
+import http.client
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from grpc_sink import GrpcServer  # noqa: E402
@@ -76,12 +83,17 @@ if (mode === 'convert') {
 } else if (mode === 'send') {
   const [port, comp, ...files] = args;
   const opts = comp === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {};
-  const client = new grpc.Client('127.0.0.1:' + port, grpc.credentials.createInsecure(), opts);
+  const creds = process.env.PG_CA ? grpc.credentials.createSsl(fs.readFileSync(process.env.PG_CA))
+                                  : grpc.credentials.createInsecure();
+  const client = new grpc.Client('127.0.0.1:' + port, creds, opts);
   const out = [];
   for (const f of files) {
     const body = fs.readFileSync(f);
     out.push(await new Promise((resolve) => {
-      client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, new grpc.Metadata(),
+      const md = new grpc.Metadata();
+      if (process.env.PG_AUTH) md.set('authorization', process.env.PG_AUTH);
+      if (process.env.PG_TENANT) md.set('x-tenant', process.env.PG_TENANT);
+      client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, md,
         { deadline: Date.now() + 10000 },
         (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0 }));
     }));
@@ -92,12 +104,18 @@ if (mode === 'convert') {
 """
 
 
-def node(tmp, *args):
+def node(tmp, *args, auth=None, tenant=None, ca=None):
     script = os.path.join(tmp, "otlp_client.mjs")
     if not os.path.exists(script):
         with open(script, "w") as f:
             f.write(NODE)
     env = dict(os.environ, PG_NODE_DIR=NODE_DIR, PG_EXPORT=EXPORT)
+    if auth:
+        env["PG_AUTH"] = auth
+    if tenant:
+        env["PG_TENANT"] = tenant
+    if ca:
+        env["PG_CA"] = ca
     r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
@@ -109,6 +127,7 @@ def config(grpc_port, extra=""):
     return f"""
 receivers:
   otlp:
+    loops: 2
     protocols:
       grpc:
         endpoint: 127.0.0.1:0
@@ -253,6 +272,7 @@ def main():
     # The gRPC message cap is 1 MiB here: keep what fits for the equality runs.
     inputs = [(n, f) for n, f in inputs if os.path.getsize(f) < 900 * 1024]
     node(tmp, "convert", *[f for _, f in inputs])
+    cpu_req = next(f for n, f in inputs if n == os.path.join("pprof", "go", "cpu.pb.gz"))
     sent = {}
     for name, f in inputs:
         with open(f + ".plain.json") as fh:
@@ -260,6 +280,8 @@ def main():
 
     with GrpcServer() as sink, Gateway(config(sink.port), n_listeners=2) as gw:
         gport, hport = ports(gw)
+        res.check("two event loops (SO_REUSEPORT) serve both protocols",
+                  "2 event loops (SO_REUSEPORT)" in gw.log(), gw.log()[-1000:])
 
         def run(label, send):
             """Sends every input with @send, then compares what the sink decoded."""
@@ -314,7 +336,7 @@ def main():
 
         # ---- bad input: a clear status each, and the gateway still serves ----
         pb = {"Content-Type": "application/x-protobuf"}
-        with open(inputs[0][1], "rb") as fh:
+        with open(cpu_req, "rb") as fh:
             good = fh.read()
         cases = [
             ("garbage", b"\xff\xfe garbage \x00\x01", pb, 400),
@@ -369,7 +391,7 @@ def main():
         v19 = [o for (label, _), o in zip(bad_files, out) if label == "v1.9"]
         res.check("gRPC v1.9: the message names the version",
                   v19 and "1.9" in (v19[0].get("details") or ""), v19)
-        out = json.loads(node(tmp, "send", str(gport), "identity", inputs[0][1]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", cpu_req))
         res.check("gRPC still serves after the bad calls", out and out[0]["code"] == 0, out)
         st, _, _ = post(hport, PATH, good, pb)
         res.check("HTTP still serves after the bad requests", st == 200, st)
@@ -380,7 +402,270 @@ def main():
         res.check("gateway logged no error", "level=error" not in log, log[-2000:])
         rc = gw.stop()
         res.check("clean exit", rc == 0, rc)
+    mixed_and_auth(tmp, cpu_req)
+    limits(tmp, cpu_req)
+    tls(tmp, cpu_req)
+    slowloris(tmp, cpu_req)
+    backpressure(tmp, cpu_req)
 
 
-main()
-res.finish()
+def mixed_and_auth(tmp, request_file):
+    """receivers: [pprof, otlp] in one pipeline, the otlp receiver with a
+    bearer token on both transports: both kinds of input reach the debug
+    exporter; a missing or wrong token is refused (401 / UNAUTHENTICATED)."""
+    token = os.path.join(tmp, "token")
+    with open(token, "w") as f:
+        f.write("s3cret\n")
+    cfg = f"""
+receivers:
+  pprof:
+    server:
+      endpoint: 127.0.0.1:0
+  otlp:
+    default_service_name: otlp-default
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:0
+        auth: {{bearer_token_file: {token}}}
+        include_metadata: true
+      http:
+        endpoint: 127.0.0.1:0
+        auth: {{bearer_token_file: {token}}}
+        include_metadata: true
+processors:
+  transform:
+    error_mode: ignore
+    profile_statements:
+      - set(resource.attributes["tenant"], metadata["x-tenant"])
+exporters:
+  debug:
+    verbosity: normal
+    output_paths: ["{{debug}}"]
+service:
+  pipelines:
+    profiles:
+      receivers: [pprof, otlp]
+      processors: [transform]
+      exporters: [debug]
+  telemetry:
+    logs: {{level: info}}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    pb = {"Content-Type": "application/x-protobuf"}
+    with Gateway(cfg, n_listeners=3) as gw:
+        gport, hport = ports(gw)
+        pport = int(re.search(r"receiver/pprof.*listening on [0-9.]+:(\d+)", gw.log()).group(1))
+        with open(os.path.join(FIXTURES, "pprof", "go", "cpu.pb.gz"), "rb") as fh:
+            st, _, _ = post(pport, "/v1/pprof", fh.read(),
+                            {"Otel-Resource-Attributes": "service.name=from-pprof"})
+        res.check("mixed pipeline: pprof push 204", st == 204, st)
+        st, hd, _ = post(hport, PATH, good, pb)
+        res.check("HTTP without a token: 401 + WWW-Authenticate",
+                  st == 401 and "bearer" in hd.get("www-authenticate", "").lower(), (st, hd))
+        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer wrong"))
+        res.check("HTTP with a wrong token: 401", st == 401, st)
+        st, _, _ = post(hport, PATH, good, dict(pb, Authorization="Bearer s3cret",
+                                                 **{"X-Tenant": "t-http"}))
+        res.check("HTTP with the token: 200", st == 200, st)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("gRPC without a token: UNAUTHENTICATED", out and out[0]["code"] == 16, out)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file,
+                              auth="Bearer s3cret", tenant="t-grpc"))
+        res.check("gRPC with the token: OK", out and out[0]["code"] == 0, out)
+        # One pprof push and two OTLP requests were accepted: three batches.
+        deadline = time.time() + 10
+        while gw.debug().count('msg="Profiles"') < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        dbg = gw.debug()
+        res.check("mixed pipeline: the pprof and both OTLP batches reach the exporter",
+                  dbg.count('msg="Profiles"') == 3, (dbg.count('msg="Profiles"'), dbg[:600]))
+        res.check("default_service_name fills the OTLP resources (twice)",
+                  dbg.count("service.name=otlp-default") == 2, dbg[-1500:])
+        res.check("include_metadata: HTTP headers and gRPC metadata reach the transform",
+                  "tenant=t-http" in dbg and "tenant=t-grpc" in dbg, dbg[-1500:])
+        rc = gw.stop()
+        res.check("mixed pipeline: clean exit", rc == 0, rc)
+
+
+def limits(tmp, request_file):
+    """`limits:` caps: a request past max_samples is refused whole, 413 /
+    RESOURCE_EXHAUSTED naming the cap; a smaller one passes."""
+    cfg = """
+receivers:
+  otlp:
+    limits: {max_samples: 10}
+    protocols:
+      grpc: {endpoint: "127.0.0.1:0"}
+      http: {endpoint: "127.0.0.1:0"}
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles: {receivers: [otlp], exporters: [debug]}
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        st, hd, data = post(hport, PATH, good, {"Content-Type": "application/x-protobuf"})
+        res.check("limits: HTTP over max_samples: 413 naming the cap",
+                  st == 413 and b"max_samples" in data, (st, data[:300]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("limits: gRPC over max_samples: RESOURCE_EXHAUSTED",
+                  out and out[0]["code"] == 8 and "max_samples" in out[0].get("details", ""), out)
+        st, _, _ = post(hport, PATH, b"", {"Content-Type": "application/x-protobuf"})
+        res.check("limits: an empty request passes (200, nothing forwarded)", st == 200, st)
+        rc = gw.stop()
+        res.check("limits: clean exit", rc == 0, rc)
+
+
+def tls(tmp, request_file):
+    """Both transports over TLS (h2 by ALPN for gRPC, HTTPS for HTTP) with a
+    certificate made by openssl; a plaintext client gets nowhere."""
+    crt, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=pprofgate",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    cfg = f"""
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: "127.0.0.1:0"
+        tls: {{cert_file: {crt}, key_file: {key}}}
+      http:
+        endpoint: "127.0.0.1:0"
+        tls: {{cert_file: {crt}, key_file: {key}}}
+exporters:
+  debug: {{verbosity: basic}}
+service:
+  pipelines:
+    profiles: {{receivers: [otlp], exporters: [debug]}}
+  telemetry:
+    logs: {{level: info}}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        ctx = ssl.create_default_context(cafile=crt)
+        conn = http.client.HTTPSConnection("127.0.0.1", hport, context=ctx, timeout=10)
+        conn.request("POST", PATH, body=good, headers={"Content-Type": "application/x-protobuf"})
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        res.check("TLS: HTTPS POST 200", r.status == 200, r.status)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file, ca=crt))
+        res.check("TLS: gRPC over h2/TLS OK", out and out[0]["code"] == 0, out)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("TLS: a plaintext gRPC client is not served", out and out[0]["code"] != 0, out)
+        rc = gw.stop()
+        res.check("TLS: clean exit", rc == 0, rc)
+
+
+def slowloris(tmp, request_file):
+    """Clients that open connections and stall: an HTTP head never finished,
+    an h2 preface never completed. Each is cut by its deadline
+    (read_header_timeout, handshake_timeout: 1 s here) while a normal client
+    is served meanwhile."""
+    import socket
+    cfg = """
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: "127.0.0.1:0"
+        handshake_timeout: 1s
+        read_timeout: 1s
+      http:
+        endpoint: "127.0.0.1:0"
+        read_header_timeout: 1s
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles: {receivers: [otlp], exporters: [debug]}
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        socks = []
+        for i in range(20):
+            h = socket.create_connection(("127.0.0.1", hport), timeout=5)
+            h.sendall(b"POST " + PATH.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-")
+            g = socket.create_connection(("127.0.0.1", gport), timeout=5)
+            g.sendall(b"PRI * HTTP/2.0\r\n\r\nSM")  # half a preface
+            socks += [h, g]
+        st, _, _ = post(hport, PATH, good, {"Content-Type": "application/x-protobuf"})
+        res.check("slowloris: a normal HTTP client is served meanwhile", st == 200, st)
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("slowloris: a normal gRPC client is served meanwhile",
+                  out and out[0]["code"] == 0, out)
+        deadline = time.time() + 6
+        closed = 0
+        for sk in socks:
+            sk.settimeout(max(0.1, deadline - time.time()))
+            try:
+                while sk.recv(4096):
+                    pass
+                closed += 1  # EOF: the gateway closed it
+            except (socket.timeout, ConnectionResetError):
+                closed += isinstance(sys.exc_info()[1], ConnectionResetError)
+            sk.close()
+        res.check("slowloris: every trickling connection was cut by its deadline",
+                  closed == len(socks), f"{closed}/{len(socks)} closed")
+        rc = gw.stop()
+        res.check("slowloris: clean exit", rc == 0, rc)
+
+
+def backpressure(tmp, request_file):
+    """A memory_limiter whose limit the process is already past: both
+    transports refuse before reading the message, retryably (503 +
+    Retry-After / UNAVAILABLE), and the gateway keeps answering."""
+    cfg = """
+receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: "127.0.0.1:0"}
+      http: {endpoint: "127.0.0.1:0"}
+processors:
+  memory_limiter: {check_interval: 100ms, limit_mib: 2, spike_limit_mib: 1}
+exporters:
+  debug: {verbosity: basic}
+service:
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      processors: [memory_limiter]
+      exporters: [debug]
+  telemetry:
+    logs: {level: info}
+"""
+    with open(request_file, "rb") as fh:
+        good = fh.read()
+    with Gateway(cfg, n_listeners=2) as gw:
+        gport, hport = ports(gw)
+        time.sleep(0.3)  # an RSS reading past the limit
+        for body, ctype in ((good, "application/x-protobuf"), (b"{}", "application/json")):
+            st, hd, data = post(hport, PATH, body, {"Content-Type": ctype})
+            res.check(f"memory limit, HTTP {ctype}: 503 + Retry-After, a Status in kind",
+                      st == 503 and hd.get("retry-after") == "1"
+                      and hd.get("content-type") == ctype, (st, hd, data[:200]))
+        out = json.loads(node(tmp, "send", str(gport), "identity", request_file))
+        res.check("memory limit, gRPC: UNAVAILABLE", out and out[0]["code"] == 14, out)
+        res.check("memory limit: refusals logged as such",
+                  re.search(r"answered (503|14): .*memory", gw.log()) is not None,
+                  gw.log()[-1500:])
+        rc = gw.stop()
+        res.check("memory limit: clean exit", rc == 0, rc)
+
+
+if __name__ == "__main__":  # test_otlp_receiver_collector.py imports the helpers
+    main()
+    res.finish()

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Component tests of the unary gRPC server (grpc/grpc_server.c) on
- * loopback: driven by pprofgate's own gRPC client (exporter/grpc_conn) for
+ * loopback: driven by pprofgate's own gRPC client (grpc/grpc_client) for
  * the calls (OK, gzip, unknown path, size caps, on_length refusal,
  * grpc-timeout, RetryInfo, max_concurrent_streams, TLS with ALPN), by a
  * raw socket speaking hand-made HTTP/2 frames for the hostile cases
@@ -28,7 +28,7 @@
 #include "codec/gzip.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "exporter/grpc_conn.h"
+#include "grpc/grpc_client.h"
 #include "grpc/grpc_server.h"
 #include "grpc/grpc_wire.h"
 #include "http/listener.h"
@@ -56,6 +56,7 @@ struct rig {
     int events[PG_GRPC_N_EVENTS];
     int answer_code;
     char answer_msg[256];
+    char answer_log[2048]; /* every reason, "|"-separated */
     size_t seen_len;
     bool seen_compressed;
     uint8_t msg[8192];
@@ -125,6 +126,10 @@ static void on_answer(const struct pg_grpc_call *c, int code, const char *reason
     r->n_answers++;
     r->answer_code = code;
     snprintf(r->answer_msg, sizeof(r->answer_msg), "%s", reason != NULL ? reason : "");
+    if (strlen(r->answer_log) + strlen(r->answer_msg) + 2 < sizeof(r->answer_log)) {
+        strcat(r->answer_log, r->answer_msg);
+        strcat(r->answer_log, "|");
+    }
     if (r->late_reply && code == PG_GRPC_DEADLINE_EXCEEDED) {
         static const uint8_t late[] = "late";
 
@@ -975,6 +980,243 @@ PG_TEST(slow_message_call_read_timeout)
     rig_stop(&r);
 }
 
+PG_TEST(unary_cardinality)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct raw_seen seen;
+    nghttp2_hd_deflater *dfl;
+    uint8_t out[1024];
+    size_t n;
+    int fd;
+
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    PG_REQUIRE(nghttp2_hd_deflate_new(&dfl, 4096) == 0);
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    /* Stream 1: two messages; stream 3: none; stream 5: cut short. */
+    n = preface(out);
+    n += call_headers(dfl, out + n, sizeof(out) - n, 1, false);
+    n += frame_hd(out + n, 12, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 1);
+    pg_grpc_prefix_write(out + n, false, 1);
+    out[n + 5] = 'a';
+    pg_grpc_prefix_write(out + n + 6, false, 1);
+    out[n + 11] = 'b';
+    n += 12;
+    n += call_headers(dfl, out + n, sizeof(out) - n, 3, true);
+    n += call_headers(dfl, out + n, sizeof(out) - n, 5, false);
+    n += frame_hd(out + n, 7, NGHTTP2_DATA, NGHTTP2_FLAG_END_STREAM, 5);
+    pg_grpc_prefix_write(out + n, false, 9);
+    out[n + 5] = out[n + 6] = 'c';
+    n += 7;
+    CHECK(raw_send(&r, fd, out, n));
+    CHECK(!raw_until_closed(&r, fd, 300, &seen));
+    CHECK_INT(r.n_calls, 0);
+    CHECK_INT(r.n_answers, 3);
+    CHECK_INT(r.n_done, 3);
+    CHECK(strstr(r.answer_log, "received multiple request messages") != NULL);
+    CHECK(strstr(r.answer_log, "received no request message") != NULL);
+    CHECK(strstr(r.answer_log, "unexpected EOF") != NULL);
+    close(fd);
+    nghttp2_hd_deflate_del(dfl);
+    rig_stop(&r);
+}
+
+/* ---- connection limits and lifecycle -------------------------------------- */
+
+PG_TEST(keepalive_ping_unanswered_closes)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct raw_seen seen;
+    uint8_t out[64];
+    int fd;
+    int64_t t0;
+
+    lim.keepalive_time_ns = 100 * MS;
+    lim.keepalive_timeout_ns = 100 * MS;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    t0 = pg_mono_ns();
+    CHECK(raw_send(&r, fd, out, preface(out)));
+    /* The raw client never answers the server's PING. */
+    CHECK(raw_until_closed(&r, fd, 3000, &seen));
+    CHECK(pg_mono_ns() - t0 >= 150 * MS);
+    CHECK_INT(r.events[PG_GRPC_CLOSED_KEEPALIVE_TIMEOUT], 1);
+    close(fd);
+    /* A client that acknowledges (nghttp2 does) stays up through several. */
+    {
+        struct pg_grpc_conn *cli = client_new(&r, NULL);
+        struct result res;
+        static const uint8_t body[] = "alive";
+
+        call_run(&r, cli, ECHO_PATH, body, sizeof(body), false, NULL, &res);
+        CHECK_INT(res.code, PG_GRPC_OK);
+        pump(&r, 600, NULL);
+        CHECK(pg_grpc_conn_ready(cli));
+        CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
+        CHECK_INT(r.events[PG_GRPC_CLOSED_KEEPALIVE_TIMEOUT], 1);
+        pg_grpc_conn_free(cli);
+    }
+    rig_stop(&r);
+}
+
+PG_TEST(max_connection_idle_goaway)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_conn *cli;
+    struct result res;
+    static const uint8_t body[] = "idle";
+
+    lim.max_connection_idle_ns = 150 * MS;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    cli = client_new(&r, NULL);
+    call_run(&r, cli, ECHO_PATH, body, sizeof(body), false, NULL, &res);
+    CHECK_INT(res.code, PG_GRPC_OK);
+    pump(&r, 500, NULL);
+    CHECK_INT(r.events[PG_GRPC_CLOSED_IDLE], 1);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    CHECK(!pg_grpc_conn_ready(cli));
+    /* The client comes back on a new connection. */
+    call_run(&r, cli, ECHO_PATH, body, sizeof(body), false, NULL, &res);
+    CHECK_INT(res.code, PG_GRPC_OK);
+    CHECK_INT(pg_grpc_conn_connects(cli), 2);
+    pg_grpc_conn_free(cli);
+    rig_stop(&r);
+}
+
+PG_TEST(max_connection_age_and_grace)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_conn *cli;
+    struct result res;
+    static const uint8_t body[] = "old";
+
+    lim.max_connection_age_ns = 200 * MS;
+    lim.max_connection_age_grace_ns = 300 * MS;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    r.hold = true;
+    cli = client_new(&r, NULL);
+    call_start(cli, ECHO_PATH, body, sizeof(body), false, NULL, 5000 * MS, &res);
+    /* Past the age, GOAWAY: the call in flight keeps its connection. */
+    pump(&r, 300, NULL);
+    CHECK(!res.done);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
+    CHECK_INT(r.n_held, 1);
+    /* Past the grace, the connection is closed under it. */
+    pump(&r, 400, &res.done);
+    CHECK(res.done);
+    CHECK_INT(res.code, PG_GRPC_UNAVAILABLE);
+    CHECK_INT(r.events[PG_GRPC_CLOSED_AGE], 1);
+    CHECK_INT(r.n_held, 0);
+    CHECK_INT(r.n_done, 1);
+    /* Answered within the grace, the call completes and the connection ends. */
+    call_start(cli, ECHO_PATH, body, sizeof(body), false, NULL, 5000 * MS, &res);
+    pump(&r, 250, NULL);
+    PG_REQUIRE(r.n_held == 1);
+    pg_grpc_call_reply(r.held[0], PG_GRPC_OK, NULL, body, 3, -1);
+    pump(&r, 2000, &res.done);
+    CHECK_INT(res.code, PG_GRPC_OK);
+    pump(&r, 100, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    CHECK_INT(r.events[PG_GRPC_CLOSED_AGE], 2);
+    pg_grpc_conn_free(cli);
+    rig_stop(&r);
+}
+
+PG_TEST(stop_accepting_lets_calls_finish)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_conn *cli;
+    struct result res;
+    static const uint8_t body[] = "last";
+
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    r.hold = true;
+    cli = client_new(&r, NULL);
+    call_start(cli, ECHO_PATH, body, sizeof(body), false, NULL, 5000 * MS, &res);
+    pump(&r, 200, NULL);
+    PG_REQUIRE(r.n_held == 1);
+    pg_grpc_server_stop_accepting(r.srv);
+    CHECK_INT(pg_grpc_server_fd(r.srv), -1);
+    pump(&r, 100, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
+    pg_grpc_call_reply(r.held[0], PG_GRPC_OK, NULL, body, 4, -1);
+    pump(&r, 2000, &res.done);
+    CHECK_INT(res.code, PG_GRPC_OK);
+    CHECK_INT(res.resp_len, 4);
+    pump(&r, 100, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    CHECK(raw_connect(&r) < 0); /* the listener is gone */
+    pg_grpc_conn_free(cli);
+    rig_stop(&r);
+}
+
+PG_TEST(connection_caps_shared_with_sibling)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_server *sib;
+    struct raw_seen seen;
+    char err[128];
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int sfd, a, b, c;
+    uint8_t out[64];
+
+    lim.max_connections = 2;
+    lim.max_connections_per_peer = 2;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    sfd = pg_listen(PG_TRANSPORT_TCP4, "127.0.0.1", 0, 16, err, sizeof(err));
+    PG_REQUIRE(sfd >= 0);
+    getsockname(sfd, (struct sockaddr *)&sa, &sl);
+    sib = pg_grpc_server_new_sibling(r.srv, r.base, sfd, &r);
+    PG_REQUIRE(sib != NULL);
+    a = raw_connect(&r);
+    b = raw_connect(&r);
+    PG_REQUIRE(a >= 0 && b >= 0);
+    CHECK(raw_send(&r, a, out, preface(out)));
+    CHECK(raw_send(&r, b, out, preface(out)));
+    pump(&r, 100, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 2);
+    /* A third, on the sibling's socket: over the shared cap. */
+    {
+        int port = r.port;
+
+        r.port = ntohs(sa.sin_port);
+        c = raw_connect(&r);
+        r.port = port;
+    }
+    PG_REQUIRE(c >= 0);
+    CHECK(raw_until_closed(&r, c, 2000, &seen));
+    CHECK_INT(r.events[PG_GRPC_REFUSED_MAX_CONNECTIONS], 1);
+    CHECK_INT(pg_grpc_server_open_connections(sib), 0);
+    close(c);
+    close(a);
+    close(b);
+    pump(&r, 100, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    pg_grpc_server_free(sib);
+    rig_stop(&r);
+    /* Per peer: the same address twice at most. */
+    lim.max_connections = 0;
+    lim.max_connections_per_peer = 1;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    a = raw_connect(&r);
+    b = raw_connect(&r);
+    PG_REQUIRE(a >= 0 && b >= 0);
+    CHECK(raw_until_closed(&r, b, 2000, &seen));
+    CHECK_INT(r.events[PG_GRPC_REFUSED_PER_PEER], 1);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
+    close(a);
+    close(b);
+    rig_stop(&r);
+}
+
 /* ---- real clients ----------------------------------------------------------- */
 
 /* Runs @argv (exit status returned) while the server's loop runs; -1 when
@@ -1122,5 +1364,8 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
              PG_CASE(max_concurrent_streams_honoured), PG_CASE(tls_with_alpn),
              PG_CASE(silent_connection_closed_by_handshake_timeout),
              PG_CASE(garbage_and_http1_closed_as_protocol), PG_CASE(too_many_pings_goaway),
-             PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout),
+             PG_CASE(streams_opened_and_reset), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
+             PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
+             PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish),
+             PG_CASE(connection_caps_shared_with_sibling),
              PG_CASE(node_grpc_js_client), PG_CASE(h2load_unary_calls))

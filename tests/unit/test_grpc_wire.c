@@ -262,7 +262,94 @@ PG_TEST(gzip_roundtrip_and_cap)
     pg_arena_destroy(a);
 }
 
+PG_TEST(message_encode_roundtrip)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"plain text", "plain text"},
+        {"100% done", "100%25 done"},
+        {"line\nbreak", "line%0Abreak"},
+        {"caf\xc3\xa9", "caf%C3%A9"},
+        {"", ""},
+    };
+    char enc[64], dec[64];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = pg_grpc_message_encode(cases[i].in, enc, sizeof(enc));
+
+        CHECK_STR(enc, cases[i].want);
+        CHECK_INT(n, strlen(cases[i].want));
+        pg_grpc_message_decode(enc, n, dec);
+        CHECK_STR(dec, cases[i].in);
+    }
+    /* Cut short at a whole escape, always terminated. */
+    CHECK_INT(pg_grpc_message_encode("ab%", enc, 5), 2);
+    CHECK_STR(enc, "ab");
+}
+
+PG_TEST(status_details_encode_roundtrip)
+{
+    static const int64_t delays[] = {0, 1, 999999999, 1000000000, 1500000000, 3600000000000LL};
+    uint8_t buf[256];
+    struct pg_grpc_status_details d;
+
+    for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+        size_t n = pg_grpc_status_details_encode(PG_GRPC_UNAVAILABLE, "busy", delays[i], buf,
+                                                 sizeof(buf));
+
+        CHECK(n > 0);
+        CHECK(pg_grpc_status_details_parse(buf, n, &d));
+        CHECK_INT(d.code, PG_GRPC_UNAVAILABLE);
+        CHECK(d.has_retry_info);
+        CHECK_INT(d.retry_delay_ns, delays[i]);
+    }
+    /* No delay: a bare Status, no RetryInfo. */
+    {
+        size_t n = pg_grpc_status_details_encode(PG_GRPC_RESOURCE_EXHAUSTED, NULL, -1, buf,
+                                                 sizeof(buf));
+
+        CHECK(n > 0);
+        CHECK(pg_grpc_status_details_parse(buf, n, &d));
+        CHECK_INT(d.code, PG_GRPC_RESOURCE_EXHAUSTED);
+        CHECK(!d.has_retry_info);
+    }
+    /* Too small a buffer: 0, nothing claimed. */
+    CHECK_INT(pg_grpc_status_details_encode(PG_GRPC_UNAVAILABLE, "busy", 5, buf, 10), 0);
+}
+
+PG_TEST(reader_prefix_before_buffer)
+{
+    struct pg_grpc_reader r;
+    struct pg_status st;
+    uint8_t prefix[5];
+
+    pg_grpc_reader_init(&r, 100);
+    pg_grpc_prefix_write(prefix, false, 3);
+    CHECK_INT(pg_grpc_reader_prefix_want(&r), 5);
+    CHECK_INT(pg_grpc_reader_feed(&r, prefix, 2, &st), PG_ERR_OK);
+    CHECK_INT(pg_grpc_reader_prefix_want(&r), 3);
+    CHECK_INT(pg_grpc_reader_feed(&r, prefix + 2, 3, &st), PG_ERR_OK);
+    /* The declared length is known, nothing is buffered yet. */
+    CHECK_INT(pg_grpc_reader_prefix_want(&r), 0);
+    CHECK_INT(r.need, 3);
+    CHECK(r.buf == NULL);
+    CHECK_INT(pg_grpc_reader_feed(&r, (const uint8_t *)"abc", 3, &st), PG_ERR_OK);
+    CHECK(pg_grpc_reader_done(&r));
+    CHECK(r.buf != NULL && memcmp(r.buf, "abc", 3) == 0);
+    pg_grpc_reader_free(&r);
+    /* A zero-length message completes with its prefix. */
+    pg_grpc_reader_init(&r, 100);
+    pg_grpc_prefix_write(prefix, false, 0);
+    CHECK_INT(pg_grpc_reader_feed(&r, prefix, 5, &st), PG_ERR_OK);
+    CHECK(pg_grpc_reader_done(&r));
+    CHECK_INT(r.got, 0);
+    pg_grpc_reader_free(&r);
+}
+
 PG_TEST_MAIN(PG_CASE(timeout_format), PG_CASE(timeout_parse_rejects), PG_CASE(codes_and_retry_rule),
              PG_CASE(http_status_mapping), PG_CASE(status_parse), PG_CASE(message_decode),
              PG_CASE(status_details), PG_CASE(reader_all_split_points),
-             PG_CASE(reader_errors), PG_CASE(gzip_roundtrip_and_cap))
+             PG_CASE(reader_errors), PG_CASE(gzip_roundtrip_and_cap),
+             PG_CASE(message_encode_roundtrip), PG_CASE(status_details_encode_roundtrip),
+             PG_CASE(reader_prefix_before_buffer))

@@ -442,9 +442,9 @@ static const struct mutation mutations[] = {
     {"profile_id length", m_profile_id_len, NOLIM, PG_ERR_MALFORMED,
      P1 "profile_id is 3 bytes, not 16"},
     {"values vs timestamps", m_values_timestamps, NOLIM, PG_ERR_MALFORMED,
-     P0 "samples[1].: 1 values but 2 timestamps_unix_nano (must be equal when both are set)"},
+     "resource_profiles[0].scope_profiles[0].profiles[0].samples[1]: 1 values but 2 timestamps_unix_nano (must be equal when both are set)"},
     {"payload format alone", m_payload_format_alone, NOLIM, PG_ERR_MALFORMED,
-     P0 ": original_payload_format and original_payload must be set together"},
+     "resource_profiles[0].scope_profiles[0].profiles[0]: original_payload_format and original_payload must be set together"},
     {"AnyValue too deep", m_deep_anyvalue, NOLIM, PG_ERR_LIMIT,
      "dictionary.attribute_table[1].value nests arrays/kvlists deeper than "
      "max_anyvalue_depth=16"},
@@ -694,18 +694,36 @@ PG_TEST(test_bad_bytes)
         const char *msg;
     } cases[] = {
         {"truncated", b, n - 5, NULL},
+        /* Inside a Sample (a leaf the first walk skips): named after protobuf-c refuses. */
+        {"stack_index as fixed64 in a sample",
+         (const uint8_t *)"\x0a\x13\x12\x11\x12\x0f\x12\x02\x08\x01\x12\x09\x09"
+                          "\x00\x00\x00\x00\x00\x00\x00\x00",
+         21,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[1].stack_index (field 1) "
+         "has wire type fixed64 at byte 12, impossible for its type"},
+        {"packed values cut short",
+         (const uint8_t *)"\x0a\x0b\x12\x09\x12\x07\x12\x05\x22\x03\x01\x02\x80", 13,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[0].values (field 4) at "
+         "byte 8: packed values cut short"},
         {"truncated in the dictionary", b, 700, NULL},
         {"length near 2^31", huge_len, sizeof(huge_len),
-         "request: field 1 at byte 0 has length 2147483647, past the end of its message (2 "
+         "request: field 1 (resource_profiles) at byte 0 has length 2147483647, past the end of its message (2 "
          "bytes left)"},
         {"inner length near 2^31", huge_inner, sizeof(huge_inner),
-         "resource_profiles: field 2 at byte 2 has length 2147483646, past the end of its "
+         "resource_profiles[0]: field 2 (scope_profiles) at byte 2 has length 2147483646, past the end of its "
          "message (1 bytes left)"},
         {"garbage text", (const uint8_t *)"GET / HTTP/1.1\r\n", 16, NULL},
         {"known field, wrong wire type", wrong_type, sizeof(wrong_type), NULL},
         {"overlong varint", bad_varint, sizeof(bad_varint), NULL},
         {"dictionary missing", (const uint8_t *)"\x0a\x00", 2,
          "the request has no dictionary"},
+        /* A Sample holding a field numbered 0 (tag written in two bytes, 80 00), which
+         * protobuf-c keeps as unknown and would write back. */
+        {"field number 0 in a sample",
+         (const uint8_t *)"\x0a\x0b\x12\x09\x12\x07\x12\x05\x80\x00\x01\x08\x00"
+                          "\x12\x0e\x0a\x00\x12\x00\x1a\x00\x22\x00\x2a\x00\x32\x00\x3a\x00",
+         29,
+         "resource_profiles[0].scope_profiles[0].profiles[0].samples[0] has a field numbered 0"},
     };
 
     PG_REQUIRE(b != NULL);
@@ -745,7 +763,8 @@ PG_TEST(test_bad_bytes)
             len = k;
         }
         CHECK_INT(decode(a, deep, len, NULL, &out, NULL, &st), PG_ERR_MALFORMED);
-        CHECK(strstr(st.msg, "nested deeper than 64") != NULL);
+        CHECK(strstr(st.msg, "nested deeper than 64: dictionary.attribute_table[0].value."
+                             "array_value.values[0].array_value") != NULL);
         fprintf(stderr, "  deep: %s\n", st.msg);
         pg_arena_destroy(a);
         free(deep);
@@ -757,6 +776,8 @@ PG_TEST(test_bad_bytes)
         struct pg_otlp_request *out = NULL;
         struct pg_status st;
         CHECK_INT(decode(a, (const uint8_t *)"", 0, NULL, &out, NULL, &st), PG_ERR_OK);
+        CHECK(out != NULL && out->n_resource_profiles == 0);
+        CHECK_INT(decode(a, NULL, 0, NULL, &out, NULL, &st), PG_ERR_OK);
         CHECK(out != NULL && out->n_resource_profiles == 0);
         pg_arena_destroy(a);
     }
@@ -870,7 +891,89 @@ PG_TEST(test_validate_nested_strings)
     free(b);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_golden_appendix_a),
+/* Resource and scope attributes by reference (as the Collector's otlphttp exporter writes
+ * them) come out as plain key / string_value; dictionary attributes are left as they are. */
+PG_TEST(test_resolve_references)
+{
+    size_t n;
+    uint8_t *b = golden(&n);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req;
+    struct pg_status st;
+    uint8_t *wire;
+    size_t wire_n;
+    struct pg_otlp_kv *kv;
+    struct pg_otlp_scope *scope;
+
+    PG_REQUIRE(b != NULL);
+    PG_REQUIRE(decode(a, b, n, NULL, &req, NULL, &st) == PG_ERR_OK);
+    kv = RP(req)->resource->attributes[0];
+    kv->key = "";
+    kv->key_strindex = 2;
+    kv->value->value_case = PG_OTLP_ANYVALUE_STRINDEX;
+    kv->value->string_value_strindex = 9;
+    DICT(req)->attribute_table[1]->value->value_case = PG_OTLP_ANYVALUE_STRINDEX;
+    DICT(req)->attribute_table[1]->value->string_value_strindex = 9;
+    scope = RP(req)->scope_profiles[0]->scope;
+    scope->n_attributes = 1;
+    scope->attributes = pg_arena_calloc(a, 1, sizeof(*scope->attributes));
+    scope->attributes[0] = RP(req)->resource->attributes[1];
+    RP(req)->resource->attributes[1]->key = "";
+    RP(req)->resource->attributes[1]->key_strindex = 13;
+    PG_REQUIRE(pg_otlp_request_encode(req, a, &wire, &wire_n, &st) == PG_ERR_OK);
+    PG_REQUIRE(decode(a, wire, wire_n, NULL, &req, NULL, &st) == PG_ERR_OK);
+    kv = RP(req)->resource->attributes[0];
+    CHECK_STR(kv->key, "process.executable.build_id.gnu");
+    CHECK_INT(kv->key_strindex, 0);
+    CHECK_INT(kv->value->value_case, PG_OTLP_ANYVALUE_STR);
+    CHECK_STR(kv->value->string_value, "handler");
+    CHECK_STR(RP(req)->resource->attributes[1]->key, "samples");
+    CHECK_STR(RP(req)->scope_profiles[0]->scope->attributes[0]->key, "samples");
+    CHECK_STR(RP(req)->scope_profiles[0]->scope->attributes[0]->value->string_value, "prod");
+    CHECK_INT(DICT(req)->attribute_table[1]->value->value_case, PG_OTLP_ANYVALUE_STRINDEX);
+    pg_arena_destroy(a);
+    free(b);
+}
+
+/* The golden request as the Collector writes it (pdata v0.161.0
+ * pprofileotlp.ExportRequest.MarshalProto: fields in descending order, resource attributes
+ * by string table reference, zero link ids empty): accepted, and the same request. */
+PG_TEST(test_collector_bytes)
+{
+    size_t n, gn;
+    uint8_t *b = read_rel("PG_SOURCE_DIR", ".",
+                          "tests/fuzz/seeds/fuzz_otlp_decode/appendix_a_collector.bin", &n);
+    uint8_t *g = golden(&gn);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req, *want;
+    struct pg_otlp_decode_stats stats;
+    struct pg_status st;
+
+    PG_REQUIRE(b != NULL && g != NULL);
+    CHECK(b[0] == 0x12); /* the dictionary (field 2) comes first */
+    PG_REQUIRE(decode(a, g, gn, NULL, &want, NULL, &st) == PG_ERR_OK);
+    CHECK_INT(decode(a, b, n, NULL, &req, &stats, &st), PG_ERR_OK);
+    if (req != NULL) {
+        const struct pg_otlp_profile *p = PROF(req, 1), *q = PROF(want, 1);
+        CHECK_INT(stats.version, PG_OTLP_WIRE_CURRENT);
+        CHECK_INT(stats.samples, 4);
+        CHECK_STR(RP(req)->resource->attributes[0]->key, "service.name");
+        CHECK_STR(RP(req)->resource->attributes[1]->value->string_value, "prod");
+        CHECK_INT(DICT(req)->link_table[0]->trace_id.len, 0);
+        CHECK_INT(p->n_samples, q->n_samples);
+        for (size_t i = 0; i < p->n_samples && i < q->n_samples; i++) {
+            CHECK_INT(p->samples[i]->stack_index, q->samples[i]->stack_index);
+            CHECK_INT(p->samples[i]->link_index, q->samples[i]->link_index);
+            CHECK(p->samples[i]->n_values == 1 && p->samples[i]->values[0] == q->samples[i]->values[0]);
+        }
+    }
+    pg_arena_destroy(a);
+    free(b);
+    free(g);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_round_trip), PG_CASE(test_resolve_references),
+             PG_CASE(test_collector_bytes), PG_CASE(test_golden_appendix_a),
              PG_CASE(test_mutations), PG_CASE(test_cap_attrs_per_sample),
              PG_CASE(test_v1_9_refused_and_converted), PG_CASE(test_older_layouts),
              PG_CASE(test_bad_bytes), PG_CASE(test_utf8_repair),

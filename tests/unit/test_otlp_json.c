@@ -441,6 +441,112 @@ PG_TEST(test_json_utf8)
     pg_arena_destroy(a);
 }
 
-PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_appendix_a_json),
+/* What the Collector's pdata (pprofileotlp.ExportRequest.MarshalJSON, v0.161.0) wrote for
+ * the golden request: resource attributes by string table reference, empty zero link ids,
+ * an empty AnyValue in attribute_table[0], fields in its own order. It reads, validates,
+ * has its references resolved, and otherwise matches the golden request. */
+PG_TEST(test_collector_json)
+{
+    size_t n, gn;
+    char *j = (char *)read_rel("PG_SOURCE_DIR", ".",
+                               "tests/fuzz/seeds/fuzz_otlp_json/appendix_a_collector.json", &n);
+    uint8_t *g = read_rel("PG_FIXTURES", "tests/fixtures", "pprof/golden/appendix_a.otlp.bin", &gn);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *req, *want;
+    struct pg_status st;
+
+    PG_REQUIRE(j != NULL && g != NULL);
+    PG_REQUIRE(pg_otlp_decode(a, g, gn, NULL, &want, NULL, &st) == PG_ERR_OK);
+    if (jdecode(a, j, n, &req, &st) != PG_ERR_OK) {
+        fprintf(stderr, "  %s\n", st.msg);
+        CHECK(0);
+    } else {
+        const struct pg_otlp_resource *r = req->resource_profiles[0]->resource;
+        const struct pg_otlp_profile *p = req->resource_profiles[0]->scope_profiles[0]->profiles[0];
+        CHECK_INT(pg_otlp_validate(a, req, NULL, NULL, &st), PG_ERR_OK);
+        CHECK_INT(r->n_attributes, 2);
+        CHECK_STR(r->attributes[0]->key, "service.name");
+        CHECK_STR(r->attributes[0]->value->string_value, "checkout");
+        CHECK_STR(r->attributes[1]->key, "deployment.environment.name");
+        CHECK(req->dictionary->link_table[1]->trace_id.len == 16 &&
+              memcmp(req->dictionary->link_table[1]->trace_id.data,
+                     want->dictionary->link_table[1]->trace_id.data, 16) == 0);
+        CHECK_INT(p->n_samples, 2);
+        CHECK(p->samples[0]->values[0] == 30000000);
+        CHECK(p->time_unix_nano == 1700000000000000000ull);
+        CHECK_INT(req->dictionary->n_stack_table, 3);
+        CHECK_STR(req->dictionary->string_table[8], "main.main");
+    }
+    pg_arena_destroy(a);
+    free(j);
+    free(g);
+}
+
+/* json-c's tree is held against the arena's cap before parsing: a document of small
+ * objects that would take far more heap than its size is refused as LIMIT. */
+PG_TEST(test_json_memory_cap)
+{
+    size_t n = 0, cap = 200000 * 20 + 64;
+    char *j = malloc(cap);
+    struct pg_arena *a = pg_arena_create(8u << 20);
+    struct pg_arena *big = pg_arena_create(1u << 30);
+    struct pg_otlp_request *req;
+    struct pg_status st;
+
+    PG_REQUIRE(j != NULL);
+    n += (size_t)snprintf(j + n, cap - n, "{\"dictionary\":{\"stackTable\":[{}");
+    for (int i = 0; i < 200000; i++) {
+        memcpy(j + n, ",{}", 3);
+        n += 3;
+    }
+    n += (size_t)snprintf(j + n, cap - n, "]}}");
+    CHECK_INT(jdecode(a, j, n, &req, &st), PG_ERR_LIMIT);
+    CHECK(strstr(st.msg, "over the 7 MiB left of the request's memory cap") != NULL ||
+          strstr(st.msg, "over the 8 MiB left of the request's memory cap") != NULL);
+    fprintf(stderr, "  %s\n", st.msg);
+    CHECK_INT(jdecode(big, j, n, &req, &st), PG_ERR_OK);
+    CHECK_INT(req->dictionary->n_stack_table, 200001);
+    pg_arena_destroy(a);
+    pg_arena_destroy(big);
+    free(j);
+}
+
+/* The response, both ways: what the receiver answers and what the otlphttp exporter reads. */
+PG_TEST(test_response)
+{
+    static const char want[] =
+        "{\"partialSuccess\":{\"rejectedProfiles\":\"3\",\"errorMessage\":\"dropped \\\"x\\\"\"}}";
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_response resp;
+    struct pg_otlp_partial ps;
+    struct pg_status st;
+    ProtobufCMessage *m;
+    char *json;
+    size_t n;
+
+    opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__init(
+        &resp);
+    opentelemetry__proto__collector__profiles__v1development__export_profiles_partial_success__init(
+        &ps);
+    /* An empty partial_success is still written, as the Collector does. */
+    resp.partial_success = &ps;
+    PG_REQUIRE(pg_otlp_json_encode(a, &resp.base, &json, &n, &st) == PG_ERR_OK);
+    CHECK_STR(json, "{\"partialSuccess\":{}}");
+    ps.rejected_profiles = 3;
+    ps.error_message = "dropped \"x\"";
+    PG_REQUIRE(pg_otlp_json_encode(a, &resp.base, &json, &n, &st) == PG_ERR_OK);
+    CHECK_STR(json, want);
+    CHECK_INT(pg_otlp_json_decode(a, &pg_otlp_response_descriptor, json, n, &m, &st), PG_ERR_OK);
+    if (m != NULL) {
+        const struct pg_otlp_response *r = (const struct pg_otlp_response *)m;
+        CHECK(r->partial_success != NULL && r->partial_success->rejected_profiles == 3);
+        CHECK_STR(r->partial_success->error_message, "dropped \"x\"");
+    }
+    CHECK_INT(pg_otlp_json_decode(a, &pg_otlp_response_descriptor, "{}", 2, &m, &st), PG_ERR_OK);
+    CHECK(m != NULL && ((struct pg_otlp_response *)m)->partial_success == NULL);
+    pg_arena_destroy(a);
+}
+
+PG_TEST_MAIN(PG_CASE(test_fixtures_json_round_trip), PG_CASE(test_response), PG_CASE(test_json_memory_cap), PG_CASE(test_collector_json), PG_CASE(test_appendix_a_json),
              PG_CASE(test_anyvalue_kinds), PG_CASE(test_encode_ids_and_numbers),
              PG_CASE(test_malformed_json), PG_CASE(test_deep_json), PG_CASE(test_json_utf8))

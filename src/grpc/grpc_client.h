@@ -5,8 +5,8 @@
  * flight, follows GOAWAY by draining and reconnecting, and backs off between
  * failed connection attempts. Every call ends in exactly one callback, always
  * from the event loop (never from inside pg_grpc_conn_call). */
-#ifndef PG_EXPORTER_GRPC_CONN_H
-#define PG_EXPORTER_GRPC_CONN_H
+#ifndef PG_GRPC_GRPC_CLIENT_H
+#define PG_GRPC_GRPC_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

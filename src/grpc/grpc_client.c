@@ -3,7 +3,7 @@
  * bufferevent (plain or OpenSSL). Completions are queued and delivered from a
  * deferred event so user callbacks never run inside nghttp2 callbacks and may
  * start new calls freely. */
-#include "exporter/grpc_conn.h"
+#include "grpc/grpc_client.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,9 +29,9 @@
 
 enum conn_state { ST_IDLE = 0, ST_CONNECTING, ST_READY, ST_BACKOFF };
 
-struct pg_grpc_call {
+struct client_call {
     struct pg_grpc_conn *conn;
-    struct pg_grpc_call *prev, *next; /* in conn->active or conn->done */
+    struct client_call *prev, *next; /* in conn->active or conn->done */
     int32_t stream_id;                /* 0 until submitted */
     bool resubmitted;                 /* refused once and moved to a new stream */
 
@@ -82,8 +82,8 @@ struct pg_grpc_conn {
     struct event *done_ev;
     int64_t backoff_ns;
     uint64_t connects;
-    struct pg_grpc_call *active; /* not completed: pending or on a stream */
-    struct pg_grpc_call *done;   /* completed, callback not yet run */
+    struct client_call *active; /* not completed: pending or on a stream */
+    struct client_call *done;   /* completed, callback not yet run */
     size_t n_active;
 };
 
@@ -91,7 +91,7 @@ static void conn_send(struct pg_grpc_conn *c);
 static void conn_fail(struct pg_grpc_conn *c, int code, const char *why);
 static void submit_pending(struct pg_grpc_conn *c);
 
-static void list_add(struct pg_grpc_call **head, struct pg_grpc_call *call)
+static void list_add(struct client_call **head, struct client_call *call)
 {
     call->prev = NULL;
     call->next = *head;
@@ -101,7 +101,7 @@ static void list_add(struct pg_grpc_call **head, struct pg_grpc_call *call)
     *head = call;
 }
 
-static void list_del(struct pg_grpc_call **head, struct pg_grpc_call *call)
+static void list_del(struct client_call **head, struct client_call *call)
 {
     if (call->prev != NULL) {
         call->prev->next = call->next;
@@ -114,7 +114,7 @@ static void list_del(struct pg_grpc_call **head, struct pg_grpc_call *call)
     call->prev = call->next = NULL;
 }
 
-static void call_free(struct pg_grpc_call *call)
+static void call_free(struct client_call *call)
 {
     if (call->deadline != NULL) {
         event_free(call->deadline);
@@ -130,10 +130,10 @@ static void call_free(struct pg_grpc_call *call)
 }
 
 /* Completes @call: moves it from active to done and schedules its callback. */
-static void finish(struct pg_grpc_call *call, int code, const char *fmt, ...)
+static void finish(struct client_call *call, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void finish(struct pg_grpc_call *call, int code, const char *fmt, ...)
+static void finish(struct client_call *call, int code, const char *fmt, ...)
 {
     struct pg_grpc_conn *c = call->conn;
     char msg[512];
@@ -164,7 +164,7 @@ static void on_done_ev(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     while (c->done != NULL) {
-        struct pg_grpc_call *call = c->done;
+        struct client_call *call = c->done;
         struct pg_grpc_result res;
 
         list_del(&c->done, call);
@@ -186,7 +186,7 @@ static void on_done_ev(evutil_socket_t fd, short what, void *arg)
 static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
                             uint32_t *data_flags, nghttp2_data_source *source, void *ud)
 {
-    struct pg_grpc_call *call = source->ptr;
+    struct client_call *call = source->ptr;
     size_t total = call->body_len + 5;
     size_t n = 0;
 
@@ -217,7 +217,7 @@ static ssize_t body_read_cb(nghttp2_session *s, int32_t stream_id, uint8_t *buf,
     return (ssize_t)n;
 }
 
-static struct pg_grpc_call *stream_call(nghttp2_session *s, int32_t id)
+static struct client_call *stream_call(nghttp2_session *s, int32_t id)
 {
     return nghttp2_session_get_stream_user_data(s, id);
 }
@@ -237,7 +237,7 @@ static int header_cb(nghttp2_session *s, const nghttp2_frame *frame, const uint8
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *ud)
 {
-    struct pg_grpc_call *call;
+    struct client_call *call;
 
     (void)flags;
     (void)ud;
@@ -284,7 +284,7 @@ static int header_cb(nghttp2_session *s, const nghttp2_frame *frame, const uint8
 static int data_chunk_cb(nghttp2_session *s, uint8_t flags, int32_t stream_id,
                          const uint8_t *data, size_t len, void *ud)
 {
-    struct pg_grpc_call *call = stream_call(s, stream_id);
+    struct client_call *call = stream_call(s, stream_id);
     struct pg_status st;
     enum pg_err err;
 
@@ -324,7 +324,7 @@ static int code_from_h2(uint32_t e)
 }
 
 /* Builds the final result of a stream that closed normally or by reset. */
-static void complete_stream(struct pg_grpc_conn *c, struct pg_grpc_call *call, uint32_t h2err)
+static void complete_stream(struct pg_grpc_conn *c, struct client_call *call, uint32_t h2err)
 {
     struct pg_grpc_status_details det;
     struct pg_status st;
@@ -392,7 +392,7 @@ static void complete_stream(struct pg_grpc_conn *c, struct pg_grpc_call *call, u
 static int stream_close_cb(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *ud)
 {
     struct pg_grpc_conn *c = ((struct pg_h2 *)ud)->owner;
-    struct pg_grpc_call *call = stream_call(s, stream_id);
+    struct client_call *call = stream_call(s, stream_id);
 
     if (call == NULL) {
         return 0;
@@ -433,7 +433,7 @@ static int frame_recv_cb(nghttp2_session *s, const nghttp2_frame *frame, void *u
 
 static void teardown(struct pg_grpc_conn *c)
 {
-    struct pg_grpc_call *call;
+    struct client_call *call;
 
     if (c->h2.ng != NULL) {
         for (call = c->active; call != NULL; call = call->next) {
@@ -501,7 +501,7 @@ static void maybe_close_drained(struct pg_grpc_conn *c)
     if (c->h2.ng == NULL) {
         return;
     }
-    for (struct pg_grpc_call *call = c->active; call != NULL; call = call->next) {
+    for (struct client_call *call = c->active; call != NULL; call = call->next) {
         if (call->stream_id > 0) {
             busy = true;
         }
@@ -735,8 +735,8 @@ void pg_grpc_conn_connect(struct pg_grpc_conn *c)
 /* Puts every call without a stream on one, if the session can take it. */
 static void submit_pending(struct pg_grpc_conn *c)
 {
-    struct pg_grpc_call *call;
-    struct pg_grpc_call *next;
+    struct client_call *call;
+    struct client_call *next;
 
     if (c->state != ST_READY || c->h2.ng == NULL || c->goaway) {
         return;
@@ -764,7 +764,7 @@ static void submit_pending(struct pg_grpc_conn *c)
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
-    struct pg_grpc_call *call = arg;
+    struct client_call *call = arg;
     struct pg_grpc_conn *c = call->conn;
 
     (void)fd;
@@ -780,7 +780,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 enum pg_err pg_grpc_conn_call(struct pg_grpc_conn *c, const struct pg_grpc_request *req,
                               pg_grpc_done_fn cb, void *arg, struct pg_status *st)
 {
-    struct pg_grpc_call *call = calloc(1, sizeof(*call));
+    struct client_call *call = calloc(1, sizeof(*call));
     char timeout[16];
     size_t block = 0;
     size_t n_nv = 4 + req->n_headers + 1;
@@ -916,13 +916,13 @@ void pg_grpc_conn_free(struct pg_grpc_conn *c)
         teardown(c);
     }
     while (c->active != NULL) {
-        struct pg_grpc_call *call = c->active;
+        struct client_call *call = c->active;
 
         list_del(&c->active, call);
         call_free(call);
     }
     while (c->done != NULL) {
-        struct pg_grpc_call *call = c->done;
+        struct client_call *call = c->done;
 
         list_del(&c->done, call);
         call_free(call);
