@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 
 runtime=(build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev
-         libevent-dev libnghttp2-dev zlib1g-dev libdeflate-dev libyaml-dev libpcre2-dev
+         libevent-dev libnghttp2-dev zlib1g-dev libdeflate-dev libzstd-dev libyaml-dev libpcre2-dev
          libssl-dev libunwind-dev libjson-c-dev curl)
 testing=(clang libclang-rt-14-dev protobuf-compiler wrk openssl python3 python3-yaml procps iproute2
          nodejs npm nghttp2-client)

@@ -12,6 +12,7 @@ PG_DECLARE(pg_processor_resource);
 PG_DECLARE(pg_processor_memory_limiter);
 PG_DECLARE(pg_exporter_debug);
 PG_DECLARE(pg_exporter_otlp);
+PG_DECLARE(pg_exporter_otlphttp);
 PG_DECLARE(pg_extension_pprof);
 PG_DECLARE(pg_extension_health_check);
 PG_DECLARE(pg_extension_file_storage);
@@ -25,6 +26,7 @@ const struct pg_component_ops *const pg_components[] = {
     &pg_processor_memory_limiter,
     &pg_exporter_debug,
     &pg_exporter_otlp,
+    &pg_exporter_otlphttp,
     &pg_extension_pprof,
     &pg_extension_health_check,
     &pg_extension_file_storage,

@@ -15,6 +15,9 @@ static const struct pg_codec codecs[] = {
      * reads it; "zlib" is the collector's own name for the same thing. */
     {"deflate", NULL, pg_inflate_zlib},
     {"zlib", NULL, pg_inflate_zlib},
+    /* confighttp's default compression_algorithms list zstd, and the
+     * collector's otlphttp exporter sends it when configured to. */
+    {"zstd", NULL, pg_zstd_decode},
 };
 
 #define N_CODECS (sizeof(codecs) / sizeof(codecs[0]))

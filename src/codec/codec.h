@@ -29,7 +29,7 @@ struct pg_codec {
 };
 
 /* The row whose name or alias is @name[0..@n), case-insensitive; NULL when
- * pprofgate cannot decode that coding (zstd, br, snappy, ...). */
+ * pprofgate cannot decode that coding (br, snappy, lz4, ...). */
 const struct pg_codec *pg_codec_find(const char *name, size_t n);
 /* @c's bit in a set. */
 unsigned pg_codec_bit(const struct pg_codec *c);
@@ -47,5 +47,8 @@ enum pg_err pg_inflate_gzip(struct pg_arena *arena, const uint8_t *in, size_t le
                             uint8_t **out, size_t *out_len, struct pg_status *st);
 enum pg_err pg_inflate_zlib(struct pg_arena *arena, const uint8_t *in, size_t len, size_t max_out,
                             uint8_t **out, size_t *out_len, struct pg_status *st);
+/* zstd.c: zstd (RFC 8878, frames back to back), window bounded by @max_out. */
+enum pg_err pg_zstd_decode(struct pg_arena *arena, const uint8_t *in, size_t len, size_t max_out,
+                           uint8_t **out, size_t *out_len, struct pg_status *st);
 
 #endif

@@ -8,6 +8,7 @@
 
 
 #include "codec/codec.h"
+#include "codec/zstd.h"
 #include "core/arena.h"
 #include "pg_test.h"
 #include "pg_test_zlib.h"
@@ -31,8 +32,9 @@ PG_TEST(test_codec_find)
         {"Deflate", -1, "deflate"},
         {"zlib", -1, "zlib"},
         {"ZLIB", -1, "zlib"},
+        {"zstd", -1, "zstd"},
+        {"ZSTD", -1, "zstd"},
         /* what pprofgate cannot decode */
-        {"zstd", -1, NULL},
         {"br", -1, NULL},
         {"snappy", -1, NULL},
         {"lz4", -1, NULL},
@@ -70,7 +72,7 @@ PG_TEST(test_codec_find)
  * identity (the parser counts on that to drop identity layers). */
 PG_TEST(test_codec_rows)
 {
-    static const char *const names[] = {"identity", "gzip", "deflate", "zlib"};
+    static const char *const names[] = {"identity", "gzip", "deflate", "zlib", "zstd"};
     unsigned seen = 0;
 
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -105,8 +107,8 @@ PG_TEST(test_codec_list)
         bool aliases;
         const char *want;
     } cases[] = {
-        {pg_codec_all(), false, "identity, gzip, deflate, zlib"},
-        {pg_codec_all(), true, "identity, \"\", gzip, x-gzip, deflate, zlib"},
+        {pg_codec_all(), false, "identity, gzip, deflate, zlib, zstd"},
+        {pg_codec_all(), true, "identity, \"\", gzip, x-gzip, deflate, zlib, zstd"},
         {bit_of("gzip"), false, "gzip"},
         {bit_of("gzip"), true, "gzip, x-gzip"},
         {bit_of("zlib") | bit_of("identity"), false, "identity, zlib"},
@@ -168,5 +170,67 @@ PG_TEST(test_codec_decoders)
     }
 }
 
+/* zstd: what pg_zstd_compress makes decodes back at every level; the cap
+ * holds, also for frames without a content size (two frames back to
+ * back); garbage, a truncated frame and gzip bytes are MALFORMED. */
+PG_TEST(test_codec_zstd)
+{
+    const struct pg_codec *c = pg_codec_find("zstd", 4);
+    static const int levels[] = {-5, 0, 1, 3, 19, 99};
+    static const uint8_t junk[] = {0x28, 0xb5, 0x2f, 0xfd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3};
+    size_t n = 200000;
+    uint8_t *text = malloc(n);
+
+    PG_REQUIRE(c != NULL && c->decode != NULL && text != NULL);
+    for (size_t i = 0; i < n; i++) {
+        text[i] = (uint8_t)("pprofgate zstd "[i % 15] + (i / 4096) % 3);
+    }
+    for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        struct pg_arena *arena = pg_arena_create(8u << 20);
+        uint8_t *z = NULL, *out = NULL, *two;
+        size_t zl = 0, out_len = 0;
+        struct pg_status st;
+
+        pg_status_clear(&st);
+        CHECK_INT(pg_zstd_compress(text, n, levels[i], &z, &zl, &st), PG_ERR_OK);
+        PG_REQUIRE(z != NULL);
+        CHECK(zl < n / 10);
+        CHECK_INT(c->decode(arena, z, zl, n, &out, &out_len, &st), PG_ERR_OK);
+        CHECK(out_len == n && memcmp(out, text, n) == 0);
+        CHECK_INT(c->decode(arena, z, zl, n - 1, &out, &out_len, &st), PG_ERR_LIMIT);
+        CHECK_INT(c->decode(arena, z, zl / 2, n, &out, &out_len, &st), PG_ERR_MALFORMED);
+        /* two frames: the first frame's size no longer bounds the output */
+        two = malloc(2 * zl);
+        PG_REQUIRE(two != NULL);
+        memcpy(two, z, zl);
+        memcpy(two + zl, z, zl);
+        CHECK_INT(c->decode(arena, two, 2 * zl, 2 * n, &out, &out_len, &st), PG_ERR_OK);
+        CHECK(out_len == 2 * n && memcmp(out + n, text, n) == 0);
+        CHECK_INT(c->decode(arena, two, 2 * zl, 2 * n - 1, &out, &out_len, &st), PG_ERR_LIMIT);
+        free(two);
+        free(z);
+        pg_arena_destroy(arena);
+    }
+    {
+        struct pg_arena *arena = pg_arena_create(1u << 20);
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        struct pg_status st;
+        size_t gl = 0;
+        uint8_t *gz = pg_test_squeeze(text, 100, PG_TEST_GZIP_BITS, &gl);
+
+        pg_status_clear(&st);
+        CHECK_INT(c->decode(arena, junk, sizeof(junk), 4096, &out, &out_len, &st),
+                  PG_ERR_MALFORMED);
+        CHECK(strstr(st.msg, "zstd") != NULL);
+        CHECK_INT(c->decode(arena, gz, gl, 4096, &out, &out_len, &st), PG_ERR_MALFORMED);
+        CHECK_INT(c->decode(arena, (const uint8_t *)"", 0, 4096, &out, &out_len, &st),
+                  PG_ERR_MALFORMED);
+        free(gz);
+        pg_arena_destroy(arena);
+    }
+    free(text);
+}
+
 PG_TEST_MAIN(PG_CASE(test_codec_find), PG_CASE(test_codec_rows), PG_CASE(test_codec_list),
-             PG_CASE(test_codec_decoders))
+             PG_CASE(test_codec_decoders), PG_CASE(test_codec_zstd))

@@ -486,7 +486,7 @@ PG_TEST(test_config_errors)
         const char *want;
     } cases[] = {
         {"server:\n  endpoint: nowhere\n", "is not host:port"},
-        {"server:\n  compression_algorithms: [gzip, zstd]\n", "\"zstd\" is not supported"},
+        {"server:\n  compression_algorithms: [gzip, snappy]\n", "\"snappy\" is not supported"},
         {"server:\n  bogus: 1\n", "unknown key \"bogus\""},
         {"server:\n  response_headers: {\"Bad Name\": x}\n", "is not a valid header"},
         {"server:\n  max_request_body_size: 10\n", "max_request_body_size"},

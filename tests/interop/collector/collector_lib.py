@@ -3,6 +3,7 @@
 (pg-otelcol, built from this directory by build.sh): where the binary is,
 starting it, and the fixture set every test pushes."""
 
+import collections
 import glob
 import json
 import os
@@ -10,10 +11,13 @@ import re
 import socket
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "integration", "lib"))
 from pg_harness import FIXTURES, SHARED, SOURCE_DIR, Gateway  # noqa: E402,F401
+sys.path.insert(0, HERE)
+import pprof_otlp  # noqa: E402
 
 BUILD_DIR = os.environ.get("PG_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 COLLECTOR = os.environ.get("PG_OTELCOL", os.path.join(BUILD_DIR, "collector", "pg-otelcol"))
@@ -179,3 +183,43 @@ def body_pprof(body, hdrs):
     import gzip
     enc = {k.lower(): v for k, v in hdrs.items()}.get("content-encoding", "")
     return gzip.decompress(body) if enc == "gzip" else body
+
+
+def merged(lines):
+    """Canonical profiles of several export requests, merged by sample type
+    (a large push may arrive split over requests)."""
+    by_type, order, resources, scopes = {}, [], [], []
+    for req in lines:
+        for rattrs, scope, profs in pprof_otlp.otlp_profiles(req):
+            resources.append(rattrs)
+            scopes.append(scope)
+            for p in profs:
+                k = p["sample_type"]
+                if k not in by_type:
+                    by_type[k] = dict(p, samples=collections.Counter(p["samples"]))
+                    order.append(k)
+                else:
+                    by_type[k]["samples"].update(p["samples"])
+    return [by_type[k] for k in order], resources, scopes
+
+
+def wait_output(col, seen, want_samples, timeout):
+    """New JSON lines after `seen`, once their sample count reaches want_samples
+    (or after a quiet 1.5 s when nothing is expected). The file is parsed only
+    when its size stopped changing: the large profile's JSON is ~40 MB."""
+    path = col.path("out.json")
+    deadline = time.time() + timeout
+    start, size, stable, new = time.time(), -1, 0, []
+    while time.time() < deadline:
+        time.sleep(0.1)
+        cur = os.path.getsize(path) if os.path.exists(path) else 0
+        stable = stable + 1 if cur == size else 0
+        size = cur
+        if stable != 2:
+            if not want_samples and time.time() - start > 1.5:
+                break
+            continue
+        new = read_json_lines(path)[seen:]
+        if want_samples and sum(sum(p["samples"].values()) for p in merged(new)[0]) >= want_samples:
+            return new
+    return read_json_lines(path)[seen:]

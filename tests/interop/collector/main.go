@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
+	"go.opentelemetry.io/collector/exporter/otlphttpexporter"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor"
@@ -39,7 +40,8 @@ func components() (otelcol.Factories, error) {
 		return f, err
 	}
 	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](
-		debugexporter.NewFactory(), otlpexporter.NewFactory(), fileexporter.NewFactory()); err != nil {
+		debugexporter.NewFactory(), otlpexporter.NewFactory(), otlphttpexporter.NewFactory(),
+		fileexporter.NewFactory()); err != nil {
 		return f, err
 	}
 	f.Telemetry = otelconftelemetry.NewFactory()

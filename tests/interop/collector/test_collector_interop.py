@@ -8,14 +8,13 @@ pprof input: every sample's value, resolved stack (mapping, address, lines,
 functions), attributes and link, and every profile's type, period, times and
 attributes, in the documented profile order."""
 
-import collections
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_lib import (gateway_to_otlp_config, otlp_to_file_config, Collector, Gateway, body_pprof, fixture_bodies, free_port,  # noqa: E402
-                           read_json_lines, require_collector)
+                           merged, require_collector, wait_output)
 from pg_harness import Results, post  # noqa: E402
 import pprof_otlp  # noqa: E402
 
@@ -27,46 +26,6 @@ COLLECTOR_CONFIG = otlp_to_file_config(port)
 
 GATEWAY_CONFIG = gateway_to_otlp_config(
     port, 'set(resource.attributes, ParseKeyValue(metadata["otel-resource-attributes"], "=", ","))')
-
-
-def merged(lines):
-    """Canonical profiles of several export requests, merged by sample type
-    (a large push may arrive split over requests)."""
-    by_type, order, resources, scopes = {}, [], [], []
-    for req in lines:
-        for rattrs, scope, profs in pprof_otlp.otlp_profiles(req):
-            resources.append(rattrs)
-            scopes.append(scope)
-            for p in profs:
-                k = p["sample_type"]
-                if k not in by_type:
-                    by_type[k] = dict(p, samples=collections.Counter(p["samples"]))
-                    order.append(k)
-                else:
-                    by_type[k]["samples"].update(p["samples"])
-    return [by_type[k] for k in order], resources, scopes
-
-
-def wait_output(col, seen, want_samples, timeout):
-    """New JSON lines after `seen`, once their sample count reaches want_samples
-    (or after a quiet 1.5 s when nothing is expected). The file is parsed only
-    when its size stopped changing: the large profile's JSON is ~40 MB."""
-    path = col.path("out.json")
-    deadline = time.time() + timeout
-    start, size, stable, new = time.time(), -1, 0, []
-    while time.time() < deadline:
-        time.sleep(0.1)
-        cur = os.path.getsize(path) if os.path.exists(path) else 0
-        stable = stable + 1 if cur == size else 0
-        size = cur
-        if stable != 2:
-            if not want_samples and time.time() - start > 1.5:
-                break
-            continue
-        new = read_json_lines(path)[seen:]
-        if want_samples and sum(sum(p["samples"].values()) for p in merged(new)[0]) >= want_samples:
-            return new
-    return read_json_lines(path)[seen:]
 
 
 with Collector(COLLECTOR_CONFIG) as col, Gateway(GATEWAY_CONFIG) as gw:
