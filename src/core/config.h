@@ -28,12 +28,25 @@ struct pg_cfg_node {
     bool used;                   /* set by binders, for unused-key reports */
 };
 
-/* Problems found while loading or binding. Messages live in the diag arena. */
+/* One message with its position, for printing in file order. */
+struct pg_diag_entry {
+    const char *text; /* in the diag arena */
+    int line, col;    /* 0 when the message has no position */
+    bool warning;
+};
+
+/* Problems found while loading or binding, and warnings (a config that
+ * loads but probably does not do what was meant). Messages live in the diag
+ * arena; @n and @msgs count and hold the errors only (what makes a config
+ * invalid), @all holds errors and warnings in the order they were found. */
 struct pg_diag {
     struct pg_arena *arena; /* owned */
     size_t n;
     char **msgs;
     size_t cap;
+    size_t n_warn;
+    struct pg_diag_entry *all;
+    size_t n_all, all_cap;
 };
 
 void pg_diag_init(struct pg_diag *d);
@@ -41,6 +54,12 @@ void pg_diag_free(struct pg_diag *d);
 /* Adds "file:line:col: <path>: <message>"; @at may be NULL (no position). */
 void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Adds "file:line:col: <path>: warning: <message>": not counted in @n. */
+void pg_diag_warn(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Prints every error and warning, one per line, ordered by line and column
+ * (those without a position first). @file is a FILE*. */
+void pg_diag_print(const struct pg_diag *d, void *file);
 
 struct pg_config {
     struct pg_arena *arena;      /* owned: nodes and bound strings */
@@ -140,6 +159,13 @@ struct pg_field {
  * Strings are allocated in @arena. Returns the number of problems added. */
 size_t pg_cfg_bind(struct pg_arena *arena, struct pg_diag *diag, const struct pg_cfg_node *map,
                    const struct pg_field *fields, void *out, const char *path);
+struct pg_suggest;
+/* " (did you mean \"x\"?)" for the search's closest candidate, or "" (in @a). */
+const char *pg_cfg_did_you_mean(struct pg_arena *a, const struct pg_suggest *sg);
+/* Reports every key of @map not in the NULL-terminated @valid under @path,
+ * with the closest valid key as a hint. Returns the number reported. */
+size_t pg_cfg_check_keys(struct pg_diag *d, struct pg_arena *a, const struct pg_cfg_node *map,
+                         const char *path, const char *const *valid);
 /* Prints a field table as an indented key list with defaults and docs. */
 void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file /* FILE* */);
 
