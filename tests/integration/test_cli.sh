@@ -4,6 +4,9 @@
 # start + SIGTERM exit 0 with the default config.
 set -uo pipefail
 BIN=${PPROFGATE_BIN:-build/pprofgate}
+# The default config's admin ports on ephemeral ones (tests run in parallel).
+export PPROFGATE_PPROF_ENDPOINT=127.0.0.1:0 PPROFGATE_HEALTH_ENDPOINT=127.0.0.1:0 \
+       PPROFGATE_METRICS_ENDPOINT=127.0.0.1:0
 SRC=${PG_SOURCE_DIR:-.}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"; [ -n "${pid:-}" ] && kill -9 $pid 2>/dev/null' EXIT
 pass=0 fail=0
@@ -37,9 +40,9 @@ service:
 YAML
 "$BIN" validate --config "$tmp/broken.yaml" >"$tmp/o" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok "broken config exits 1" || bad "broken config exits 1 (got $rc)"
-for want in "broken.yaml:4:7: receivers::pprof::server: unknown key \"endpont\"; valid keys: endpoint" \
+for want in "broken.yaml:4:7: receivers::pprof::server: unknown key \"endpont\" (did you mean \"endpoint\"?); valid keys: endpoint" \
             "broken.yaml:5:30: receivers::pprof::server::max_request_body_size: expected a size" \
-            "broken.yaml:6:3: receivers: unknown receiver type \"pprfo\"" \
+            "broken.yaml:6:3: receivers::pprfo: unknown receiver type \"pprfo\" (did you mean \"pprof\"?)" \
             "broken.yaml:9:16: exporters::debug::verbosity: \"chatty\" is not one of: basic, normal, detailed" \
             "broken.yaml:14:26: service::pipelines::profiles::exporters: exporter \"otlp\" is not defined"; do
     grep -qF "$want" "$tmp/o" && ok "reports: ${want:0:60}" || bad "reports: $want" "$(cat "$tmp/o")"
