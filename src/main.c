@@ -103,6 +103,10 @@ static const char *default_config(char *buf, size_t size, char *tried, size_t tr
             continue;
         }
         if (access(cands[i], R_OK) == 0) {
+            /* "/opt/x/bin/../etc/..." reads better as "/opt/x/etc/..." */
+            if (cands[i] == buf && realpath(buf, exe) != NULL) {
+                snprintf(buf, size, "%s", exe);
+            }
             return cands[i];
         }
         snprintf(tried + strlen(tried), tried_size - strlen(tried), "%s%s", tried[0] ? ", " : "",
