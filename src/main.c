@@ -71,6 +71,8 @@ static int list_components(void)
             }
         }
     }
+    printf("service:\n");
+    pg_cfg_print_fields(pg_service_doc_fields, 2, stdout);
     return 0;
 }
 

@@ -116,6 +116,15 @@ struct pg_strmap {
 
 #define PG_NO_PRESENT ((size_t)-1)
 
+/* How the mappings a PG_FT_NODE field documents in @sub nest (for
+ * `pprofgate components` only: the component parses the node itself). */
+enum pg_field_shape {
+    PG_SHAPE_NONE = 0, /* no table: shown as "any" */
+    PG_SHAPE_MAP,      /* one mapping with the keys of @sub */
+    PG_SHAPE_LIST,     /* a list of such mappings */
+    PG_SHAPE_NAMED,    /* a mapping of names (the doc says which) to such mappings */
+};
+
 struct pg_field {
     const char *name;
     enum pg_field_type type;
@@ -124,7 +133,8 @@ struct pg_field {
     double min, max;             /* numeric bounds when min < max */
     const struct pg_field *sub;  /* SECTION: its fields */
     const char *const *choices;  /* ENUM: NULL-terminated */
-    size_t present_offset;       /* SECTION: bool set when the key is present, or PG_NO_PRESENT */
+    size_t present_offset;       /* SECTION: bool set when the key is present, or PG_NO_PRESENT;
+                                  * NODE: the enum pg_field_shape of @sub (PG_FIELD_NODE_DOC) */
     const char *doc;             /* one line, for `pprofgate components` */
 };
 
@@ -152,6 +162,12 @@ struct pg_field {
 #define PG_FIELD_SECTION_PRESENT(st, name, member, sub, present, doc)                              \
     PG_FIELD_ROW_(st, name, PG_FT_SECTION, member, NULL, 0, 0, sub, NULL, offsetof(st, present),  \
                   doc)
+
+/* A PG_FT_NODE the component parses itself, its keys documented by the
+ * table @sub in @shape (binding never reads @sub for it). */
+#define PG_FIELD_NODE_DOC(st, name_, member, sub_, shape_, doc_)                                   \
+    {.name = (name_), .type = PG_FT_NODE, .offset = offsetof(st, member), .sub = (sub_),           \
+     .present_offset = (size_t)(shape_), .doc = (doc_)}
 
 /* Fills @out from the defaults of @fields, then from @map (may be NULL).
  * Unknown keys, wrong types and out-of-range values go to @diag with the

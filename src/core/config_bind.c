@@ -482,10 +482,16 @@ static const char *type_word(enum pg_field_type t)
 
 void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file)
 {
+    static const char *const shape_word[] = {"any", "mapping", "list of mappings",
+                                             "mapping of names to mappings"};
     FILE *out = file;
 
     for (const struct pg_field *f = fields; f && f->name != NULL; f++) {
-        fprintf(out, "%*s%s: (%s", indent, "", f->name, type_word(f->type));
+        size_t shape = f->type == PG_FT_NODE ? f->present_offset : PG_SHAPE_NONE;
+        bool documented = f->sub != NULL && shape > PG_SHAPE_NONE &&
+                          shape < sizeof(shape_word) / sizeof(shape_word[0]);
+        fprintf(out, "%*s%s: (%s", indent, "", f->name,
+                documented ? shape_word[shape] : type_word(f->type));
         if (f->def != NULL && f->def[0] != '\0') {
             fprintf(out, ", default %s", f->def);
         }
@@ -496,7 +502,7 @@ void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file)
             }
         }
         fprintf(out, ")%s%s\n", f->doc ? " " : "", f->doc ? f->doc : "");
-        if (f->type == PG_FT_SECTION) {
+        if (f->type == PG_FT_SECTION || documented) {
             pg_cfg_print_fields(f->sub, indent + 2, out);
         }
     }

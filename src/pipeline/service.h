@@ -33,4 +33,7 @@ void pg_service_shutdown(struct pg_service *svc, int64_t deadline_ns);
 void pg_service_free(struct pg_service *svc);
 bool pg_service_running(const struct pg_service *svc);
 
+/* The keys of the service: section, for `pprofgate components`. */
+extern const struct pg_field pg_service_doc_fields[];
+
 #endif

@@ -20,6 +20,21 @@ for c in "receivers:" "  pprof" "processors:" "exporters:" "extensions:"; do
     grep -q "^$c" <<<"$out" && ok "components lists '$c'" || bad "components lists '$c'" "$out"
 done
 
+# The reference documents every key, pull mode and service::telemetry
+# included, with real defaults rather than "0 = default" or "(any)".
+for want in "      scrape: (mapping)" "        scrape_configs: (list of mappings)" \
+            "          kubernetes_sd_configs: (list of mappings)" "            regex: (string, default (.*))" \
+            "      remote: (mapping)" "        collection_interval: (duration, default 10s)" \
+            "        max_samples: (int, default 2097152)" "        max_string_bytes: (bytes, default 64MiB)" \
+            "service:" "  telemetry: (mapping)" "      level: (enum, default info" \
+            "      address: (string)"; do
+    grep -qF -- "$want" <<<"$out" && ok "components shows '${want# *}'" || bad "components shows '$want'" "$out"
+done
+! grep -q "0 = default$" <<<"$out" && ok "components: no '0 = default' without the value" ||
+    bad "components: no '0 = default'" "$(grep '0 = default$' <<<"$out")"
+! grep -qE "^ {6}(scrape|remote): \(any\)" <<<"$out" && ok "components: scrape and remote documented" ||
+    bad "components: scrape/remote (any)" "$(grep -E '(scrape|remote): ' <<<"$out")"
+
 "$BIN" validate --config "$SRC/config/pprofgate.yaml" >"$tmp/o" 2>&1 && ok "default config valid" || bad "default config valid" "$(cat "$tmp/o")"
 
 cat >"$tmp/broken.yaml" <<'YAML'
