@@ -50,7 +50,9 @@ run:
 	@echo "make run: starting $(BUILD)/pprofgate --config $(CONFIG)"
 	@exec $(abspath $(BUILD))/pprofgate --config $(CONFIG)
 
-test: build
+test:
+	@echo "make test: packages, the release build, the ASan+UBSan build and the OpenTelemetry Collector (its first build takes several minutes), then every suite"
+	@$(MAKE) build
 	@$(STEP) $(TEST_LOG) "make test: building the ASan+UBSan tree in $(ASAN_BUILD)" \
 	    sh -c 'cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPG_SANITIZE=ON && cmake --build $(ASAN_BUILD) -j $(JOBS)'
 	@$(STEP) --may-skip $(TEST_LOG) "make test: building the OpenTelemetry Collector for the interop tests (the first build takes several minutes; later ones seconds)" \

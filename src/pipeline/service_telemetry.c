@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/suggest.h"
 #include "pipeline/service.h"
 #include "pipeline/service_internal.h"
 
@@ -79,6 +80,19 @@ const struct pg_field pg_service_doc_fields[] = {
                       "pprofgate's own logs and metrics"),
     PG_FIELD_END,
 };
+
+/* " (did you mean ...)" for a misspelt enum value, or "". */
+static const char *closest_choice(struct pg_service *svc, const struct pg_cfg_node *n,
+                                  const char *const *choices)
+{
+    struct pg_suggest sg;
+
+    pg_suggest_init(&sg, n->kind == PG_CFG_SCALAR ? n->value : NULL);
+    for (size_t i = 0; choices[i] != NULL; i++) {
+        pg_suggest_offer(&sg, choices[i]);
+    }
+    return pg_cfg_did_you_mean(svc->arena, &sg);
+}
 
 /* telemetry.logs.output_paths: a list of "stderr", "stdout" or file paths;
  * opened at start (validate creates no files). */
@@ -211,8 +225,9 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
         if (lvl != NULL) {
             if (lvl->kind != PG_CFG_SCALAR || !pg_log_parse_level(lvl->value, &l)) {
                 pg_diag_add(svc->diag, lvl, "service::telemetry::logs::level",
-                            "\"%s\" is not one of: debug, info, warn, error, none",
-                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)");
+                            "\"%s\" is not one of: debug, info, warn, error, none%s",
+                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)",
+                            closest_choice(svc, lvl, doc_levels));
             } else {
                 pg_log_set_level(l);
             }
@@ -225,8 +240,9 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
 
             if (enc->kind != PG_CFG_SCALAR || !pg_log_parse_encoding(enc->value, &e)) {
                 pg_diag_add(svc->diag, enc, "service::telemetry::logs::encoding",
-                            "\"%s\" is not one of: console (key=value lines), logfmt, json",
-                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)");
+                            "\"%s\" is not one of: console (key=value lines), logfmt, json%s",
+                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)",
+                            closest_choice(svc, enc, doc_encodings));
             } else {
                 pg_log_set_encoding(e);
             }

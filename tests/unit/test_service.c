@@ -157,6 +157,9 @@ PG_TEST(test_bad_graphs)
          "service: {telemetry: {logs: {level: loud}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "\"loud\" is not one of"},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {level: inf}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "\"inf\" is not one of: debug, info, warn, error, none (did you mean \"info\"?)"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {telemetry: {logs: {encoding: xml}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "\"xml\" is not one of: console (key=value lines), logfmt, json"},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
