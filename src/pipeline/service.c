@@ -673,9 +673,10 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         goto fail;
     }
 
-    /* Instances, in start order: extensions, exporters, processors, receivers. */
+    /* Instances, in start order: extensions, exporters, processors, receivers;
+     * only those a pipeline or service::extensions uses. */
     for (size_t i = 0; i < svc->n_defs; i++) {
-        if (svc->defs[i].kind == PG_KIND_EXTENSION) {
+        if (svc->defs[i].kind == PG_KIND_EXTENSION && svc->defs[i].used) {
             svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
@@ -725,7 +726,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         }
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
-        if (svc->defs[i].kind == PG_KIND_EXPORTER) {
+        if (svc->defs[i].kind == PG_KIND_EXPORTER && svc->defs[i].used) {
             svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
@@ -750,7 +751,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
         struct def *d = &svc->defs[i];
-        if (d->kind != PG_KIND_RECEIVER) {
+        if (d->kind != PG_KIND_RECEIVER || !d->used) {
             continue;
         }
         d->inst = instantiate(svc, d);

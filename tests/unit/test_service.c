@@ -222,6 +222,16 @@ PG_TEST(test_unused_component_warns)
             fprintf(stderr, "  want \"%s\", have \"%s\"\n", cases[i].want, cfg->diag.all[0].text);
         }
         CHECK(found);
+        /* Spares are not started: only what a pipeline or
+         * service::extensions uses. */
+        if (svc != NULL) {
+            struct pg_status st;
+            trace[0] = '\0';
+            pg_status_clear(&st);
+            CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+            CHECK(strstr(trace, "start:exporter/otlp ") != NULL);
+            CHECK(strstr(trace, "otlp/2") == NULL && strstr(trace, "health_check") == NULL);
+        }
         pg_service_free(svc);
         pg_config_free(cfg);
     }
