@@ -465,8 +465,8 @@ void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map
 }
 
 /* A processor that reads request headers behind a receiver that drops them
- * sees nothing, silently (an empty Otel-Resource-Attributes): said at start
- * and by `validate`, once per pair. */
+ * sees nothing, silently (an empty Otel-Resource-Attributes): a warning
+ * (`validate` lists it, the start logs it), once per pair. */
 static void warn_metadata(struct pg_service *svc)
 {
     for (size_t i = 0; i < svc->n_defs; i++) {
@@ -481,11 +481,12 @@ static void warn_metadata(struct pg_service *svc)
                 const char *what =
                     pi->ops->metadata_use ? pi->ops->metadata_use(pi->state) : NULL;
                 if (what != NULL) {
-                    pg_log_warn("service",
-                                "pipeline %s: %s reads request headers (%s) but receiver "
-                                "%s drops them (include_metadata is not true), so it always "
-                                "sees none; set include_metadata: true in the receiver",
-                                pl->id, pi->log_name, what, rx->id);
+                    pg_diag_warn(svc->diag, pi->key,
+                                 pg_arena_sprintf(svc->arena, "processors::%s", pi->id),
+                                 "pipeline %s: %s reads request headers (%s) but receiver "
+                                 "%s drops them (include_metadata is not true), so it always "
+                                 "sees none; set include_metadata: true in the receiver",
+                                 pl->id, pi->log_name, what, rx->id);
                 }
             }
         }

@@ -110,14 +110,14 @@ tf_plain='  transform:
       - set(resource.attributes["metadata"], "metadata[x]")'
 res_ctx='  resource:
     attributes: [{key: team, from_context: metadata.x-team, action: upsert}]'
-warn_re='level=warn comp=service msg="pipeline profiles/in: processor/PROC reads request headers .* but receiver pprof drops them'
+warn_re='meta.yaml:[0-9]+:[0-9]+: processors::PROC: warning: pipeline profiles/in: processor/PROC reads request headers .* but receiver pprof drops them'
 check_meta() { # name, want (warn|none), include_metadata, block, proc
     meta_cfg "$3" "$4" "$5" >"$tmp/meta.yaml"
     "$BIN" validate --config "$tmp/meta.yaml" >"$tmp/o" 2>&1; rc=$?
     if [ "$2" = warn ]; then
-        [ $rc -eq 0 ] && grep -qE "${warn_re/PROC/$5}" "$tmp/o" && ok "validate warns: $1" || bad "validate warns: $1 (rc=$rc)" "$(cat "$tmp/o")"
+        [ $rc -eq 0 ] && grep -qE "${warn_re//PROC/$5}" "$tmp/o" && ok "validate warns: $1" || bad "validate warns: $1 (rc=$rc)" "$(cat "$tmp/o")"
     else
-        [ $rc -eq 0 ] && ! grep -q "level=warn" "$tmp/o" && ok "no warning: $1" || bad "no warning: $1 (rc=$rc)" "$(cat "$tmp/o")"
+        [ $rc -eq 0 ] && ! grep -q "warn" "$tmp/o" && ok "no warning: $1" || bad "no warning: $1 (rc=$rc)" "$(cat "$tmp/o")"
     fi
 }
 check_meta "metadata[...] without include_metadata" warn false "$tf_meta" transform
@@ -130,7 +130,7 @@ meta_cfg false "$tf_meta" transform >"$tmp/meta.yaml"
 pid=$!
 for _ in $(seq 100); do grep -q "running with" "$tmp/meta.log" && break; sleep 0.05; done
 kill -TERM $pid; wait $pid; pid=
-grep -qE "${warn_re/PROC/transform}" "$tmp/meta.log" && ok "the start log says it too" || bad "start log warns" "$(cat "$tmp/meta.log")"
+grep -qE "level=warn comp=config msg=\".*${warn_re//PROC/transform}" "$tmp/meta.log" && ok "the start log says it too" || bad "start log warns" "$(cat "$tmp/meta.log")"
 
 # Start with the default config on a free port, then SIGTERM: exit 0.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
