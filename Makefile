@@ -10,6 +10,13 @@ CONFIG     ?= config/pprofgate.yaml
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 RUN_LOG    ?= $(BUILD)/make-run.log
+TEST_LOG   ?= $(BUILD)/make-test.log
+OTELCOL    ?= $(BUILD)/collector/pg-otelcol
+# Recursive makes (cmake's generated Makefiles) would print a
+# "gmake[N]: Entering directory" pair per target.
+MAKEFLAGS  += --no-print-directory
+# One step: a line saying what it does, the output in a log, short progress.
+STEP        = bash scripts/build-step.sh
 
 .PHONY: all build gateway run test test-unit test-asan test-tsan fuzz fuzz-smoke bench bootstrap bootstrap-test clean
 
@@ -19,28 +26,38 @@ bootstrap:
 	@bash scripts/bootstrap.sh
 
 bootstrap-test:
+	@echo "checking the build and test packages (scripts/bootstrap.sh --test installs what is missing)"
 	@bash scripts/bootstrap.sh --test
 
 build: bootstrap-test
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@mkdir -p $(BUILD) && : >$(TEST_LOG)
+	@$(STEP) $(TEST_LOG) "building the gateway, tests and benches in $(BUILD) (release; log: $(TEST_LOG))" \
+	    sh -c 'cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $(BUILD) -j $(JOBS)'
 
 # The gateway binary only (no tests, benches or peers).
 gateway: bootstrap
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target pprofgate
 
-# Installs and builds quietly into $(RUN_LOG) (its tail is shown if that
-# fails), so the first line on the terminal is pprofgate's own.
+# A line per step, short progress lines while it builds; the whole build
+# output goes to $(RUN_LOG) (its tail is shown if that fails).
 run:
-	@mkdir -p $(BUILD)
-	@if ! $(MAKE) --no-print-directory gateway >$(RUN_LOG) 2>&1; then \
-	    tail -n 40 $(RUN_LOG) >&2; echo "make run: the build failed; full log: $(RUN_LOG)" >&2; exit 1; fi
+	@mkdir -p $(BUILD) && : >$(RUN_LOG)
+	@echo "make run: checking the build packages (scripts/bootstrap.sh installs what is missing)"
+	@bash scripts/bootstrap.sh
+	@$(STEP) $(RUN_LOG) "make run: building the gateway in $(BUILD) (a minute or two the first time; log: $(RUN_LOG))" \
+	    sh -c 'cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $(BUILD) -j $(JOBS) --target pprofgate'
+	@echo "make run: starting $(BUILD)/pprofgate --config $(CONFIG)"
 	@exec $(abspath $(BUILD))/pprofgate --config $(CONFIG)
 
-test: build
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPG_SANITIZE=ON >/dev/null
-	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+test:
+	@echo "make test: packages, the release build, the ASan+UBSan build and the OpenTelemetry Collector (its first build takes several minutes), then every suite"
+	@$(MAKE) build
+	@$(STEP) $(TEST_LOG) "make test: building the ASan+UBSan tree in $(ASAN_BUILD)" \
+	    sh -c 'cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPG_SANITIZE=ON && cmake --build $(ASAN_BUILD) -j $(JOBS)'
+	@$(STEP) --may-skip $(TEST_LOG) "make test: building the OpenTelemetry Collector for the interop tests (the first build takes several minutes; later ones seconds)" \
+	    bash tests/interop/collector/build.sh $(OTELCOL) || \
+	    echo "    the interop tests will report it (interop/collector_build)"
 	@bash scripts/run-tests.sh $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(TSAN_BUILD)
 
 test-unit: build

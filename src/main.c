@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/arena.h"
 #include "pipeline/component.h"
@@ -19,6 +20,14 @@
 
 #define SHUTDOWN_DEADLINE_NS (30LL * 1000000000LL)
 
+#ifndef PG_INSTALL_CONFIG /* set by CMake from the install prefix */
+#define PG_INSTALL_CONFIG "/usr/local/etc/pprofgate/pprofgate.yaml"
+#endif
+#ifndef PG_CONFIG_FROM_BINDIR
+#define PG_CONFIG_FROM_BINDIR "../etc/pprofgate/pprofgate.yaml"
+#endif
+#define SOURCE_TREE_CONFIG "config/pprofgate.yaml"
+
 struct signal_ctx {
     struct pg_service *svc;
     struct event_base *base;
@@ -28,12 +37,14 @@ struct signal_ctx {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: pprofgate [--config FILE]          run the gateway (default config/pprofgate.yaml)\n"
+            "usage: pprofgate [--config FILE]          run the gateway\n"
             "       pprofgate validate --config FILE   check a config; lists every problem\n"
             "       pprofgate components               list receivers, processors, exporters, extensions\n"
             "       pprofgate --version                print the version and OTLP proto version\n"
             "--config also takes file:PATH and --config=FILE; --feature-gates=... (the\n"
-            "collector's, e.g. +service.profilesSupport) is accepted and has no effect.\n");
+            "collector's, e.g. +service.profilesSupport) is accepted and has no effect.\n"
+            "Without --config: ./" SOURCE_TREE_CONFIG ", else the installed etc/pprofgate/\n"
+            "pprofgate.yaml (next to the binary's prefix, then " PG_INSTALL_CONFIG ").\n");
 }
 
 static void print_version(void)
@@ -61,34 +72,83 @@ static int list_components(void)
             }
         }
     }
+    printf("service:\n");
+    pg_cfg_print_fields(pg_service_doc_fields, 2, stdout);
     return 0;
 }
 
-static void print_diag(const struct pg_diag *d)
+/* The file read when no --config is given: the source tree's default (what
+ * `make run` uses), else the installed one, found from the executable's own
+ * location (any `cmake --install --prefix`) or at the configure-time prefix.
+ * NULL when none exists; @tried lists the candidates for the message. */
+static const char *default_config(char *buf, size_t size, char *tried, size_t tried_size)
 {
-    for (size_t i = 0; i < d->n; i++) {
-        fprintf(stderr, "%s\n", d->msgs[i]);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    const char *cands[3] = {SOURCE_TREE_CONFIG, NULL, PG_INSTALL_CONFIG};
+
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash != NULL) {
+            slash[1] = '\0';
+            if (PG_CONFIG_FROM_BINDIR[0] == '/') {
+                snprintf(buf, size, "%s", PG_CONFIG_FROM_BINDIR);
+            } else {
+                snprintf(buf, size, "%s%s", exe, PG_CONFIG_FROM_BINDIR);
+            }
+            cands[1] = buf;
+        }
     }
+    tried[0] = '\0';
+    for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+        if (cands[i] == NULL) {
+            continue;
+        }
+        if (access(cands[i], R_OK) == 0) {
+            /* "/opt/x/bin/../etc/..." reads better as "/opt/x/etc/..." */
+            if (cands[i] == buf && realpath(buf, exe) != NULL) {
+                snprintf(buf, size, "%s", exe);
+            }
+            return cands[i];
+        }
+        snprintf(tried + strlen(tried), tried_size - strlen(tried), "%s%s", tried[0] ? ", " : "",
+                 cands[i]);
+    }
+    return NULL;
 }
 
-/* Loads and builds; prints every problem. Returns the service or NULL. */
+/* Loads and builds; prints every problem and warning in file order.
+ * Returns the service or NULL. */
 static struct pg_service *load(const char *path, struct event_base *base, struct pg_config **cfg_out)
 {
     struct pg_config *cfg = pg_config_load(path);
     struct pg_service *svc = NULL;
+    const struct pg_diag *d;
 
     *cfg_out = cfg;
     if (cfg == NULL) {
         fprintf(stderr, "%s: out of memory loading the config\n", path);
         return NULL;
     }
-    if (cfg->diag.n == 0 && cfg->root != NULL) {
+    /* Built even after loading problems (a duplicate key, a bad ${...}), so
+     * one run lists every problem. */
+    if (cfg->root != NULL) {
         svc = pg_service_build(cfg, pg_components, pg_components_count, base, &cfg->diag);
     }
-    if (cfg->diag.n > 0) {
-        print_diag(&cfg->diag);
-        fprintf(stderr, "%s: %zu problem%s\n", path, cfg->diag.n, cfg->diag.n == 1 ? "" : "s");
+    d = &cfg->diag;
+    if (d->n > 0) {
+        pg_diag_print(d, stderr);
+        fprintf(stderr, "%s: %zu problem%s", path, d->n, d->n == 1 ? "" : "s");
+        if (d->n_warn > 0) {
+            fprintf(stderr, ", %zu warning%s", d->n_warn, d->n_warn == 1 ? "" : "s");
+        }
+        fprintf(stderr, "\n");
         pg_service_free(svc);
+        return NULL;
+    }
+    if (svc == NULL) {
+        fprintf(stderr, "%s: the config could not be built\n", path);
         return NULL;
     }
     return svc;
@@ -153,6 +213,11 @@ static int run(const char *path)
         fprintf(stderr, "cannot install signal handlers\n");
         return 1;
     }
+    for (size_t i = 0; i < cfg->diag.n_all; i++) {
+        if (cfg->diag.all[i].warning) {
+            pg_log_warn("config", "%s", cfg->diag.all[i].text);
+        }
+    }
     pg_status_clear(&st);
     if (pg_service_start(svc, &st) != PG_ERR_OK) {
         pg_log_error("main", "%s", pg_status_text(&st));
@@ -195,7 +260,8 @@ static int set_config(const char **config, int *n_config, const char *v)
 
 int main(int argc, char **argv)
 {
-    const char *config = "config/pprofgate.yaml";
+    const char *config = NULL;
+    char found[4200], tried[8600];
     const char *cmd = "run";
     int n_config = 0, bad;
 
@@ -241,13 +307,28 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "components") == 0) {
         return list_components();
     }
+    if (config == NULL) {
+        config = default_config(found, sizeof(found), tried, sizeof(tried));
+        if (config == NULL) {
+            fprintf(stderr, "no --config given and no default config found (tried %s)\n", tried);
+            return 1;
+        }
+        /* stderr: logging is not set up yet, and stdout is validate's answer. */
+        fprintf(stderr, "no --config given: reading %s\n", config);
+    }
     if (strcmp(cmd, "validate") == 0) {
         struct pg_config *cfg = NULL;
         struct event_base *base = event_base_new();
         struct pg_service *svc = load(config, base, &cfg);
         int rc = svc ? 0 : 1;
         if (svc != NULL) {
-            printf("%s: valid\n", config);
+            pg_diag_print(&cfg->diag, stderr); /* warnings only, by now */
+            if (cfg->diag.n_warn > 0) {
+                printf("%s: valid, %zu warning%s\n", config, cfg->diag.n_warn,
+                       cfg->diag.n_warn == 1 ? "" : "s");
+            } else {
+                printf("%s: valid\n", config);
+            }
         }
         pg_service_free(svc);
         pg_config_free(cfg);

@@ -34,29 +34,38 @@ void pg_diag_free(struct pg_diag *d)
 }
 
 static void diag_vadd(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
-                      const char *fmt, va_list ap)
+                      bool warning, const char *fmt, va_list ap)
 {
     char msg[1024];
     char *line;
+    const char *sep = (path && path[0]) ? ": " : "";
+    const char *tag = warning ? "warning: " : "";
 
     if (d->arena == NULL) {
         return;
     }
     vsnprintf(msg, sizeof(msg), fmt, ap);
     if (at != NULL && at->file != NULL) {
-        line = pg_arena_sprintf(d->arena, "%s:%d:%d: %s%s%s", at->file, at->line, at->col,
-                                path ? path : "", (path && path[0]) ? ": " : "", msg);
+        line = pg_arena_sprintf(d->arena, "%s:%d:%d: %s%s%s%s", at->file, at->line, at->col,
+                                path ? path : "", sep, tag, msg);
     } else {
-        line = pg_arena_sprintf(d->arena, "%s%s%s", path ? path : "", (path && path[0]) ? ": " : "",
-                                msg);
+        line = pg_arena_sprintf(d->arena, "%s%s%s%s", path ? path : "", sep, tag, msg);
     }
-    if (line == NULL) {
+    if (line == NULL || !PG_VEC_GROW(d->arena, d->all, d->all_cap, d->n_all, 16, 0)) {
         return;
     }
-    if (!PG_VEC_GROW(d->arena, d->msgs, d->cap, d->n, 16, 0)) {
+    if (!warning && !PG_VEC_GROW(d->arena, d->msgs, d->cap, d->n, 16, 0)) {
         return;
     }
-    d->msgs[d->n++] = line;
+    d->all[d->n_all++] = (struct pg_diag_entry){.text = line,
+                                                .line = at != NULL && at->file ? at->line : 0,
+                                                .col = at != NULL && at->file ? at->col : 0,
+                                                .warning = warning};
+    if (warning) {
+        d->n_warn++;
+    } else {
+        d->msgs[d->n++] = line;
+    }
 }
 
 void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *path, const char *fmt,
@@ -65,8 +74,59 @@ void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *pa
     va_list ap;
 
     va_start(ap, fmt);
-    diag_vadd(d, at, path, fmt, ap);
+    diag_vadd(d, at, path, false, fmt, ap);
     va_end(ap);
+}
+
+void pg_diag_warn(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
+                  const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    diag_vadd(d, at, path, true, fmt, ap);
+    va_end(ap);
+}
+
+/* (line, col), then the order found: entries are compared by address,
+ * which is that order since they sit in one array. */
+static int diag_entry_cmp(const void *pa, const void *pb)
+{
+    const struct pg_diag_entry *a = *(const struct pg_diag_entry *const *)pa;
+    const struct pg_diag_entry *b = *(const struct pg_diag_entry *const *)pb;
+
+    if (a->line != b->line) {
+        return a->line < b->line ? -1 : 1;
+    }
+    if (a->col != b->col) {
+        return a->col < b->col ? -1 : 1;
+    }
+    return a < b ? -1 : (a > b);
+}
+
+void pg_diag_print(const struct pg_diag *d, void *file)
+{
+    FILE *out = file;
+    const struct pg_diag_entry **order;
+
+    if (d->n_all == 0) {
+        return;
+    }
+    order = malloc(d->n_all * sizeof(*order)); /* freed below */
+    if (order == NULL) {
+        for (size_t i = 0; i < d->n_all; i++) {
+            fprintf(out, "%s\n", d->all[i].text);
+        }
+        return;
+    }
+    for (size_t i = 0; i < d->n_all; i++) {
+        order[i] = &d->all[i];
+    }
+    qsort(order, d->n_all, sizeof(*order), diag_entry_cmp);
+    for (size_t i = 0; i < d->n_all; i++) {
+        fprintf(out, "%s\n", order[i]->text);
+    }
+    free(order);
 }
 
 /* ---- env expansion --------------------------------------------------- */
@@ -194,6 +254,8 @@ struct loader {
     struct pg_config *cfg;
     yaml_parser_t parser;
     int depth;
+    char path[512]; /* "a::b" of the mapping being read, for messages */
+    size_t path_len;
 };
 
 static struct pg_cfg_node *node_new(struct loader *l, enum pg_cfg_kind kind, const yaml_mark_t *m)
@@ -333,7 +395,19 @@ static struct pg_cfg_node *parse_node(struct loader *l, yaml_event_t *ev, bool i
                 n = NULL;
                 break;
             }
+            size_t saved_len = l->path_len;
+            if (key->kind == PG_CFG_SCALAR) { /* a path too long for the buffer stays short */
+                int w = snprintf(l->path + l->path_len, sizeof(l->path) - l->path_len, "%s%s",
+                                 l->path_len ? "::" : "", key->value);
+                if (w > 0 && (size_t)w < sizeof(l->path) - l->path_len) {
+                    l->path_len += (size_t)w;
+                } else {
+                    l->path[l->path_len] = '\0';
+                }
+            }
             struct pg_cfg_node *val = parse_node(l, &sub, false);
+            l->path_len = saved_len;
+            l->path[saved_len] = '\0';
             if (val == NULL || n == NULL) {
                 n = NULL;
                 break;
@@ -345,8 +419,11 @@ static struct pg_cfg_node *parse_node(struct loader *l, yaml_event_t *ev, bool i
             bool dup = false;
             for (size_t i = 0; i < n->n; i++) {
                 if (strcmp(n->keys[i]->value, key->value) == 0) {
-                    pg_diag_add(&l->cfg->diag, key, NULL, "duplicate key \"%s\" (first at line %d)",
-                                key->value, n->keys[i]->line);
+                    char *kp = pg_arena_sprintf(l->cfg->arena, "%s%s%s", l->path,
+                                                l->path_len ? "::" : "", key->value);
+                    pg_diag_add(&l->cfg->diag, key, kp,
+                                "duplicate key \"%s\" (first at line %d)", key->value,
+                                n->keys[i]->line);
                     dup = true;
                 }
             }

@@ -28,12 +28,25 @@ struct pg_cfg_node {
     bool used;                   /* set by binders, for unused-key reports */
 };
 
-/* Problems found while loading or binding. Messages live in the diag arena. */
+/* One message with its position, for printing in file order. */
+struct pg_diag_entry {
+    const char *text; /* in the diag arena */
+    int line, col;    /* 0 when the message has no position */
+    bool warning;
+};
+
+/* Problems found while loading or binding, and warnings (a config that
+ * loads but probably does not do what was meant). Messages live in the diag
+ * arena; @n and @msgs count and hold the errors only (what makes a config
+ * invalid), @all holds errors and warnings in the order they were found. */
 struct pg_diag {
     struct pg_arena *arena; /* owned */
     size_t n;
     char **msgs;
     size_t cap;
+    size_t n_warn;
+    struct pg_diag_entry *all;
+    size_t n_all, all_cap;
 };
 
 void pg_diag_init(struct pg_diag *d);
@@ -41,6 +54,12 @@ void pg_diag_free(struct pg_diag *d);
 /* Adds "file:line:col: <path>: <message>"; @at may be NULL (no position). */
 void pg_diag_add(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Adds "file:line:col: <path>: warning: <message>": not counted in @n. */
+void pg_diag_warn(struct pg_diag *d, const struct pg_cfg_node *at, const char *path,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Prints every error and warning, one per line, ordered by line and column
+ * (those without a position first). @file is a FILE*. */
+void pg_diag_print(const struct pg_diag *d, void *file);
 
 struct pg_config {
     struct pg_arena *arena;      /* owned: nodes and bound strings */
@@ -97,6 +116,15 @@ struct pg_strmap {
 
 #define PG_NO_PRESENT ((size_t)-1)
 
+/* How the mappings a PG_FT_NODE field documents in @sub nest (for
+ * `pprofgate components` only: the component parses the node itself). */
+enum pg_field_shape {
+    PG_SHAPE_NONE = 0, /* no table: shown as "any" */
+    PG_SHAPE_MAP,      /* one mapping with the keys of @sub */
+    PG_SHAPE_LIST,     /* a list of such mappings */
+    PG_SHAPE_NAMED,    /* a mapping of names (the doc says which) to such mappings */
+};
+
 struct pg_field {
     const char *name;
     enum pg_field_type type;
@@ -105,7 +133,8 @@ struct pg_field {
     double min, max;             /* numeric bounds when min < max */
     const struct pg_field *sub;  /* SECTION: its fields */
     const char *const *choices;  /* ENUM: NULL-terminated */
-    size_t present_offset;       /* SECTION: bool set when the key is present, or PG_NO_PRESENT */
+    size_t present_offset;       /* SECTION: bool set when the key is present, or PG_NO_PRESENT;
+                                  * NODE: the enum pg_field_shape of @sub (PG_FIELD_NODE_DOC) */
     const char *doc;             /* one line, for `pprofgate components` */
 };
 
@@ -134,12 +163,25 @@ struct pg_field {
     PG_FIELD_ROW_(st, name, PG_FT_SECTION, member, NULL, 0, 0, sub, NULL, offsetof(st, present),  \
                   doc)
 
+/* A PG_FT_NODE the component parses itself, its keys documented by the
+ * table @sub in @shape (binding never reads @sub for it). */
+#define PG_FIELD_NODE_DOC(st, name_, member, sub_, shape_, doc_)                                   \
+    {.name = (name_), .type = PG_FT_NODE, .offset = offsetof(st, member), .sub = (sub_),           \
+     .present_offset = (size_t)(shape_), .doc = (doc_)}
+
 /* Fills @out from the defaults of @fields, then from @map (may be NULL).
  * Unknown keys, wrong types and out-of-range values go to @diag with the
  * valid choices; @path prefixes messages ("receivers::pprof::server").
  * Strings are allocated in @arena. Returns the number of problems added. */
 size_t pg_cfg_bind(struct pg_arena *arena, struct pg_diag *diag, const struct pg_cfg_node *map,
                    const struct pg_field *fields, void *out, const char *path);
+struct pg_suggest;
+/* " (did you mean \"x\"?)" for the search's closest candidate, or "" (in @a). */
+const char *pg_cfg_did_you_mean(struct pg_arena *a, const struct pg_suggest *sg);
+/* Reports every key of @map not in the NULL-terminated @valid under @path,
+ * with the closest valid key as a hint. Returns the number reported. */
+size_t pg_cfg_check_keys(struct pg_diag *d, struct pg_arena *a, const struct pg_cfg_node *map,
+                         const char *path, const char *const *valid);
 /* Prints a field table as an indented key list with defaults and docs. */
 void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file /* FILE* */);
 

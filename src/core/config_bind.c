@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/suggest.h"
 #include "core/vec.h"
 
 /* ---- value parsers --------------------------------------------------- */
@@ -180,6 +181,46 @@ static char *valid_keys(struct pg_arena *a, const struct pg_field *fields)
     return s;
 }
 
+const char *pg_cfg_did_you_mean(struct pg_arena *a, const struct pg_suggest *sg)
+{
+    const char *best = pg_suggest_best(sg);
+    char *s = best ? pg_arena_sprintf(a, " (did you mean \"%s\"?)", best) : NULL;
+
+    return s ? s : "";
+}
+
+size_t pg_cfg_check_keys(struct pg_diag *d, struct pg_arena *a, const struct pg_cfg_node *map,
+                         const char *path, const char *const *valid)
+{
+    size_t problems = 0;
+
+    if (map == NULL || map->kind != PG_CFG_MAP) {
+        return 0;
+    }
+    for (size_t i = 0; i < map->n; i++) {
+        bool ok = false;
+        char list[256] = "";
+        struct pg_suggest sg;
+        pg_suggest_init(&sg, map->keys[i]->value);
+        for (size_t j = 0; valid[j]; j++) {
+            if (strcmp(map->keys[i]->value, valid[j]) == 0) {
+                ok = true;
+            }
+            if (j) {
+                strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+            }
+            strncat(list, valid[j], sizeof(list) - strlen(list) - 1);
+            pg_suggest_offer(&sg, valid[j]);
+        }
+        if (!ok) {
+            pg_diag_add(d, map->keys[i], path, "unknown key \"%s\"%s; valid keys: %s",
+                        map->keys[i]->value, pg_cfg_did_you_mean(a, &sg), list);
+            problems++;
+        }
+    }
+    return problems;
+}
+
 /* Binds one value (@n may be a synthetic scalar holding the default). */
 static size_t bind_value(struct pg_arena *a, struct pg_diag *d, const struct pg_field *f,
                          const struct pg_cfg_node *n, void *out, const char *path, bool is_default)
@@ -274,13 +315,17 @@ static size_t bind_value(struct pg_arena *a, struct pg_diag *d, const struct pg_
         }
         {
             char list[512] = "";
+            struct pg_suggest sg;
+            pg_suggest_init(&sg, v);
             for (int i = 0; f->choices && f->choices[i] != NULL; i++) {
                 if (i) {
                     strncat(list, ", ", sizeof(list) - strlen(list) - 1);
                 }
                 strncat(list, f->choices[i], sizeof(list) - strlen(list) - 1);
+                pg_suggest_offer(&sg, f->choices[i]);
             }
-            pg_diag_add(d, n, path, "\"%s\" is not one of: %s", v, list);
+            pg_diag_add(d, n, path, "\"%s\" is not one of: %s%s", v, list,
+                        pg_cfg_did_you_mean(a, &sg));
         }
         return 1;
     case PG_FT_STRLIST: {
@@ -409,8 +454,13 @@ size_t pg_cfg_bind(struct pg_arena *a, struct pg_diag *d, const struct pg_cfg_no
             }
         }
         if (f->name == NULL) {
-            pg_diag_add(d, key, path, "unknown key \"%s\"; valid keys: %s", key->value,
-                        valid_keys(a, fields));
+            struct pg_suggest sg;
+            pg_suggest_init(&sg, key->value);
+            for (f = fields; f->name != NULL; f++) {
+                pg_suggest_offer(&sg, f->name);
+            }
+            pg_diag_add(d, key, path, "unknown key \"%s\"%s; valid keys: %s", key->value,
+                        pg_cfg_did_you_mean(a, &sg), valid_keys(a, fields));
             problems++;
             continue;
         }
@@ -432,10 +482,16 @@ static const char *type_word(enum pg_field_type t)
 
 void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file)
 {
+    static const char *const shape_word[] = {"any", "mapping", "list of mappings",
+                                             "mapping of names to mappings"};
     FILE *out = file;
 
     for (const struct pg_field *f = fields; f && f->name != NULL; f++) {
-        fprintf(out, "%*s%s: (%s", indent, "", f->name, type_word(f->type));
+        size_t shape = f->type == PG_FT_NODE ? f->present_offset : PG_SHAPE_NONE;
+        bool documented = f->sub != NULL && shape > PG_SHAPE_NONE &&
+                          shape < sizeof(shape_word) / sizeof(shape_word[0]);
+        fprintf(out, "%*s%s: (%s", indent, "", f->name,
+                documented ? shape_word[shape] : type_word(f->type));
         if (f->def != NULL && f->def[0] != '\0') {
             fprintf(out, ", default %s", f->def);
         }
@@ -446,7 +502,7 @@ void pg_cfg_print_fields(const struct pg_field *fields, int indent, void *file)
             }
         }
         fprintf(out, ")%s%s\n", f->doc ? " " : "", f->doc ? f->doc : "");
-        if (f->type == PG_FT_SECTION) {
+        if (f->type == PG_FT_SECTION || documented) {
             pg_cfg_print_fields(f->sub, indent + 2, out);
         }
     }

@@ -181,7 +181,7 @@ static int gzip_level(const struct ox_cfg *c, struct pg_diag *d, const struct pg
 /* "host:port" or "[v6]:port", with an optional http:// or https:// (which
  * sets @tls) and a trailing "/". */
 static bool parse_endpoint(struct ox *ex, struct pg_arena *a, const char *ep, struct pg_diag *d,
-                           const struct pg_cfg_node *at, bool *tls)
+                           const struct pg_cfg_node *at, const char *path, bool *tls)
 {
     const char *hp = ep;
     char buf[512];
@@ -206,7 +206,7 @@ static bool parse_endpoint(struct ox *ex, struct pg_arena *a, const char *ep, st
     }
     if (n >= sizeof(buf) || !pg_hostport_split(buf, host, sizeof(host), &port) ||
         host[0] == '\0' || port == 0) {
-        pg_diag_add(d, at, "endpoint", "\"%s\": expected host:port or [ipv6]:port, port 1..65535",
+        pg_diag_add(d, at, path, "\"%s\": expected host:port or [ipv6]:port, port 1..65535",
                     ep);
         return false;
     }
@@ -434,7 +434,10 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         problems++;
     } else {
         tls = !ex->cfg.tls.insecure;
-        if (!parse_endpoint(ex, ctx->config_arena, ex->cfg.endpoint, ctx->diag, ep_node, &tls)) {
+        char ep_path[300];
+        snprintf(ep_path, sizeof(ep_path), "%s::endpoint", path);
+        if (!parse_endpoint(ex, ctx->config_arena, ex->cfg.endpoint, ctx->diag, ep_node, ep_path,
+                            &tls)) {
             problems++;
         }
         ex->tls = tls;

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/suggest.h"
 #include "pipeline/service_internal.h"
 #include "pipeline/service_name.h"
 
@@ -285,6 +286,20 @@ static char *defined_ids(struct pg_service *svc, enum pg_kind kind)
     return (s && s[0]) ? s : (char *)"(none)";
 }
 
+/* " (did you mean ...)" for an id that names no definition of @kind. */
+static const char *closest_def(struct pg_service *svc, enum pg_kind kind, const char *id)
+{
+    struct pg_suggest sg;
+
+    pg_suggest_init(&sg, id);
+    for (size_t i = 0; i < svc->n_defs; i++) {
+        if (svc->defs[i].kind == kind) {
+            pg_suggest_offer(&sg, svc->defs[i].id);
+        }
+    }
+    return pg_cfg_did_you_mean(svc->arena, &sg);
+}
+
 static void collect_defs(struct pg_service *svc, const struct pg_component_ops *const *reg,
                          size_t n_reg, enum pg_kind kind, const struct pg_cfg_node *section)
 {
@@ -305,7 +320,8 @@ static void collect_defs(struct pg_service *svc, const struct pg_component_ops *
         size_t tlen;
 
         if (!id_ok(key->value)) {
-            pg_diag_add(svc->diag, key, sec, "invalid component id \"%s\" (use type or type/name)",
+            pg_diag_add(svc->diag, key, pg_arena_sprintf(svc->arena, "%s::%s", sec, key->value),
+                        "invalid component id \"%s\" (use type or type/name)",
                         key->value);
             continue;
         }
@@ -318,8 +334,18 @@ static void collect_defs(struct pg_service *svc, const struct pg_component_ops *
         type[tlen] = '\0';
         d->ops = pg_component_find(reg, n_reg, kind, type);
         if (d->ops == NULL || strcmp(type, "telemetry_metrics") == 0) {
-            pg_diag_add(svc->diag, key, sec, "unknown %s type \"%s\"; valid types: %s",
-                        pg_kind_name(kind), type, types_of(svc->arena, reg, n_reg, kind));
+            struct pg_suggest sg;
+            pg_suggest_init(&sg, type);
+            for (size_t r = 0; r < n_reg; r++) {
+                if (reg[r] != NULL && reg[r]->kind == kind &&
+                    strcmp(reg[r]->type, "telemetry_metrics") != 0) {
+                    pg_suggest_offer(&sg, reg[r]->type);
+                }
+            }
+            pg_diag_add(svc->diag, key, pg_arena_sprintf(svc->arena, "%s::%s", sec, key->value),
+                        "unknown %s type \"%s\"%s; valid types: %s",
+                        pg_kind_name(kind), type, pg_cfg_did_you_mean(svc->arena, &sg),
+                        types_of(svc->arena, reg, n_reg, kind));
             continue;
         }
         d->kind = kind;
@@ -373,6 +399,21 @@ static struct instance *instantiate(struct pg_service *svc, struct def *d)
     return in;
 }
 
+/* Binds an unused definition's config and drops the instance again. */
+static void check_unused(struct pg_service *svc, struct def *d)
+{
+    struct instance *in = instantiate(svc, d);
+
+    if (in == NULL) {
+        return;
+    }
+    svc->n_order--; /* instantiate appended it last */
+    if (in->ops->destroy != NULL) {
+        in->ops->destroy(in->state);
+    }
+    in->created = false;
+}
+
 /* Parses one id list of a pipeline; marks defs used; returns the defs. */
 static struct def **pipe_list(struct pg_service *svc, const struct pg_cfg_node *pnode,
                               const char *pid, const char *key, enum pg_kind kind, size_t *n_out,
@@ -399,9 +440,9 @@ static struct def **pipe_list(struct pg_service *svc, const struct pg_cfg_node *
         const struct pg_cfg_node *it = list->items[i];
         struct def *d = it->kind == PG_CFG_SCALAR ? find_def(svc, kind, it->value) : NULL;
         if (d == NULL) {
-            pg_diag_add(svc->diag, it, path, "%s \"%s\" is not defined under %s:; defined: %s",
+            pg_diag_add(svc->diag, it, path, "%s \"%s\" is not defined under %s:%s; defined: %s",
                         pg_kind_name(kind), it->value, pg_kind_section(kind),
-                        defined_ids(svc, kind));
+                        closest_def(svc, kind, it->value), defined_ids(svc, kind));
             continue;
         }
         for (size_t j = 0; j < *n_out; j++) {
@@ -449,31 +490,12 @@ static const char *const top_keys[] = {"receivers", "processors", "exporters", "
 void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
                            const char *const *valid)
 {
-    if (map == NULL || map->kind != PG_CFG_MAP) {
-        return;
-    }
-    for (size_t i = 0; i < map->n; i++) {
-        bool ok = false;
-        char list[256] = "";
-        for (size_t j = 0; valid[j]; j++) {
-            if (strcmp(map->keys[i]->value, valid[j]) == 0) {
-                ok = true;
-            }
-            if (j) {
-                strncat(list, ", ", sizeof(list) - strlen(list) - 1);
-            }
-            strncat(list, valid[j], sizeof(list) - strlen(list) - 1);
-        }
-        if (!ok) {
-            pg_diag_add(svc->diag, map->keys[i], path, "unknown key \"%s\"; valid keys: %s",
-                        map->keys[i]->value, list);
-        }
-    }
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, map, path, valid);
 }
 
 /* A processor that reads request headers behind a receiver that drops them
- * sees nothing, silently (an empty Otel-Resource-Attributes): said at start
- * and by `validate`, once per pair. */
+ * sees nothing, silently (an empty Otel-Resource-Attributes): a warning
+ * (`validate` lists it, the start logs it), once per pair. */
 static void warn_metadata(struct pg_service *svc)
 {
     for (size_t i = 0; i < svc->n_defs; i++) {
@@ -488,11 +510,12 @@ static void warn_metadata(struct pg_service *svc)
                 const char *what =
                     pi->ops->metadata_use ? pi->ops->metadata_use(pi->state) : NULL;
                 if (what != NULL) {
-                    pg_log_warn("service",
-                                "pipeline %s: %s reads request headers (%s) but receiver "
-                                "%s drops them (include_metadata is not true), so it always "
-                                "sees none; set include_metadata: true in the receiver",
-                                pl->id, pi->log_name, what, rx->id);
+                    pg_diag_warn(svc->diag, pi->key,
+                                 pg_arena_sprintf(svc->arena, "processors::%s", pi->id),
+                                 "pipeline %s: %s reads request headers (%s) but receiver "
+                                 "%s drops them (include_metadata is not true), so it always "
+                                 "sees none; set include_metadata: true in the receiver",
+                                 pl->id, pi->log_name, what, rx->id);
                 }
             }
         }
@@ -576,8 +599,11 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                 struct def *d = find_def(svc, PG_KIND_EXTENSION, exts->items[i]->value);
                 if (d == NULL) {
                     pg_diag_add(diag, exts->items[i], "service::extensions",
-                                "extension \"%s\" is not defined under extensions:; defined: %s",
-                                exts->items[i]->value, defined_ids(svc, PG_KIND_EXTENSION));
+                                "extension \"%s\" is not defined under extensions:%s; "
+                                "defined: %s",
+                                exts->items[i]->value,
+                                closest_def(svc, PG_KIND_EXTENSION, exts->items[i]->value),
+                                defined_ids(svc, PG_KIND_EXTENSION));
                     continue;
                 }
                 if (d->used) {
@@ -632,13 +658,18 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         svc->pipes[svc->n_pipes].id = pg_arena_strdup(svc->arena, pid);
         svc->n_pipes++;
     }
+    /* The collector (v0.161) loads a config with a spare component and
+     * simply does not build it: a warning here, not an error. */
     for (size_t i = 0; i < svc->n_defs; i++) {
-        if (!svc->defs[i].used) {
-            pg_diag_add(diag, svc->defs[i].key, pg_kind_section(svc->defs[i].kind),
-                        "%s \"%s\" is defined but not used by any pipeline%s",
-                        pg_kind_name(svc->defs[i].kind), svc->defs[i].id,
-                        svc->defs[i].kind == PG_KIND_EXTENSION ? " (list it in service::extensions)"
-                                                               : "; remove it or add it to a pipeline");
+        const struct def *d = &svc->defs[i];
+        if (!d->used) {
+            pg_diag_warn(diag, d->key, pg_arena_sprintf(svc->arena, "%s::%s",
+                                                        pg_kind_section(d->kind), d->id),
+                         "%s \"%s\" is defined but not used, so it is not started%s",
+                         pg_kind_name(d->kind), d->id,
+                         d->kind == PG_KIND_EXTENSION
+                             ? " (list it in service::extensions to run it)"
+                             : "; add it to a pipeline or remove it");
         }
     }
     /* Instances: one per definition (+ the metrics endpoint), plus one
@@ -662,9 +693,22 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         goto fail;
     }
 
-    /* Instances, in start order: extensions, exporters, processors, receivers. */
+    /* An unused component is not started, but its config is still checked
+     * (as the collector unmarshals and validates every component): created
+     * and destroyed at once. */
     for (size_t i = 0; i < svc->n_defs; i++) {
-        if (svc->defs[i].kind == PG_KIND_EXTENSION) {
+        if (!svc->defs[i].used) {
+            check_unused(svc, &svc->defs[i]);
+        }
+    }
+    if (diag->n > before) {
+        goto fail;
+    }
+
+    /* Instances, in start order: extensions, exporters, processors, receivers;
+     * only those a pipeline or service::extensions uses. */
+    for (size_t i = 0; i < svc->n_defs; i++) {
+        if (svc->defs[i].kind == PG_KIND_EXTENSION && svc->defs[i].used) {
             svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
@@ -714,7 +758,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         }
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
-        if (svc->defs[i].kind == PG_KIND_EXPORTER) {
+        if (svc->defs[i].kind == PG_KIND_EXPORTER && svc->defs[i].used) {
             svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
@@ -739,7 +783,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
         struct def *d = &svc->defs[i];
-        if (d->kind != PG_KIND_RECEIVER) {
+        if (d->kind != PG_KIND_RECEIVER || !d->used) {
             continue;
         }
         d->inst = instantiate(svc, d);

@@ -38,4 +38,7 @@ bool pg_service_end_delay(struct pg_service *svc);
 void pg_service_free(struct pg_service *svc);
 bool pg_service_running(const struct pg_service *svc);
 
+/* The keys of the service: section, for `pprofgate components`. */
+extern const struct pg_field pg_service_doc_fields[];
+
 #endif

@@ -5,8 +5,97 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/suggest.h"
 #include "pipeline/service.h"
 #include "pipeline/service_internal.h"
+
+/* ---- the reference (`pprofgate components`) ------------------------------
+ * The service section is walked by hand (pg_service_build, the functions
+ * below); these tables only list its keys, types and defaults for the
+ * reference, next to the code that reads them. */
+struct svc_doc {
+    const struct pg_cfg_node *node;
+};
+static const char *const doc_levels[] = {"info", "debug", "warn", "error", "none", NULL};
+static const char *const doc_encodings[] = {"console", "logfmt", "json", NULL};
+static const struct pg_field doc_logs[] = {
+    PG_FIELD_ENUM(struct svc_doc, "level", node, "info", doc_levels, NULL),
+    PG_FIELD_ENUM(struct svc_doc, "encoding", node, "console", doc_encodings,
+                  "console and logfmt: ts=... level=... comp=... msg=\"...\" lines; json: an object per line"),
+    PG_FIELD(struct svc_doc, "output_paths", PG_FT_STRLIST, node, "stderr",
+             "stderr, stdout or files (appended), up to 4"),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_prometheus[] = {
+    PG_FIELD(struct svc_doc, "host", PG_FT_STR, node, "localhost", NULL),
+    PG_FIELD(struct svc_doc, "port", PG_FT_INT, node, NULL, "required"),
+    PG_FIELD(struct svc_doc, "without_scope_info", PG_FT_BOOL, node, NULL,
+             "accepted, no effect (fixed metric names)"),
+    PG_FIELD(struct svc_doc, "without_units", PG_FT_BOOL, node, NULL, "accepted, no effect"),
+    PG_FIELD(struct svc_doc, "without_type_suffix", PG_FT_BOOL, node, NULL, "accepted, no effect"),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_exporter[] = {
+    PG_FIELD_NODE_DOC(struct svc_doc, "prometheus", node, doc_prometheus, PG_SHAPE_MAP, NULL),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_pull[] = {
+    PG_FIELD_NODE_DOC(struct svc_doc, "exporter", node, doc_exporter, PG_SHAPE_MAP, NULL),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_reader[] = {
+    PG_FIELD_NODE_DOC(struct svc_doc, "pull", node, doc_pull, PG_SHAPE_MAP,
+                      "the one reader pprofgate serves (periodic readers are refused)"),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_metrics[] = {
+    PG_FIELD(struct svc_doc, "address", PG_FT_STR, node, NULL,
+             "host:port of Prometheus /metrics and /targets; unset = not served"),
+    PG_FIELD_NODE_DOC(struct svc_doc, "readers", node, doc_reader, PG_SHAPE_LIST,
+                      "the collector's current form of address (one reader; not with address)"),
+    PG_FIELD(struct svc_doc, "level", PG_FT_STR, node, NULL, "accepted, no effect"),
+    PG_FIELD(struct svc_doc, "auth", PG_FT_NODE, node, NULL,
+             "bearer_token_file / basic_auth_file / realm for /metrics, as the extensions' auth"),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_telemetry[] = {
+    PG_FIELD_NODE_DOC(struct svc_doc, "logs", node, doc_logs, PG_SHAPE_MAP, NULL),
+    PG_FIELD_NODE_DOC(struct svc_doc, "metrics", node, doc_metrics, PG_SHAPE_MAP, NULL),
+    PG_FIELD(struct svc_doc, "resource", PG_FT_NODE, node, NULL, "accepted, no effect"),
+    PG_FIELD(struct svc_doc, "traces", PG_FT_NODE, node, NULL, "accepted, no effect"),
+    PG_FIELD_END,
+};
+static const struct pg_field doc_pipeline[] = {
+    PG_FIELD(struct svc_doc, "receivers", PG_FT_STRLIST, node, NULL, "required: receiver ids"),
+    PG_FIELD(struct svc_doc, "processors", PG_FT_STRLIST, node, NULL, "processor ids, in order"),
+    PG_FIELD(struct svc_doc, "exporters", PG_FT_STRLIST, node, NULL, "required: exporter ids"),
+    PG_FIELD_END,
+};
+const struct pg_field pg_service_doc_fields[] = {
+    PG_FIELD(struct svc_doc, "extensions", PG_FT_STRLIST, node, NULL,
+             "extension ids to run (one defined but not listed is not started)"),
+    PG_FIELD_NODE_DOC(struct svc_doc, "pipelines", node, doc_pipeline, PG_SHAPE_NAMED,
+                      "profiles or profiles/<name>: at least one"),
+    PG_FIELD_NODE_DOC(struct svc_doc, "telemetry", node, doc_telemetry, PG_SHAPE_MAP,
+                      "pprofgate's own logs and metrics"),
+    PG_FIELD(struct svc_doc, "shutdown_delay", PG_FT_STR, node, "0s",
+             "pprofgate: after SIGTERM, health_check turns 503 and receivers keep taking data "
+             "this long before they stop (0s to 5m; a second signal ends it)"),
+    PG_FIELD_END,
+};
+
+/* " (did you mean ...)" for a misspelt enum value, or "". */
+static const char *closest_choice(struct pg_service *svc, const struct pg_cfg_node *n,
+                                  const char *const *choices)
+{
+    struct pg_suggest sg;
+
+    pg_suggest_init(&sg, n->kind == PG_CFG_SCALAR ? n->value : NULL);
+    for (size_t i = 0; choices[i] != NULL; i++) {
+        pg_suggest_offer(&sg, choices[i]);
+    }
+    return pg_cfg_did_you_mean(svc->arena, &sg);
+}
 
 /* telemetry.logs.output_paths: a list of "stderr", "stdout" or file paths;
  * opened at start (validate creates no files). */
@@ -139,8 +228,9 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
         if (lvl != NULL) {
             if (lvl->kind != PG_CFG_SCALAR || !pg_log_parse_level(lvl->value, &l)) {
                 pg_diag_add(svc->diag, lvl, "service::telemetry::logs::level",
-                            "\"%s\" is not one of: debug, info, warn, error, none",
-                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)");
+                            "\"%s\" is not one of: debug, info, warn, error, none%s",
+                            lvl->kind == PG_CFG_SCALAR ? lvl->value : "(not a string)",
+                            closest_choice(svc, lvl, doc_levels));
             } else {
                 pg_log_set_level(l);
             }
@@ -153,8 +243,9 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
 
             if (enc->kind != PG_CFG_SCALAR || !pg_log_parse_encoding(enc->value, &e)) {
                 pg_diag_add(svc->diag, enc, "service::telemetry::logs::encoding",
-                            "\"%s\" is not one of: console (key=value lines), logfmt, json",
-                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)");
+                            "\"%s\" is not one of: console (key=value lines), logfmt, json%s",
+                            enc->kind == PG_CFG_SCALAR ? enc->value : "(not a string)",
+                            closest_choice(svc, enc, doc_encodings));
             } else {
                 pg_log_set_encoding(e);
             }

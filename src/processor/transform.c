@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pipeline/component.h"
 #include "core/log.h"
@@ -126,6 +127,30 @@ static bool string_items(struct pg_diag *diag, const struct pg_cfg_node *n, cons
     return true;
 }
 
+/* The SDK README's recipe, ParseKeyValue over the Otel-Resource-Attributes
+ * header, fails on a value with a quote or a second '=' (owner=o'brien);
+ * under error_mode: propagate that costs the whole push (a 500 the SDK never
+ * retries). Said by `validate` and at start, not refused: it is valid OTTL. */
+static void warn_parse_key_value(struct pg_diag *diag, const struct pg_cfg_node *stmt,
+                                 const char *path)
+{
+    static const char header[] = "otel-resource-attributes";
+    const char *call = strstr(stmt->value, "ParseKeyValue(");
+    bool reads_header = false;
+
+    for (const char *p = call; p != NULL && *p != '\0' && !reads_header; p++) {
+        reads_header = strncasecmp(p, header, sizeof(header) - 1) == 0;
+    }
+    if (!reads_header) {
+        return;
+    }
+    pg_diag_warn(diag, stmt, path,
+                 "ParseKeyValue(metadata[\"otel-resource-attributes\"] ...) with error_mode: "
+                 "propagate fails the whole push when a value holds a quote or '=' (e.g. "
+                 "owner=o'brien); use ParseResourceAttributes(metadata[\"otel-resource-"
+                 "attributes\"]), which skips a bad pair, or error_mode: ignore");
+}
+
 static bool compile_group(struct tf_state *t, const struct pg_component_ctx *ctx,
                           const char *path, const struct pg_cfg_node *ctx_node,
                           const struct pg_cfg_node *const *conds, size_t nconds,
@@ -171,8 +196,13 @@ static bool compile_group(struct tf_state *t, const struct pg_component_ctx *ctx
         if (g->stmts[i] == NULL) {
             report(ctx->diag, stmts[i], path, "statement", stmts[i]->value, &e);
             ok = false;
-        } else if (pg_ottl_stmt_ctx(g->stmts[i]) > g->ctx) {
+            continue;
+        }
+        if (pg_ottl_stmt_ctx(g->stmts[i]) > g->ctx) {
             g->ctx = pg_ottl_stmt_ctx(g->stmts[i]);
+        }
+        if (mode == MODE_PROPAGATE) {
+            warn_parse_key_value(ctx->diag, stmts[i], path);
         }
     }
     g->nconds = nconds;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "http/listener.h"
+#include "scrape/scrape_config.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -77,29 +78,31 @@ static const struct pg_field self_fields[] = {
     PG_FIELD_END,
 };
 
+/* Defaults as pg_translate_opts_default sets them (pprof/translate.c); a
+ * 0 written in the config also means that default. */
 static const struct pg_field limits_fields[] = {
     PG_FIELD(struct rx_limits_cfg, "max_inflated_bytes", PG_FT_BYTES, max_inflated_bytes, "0",
-             "per gzip layer inside the body; 0 = server.max_request_body_size"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_gzip_layers", PG_FT_INT, max_gzip_layers, "0", 0, 64,
-                   "0 = default (4)"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_samples", PG_FT_INT, max_samples, "0", 0, 1e9,
-                   "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_locations", PG_FT_INT, max_locations, "0", 0, 1e9,
-                   "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_functions", PG_FT_INT, max_functions, "0", 0, 1e9,
-                   "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_mappings", PG_FT_INT, max_mappings, "0", 0, 1e9,
-                   "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_strings", PG_FT_INT, max_strings, "0", 0, 1e9,
-                   "0 = default"),
-    PG_FIELD(struct rx_limits_cfg, "max_string_bytes", PG_FT_BYTES, max_string_bytes, "0",
-             "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_stack_depth", PG_FT_INT, max_stack_depth, "0", 0, 1e6,
-                   "0 = default"),
+             "per gzip layer inside the body; 0 = server.max_request_body_size (20MiB)"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_gzip_layers", PG_FT_INT, max_gzip_layers, "4", 0, 64,
+                   "gzip layers inside the body"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_samples", PG_FT_INT, max_samples, "2097152", 0, 1e9,
+                   "OTLP sample records per push (pprof samples x sample types)"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_locations", PG_FT_INT, max_locations, "1048576", 0,
+                   1e9, "pprof locations"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_functions", PG_FT_INT, max_functions, "1048576", 0,
+                   1e9, "pprof functions"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_mappings", PG_FT_INT, max_mappings, "65536", 0, 1e9,
+                   "pprof mappings"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_strings", PG_FT_INT, max_strings, "4194304", 0, 1e9,
+                   "entries of the string table"),
+    PG_FIELD(struct rx_limits_cfg, "max_string_bytes", PG_FT_BYTES, max_string_bytes, "64MiB",
+             "bytes of the string table"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_stack_depth", PG_FT_INT, max_stack_depth, "4096", 0,
+                   1e6, "locations per sample and lines per location"),
     PG_FIELD_RANGE(struct rx_limits_cfg, "max_labels_per_sample", PG_FT_INT, max_labels_per_sample,
-                   "0", 0, 1e6, "0 = default"),
-    PG_FIELD_RANGE(struct rx_limits_cfg, "max_sample_types", PG_FT_INT, max_sample_types, "0", 0,
-                   1e4, "0 = default"),
+                   "256", 0, 1e6, "labels on one sample"),
+    PG_FIELD_RANGE(struct rx_limits_cfg, "max_sample_types", PG_FT_INT, max_sample_types, "64", 0,
+                   1e4, "sample types of one profile"),
     PG_FIELD_END,
 };
 
@@ -116,9 +119,9 @@ const struct pg_field pg_pprof_rx_fields[] = {
              "false", "keep the pprof bytes in Profile.original_payload"),
     PG_FIELD_SECTION(struct rx_cfg, "limits", limits, limits_fields,
                      "caps on what one pprof may contain (413 past them)"),
-    PG_FIELD(struct rx_cfg, "scrape", PG_FT_NODE, scrape, NULL,
-             "pull mode: Parca scrape_configs (docs/scrape.md)"),
-    PG_FIELD(struct rx_cfg, "remote", PG_FT_NODE, remote, NULL,
-             "pull one URL (the contrib receiver's remote: keys)"),
+    PG_FIELD_NODE_DOC(struct rx_cfg, "scrape", scrape, pg_scrape_fields, PG_SHAPE_MAP,
+                      "pull mode: Parca scrape_configs (docs/scrape.md)"),
+    PG_FIELD_NODE_DOC(struct rx_cfg, "remote", remote, pg_scrape_remote_fields, PG_SHAPE_MAP,
+                      "pull one URL (the contrib receiver's remote: keys)"),
     PG_FIELD_END,
 };

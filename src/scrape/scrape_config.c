@@ -91,40 +91,77 @@ static const struct pg_field basic_fields[] = {
     PG_FIELD_END,
 };
 
-static const struct pg_field job_fields[] = {
-    PG_FIELD(struct job_raw, "job_name", PG_FT_STR, job_name, NULL, "required, unique"),
-    PG_FIELD(struct job_raw, "params", PG_FT_NODE, params, NULL,
-             "query parameters (name: [values])"),
-    PG_FIELD(struct job_raw, "scrape_interval", PG_FT_DURATION, scrape_interval, "10s", NULL),
-    PG_FIELD(struct job_raw, "scrape_timeout", PG_FT_DURATION, scrape_timeout, "0",
-             "0 = scrape_interval + 3s (Parca)"),
-    PG_FIELD(struct job_raw, "scheme", PG_FT_STR, scheme, "http", "http or https"),
-    PG_FIELD(struct job_raw, "normalized_addresses", PG_FT_BOOL, normalized_addresses, "false",
-             "accepted for Parca compatibility; no effect"),
-    PG_FIELD(struct job_raw, "profiling_config", PG_FT_NODE, profiling_config, NULL,
-             "path_prefix and pprof_config (Parca)"),
-    PG_FIELD(struct job_raw, "relabel_configs", PG_FT_NODE, relabel_configs, NULL,
-             "Prometheus rules"),
-    PG_FIELD(struct job_raw, "static_configs", PG_FT_NODE, static_configs, NULL,
-             "[{targets: [host:port], labels: {}}]"),
-    PG_FIELD(struct job_raw, "file_sd_configs", PG_FT_NODE, file_sd_configs, NULL,
-             "[{files: [glob], refresh_interval: 5m}]"),
-    PG_FIELD(struct job_raw, "kubernetes_sd_configs", PG_FT_NODE, kubernetes_sd_configs, NULL,
-             "role pod: [{role, api_server, namespaces, selectors, tls_config, authorization}]"),
-    PG_FIELD(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
-             "up to 10 redirects, same scheme"),
-    PG_FIELD(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
-             "accepted; scrapes use HTTP/1.1"),
-    PG_FIELD_SECTION_PRESENT(struct job_raw, "tls_config", tls, tls_fields, has_tls,
-                             "https targets"),
-    PG_FIELD_SECTION_PRESENT(struct job_raw, "authorization", authz, authz_fields, has_authz,
-                             "Authorization header"),
-    PG_FIELD_SECTION_PRESENT(struct job_raw, "basic_auth", basic, basic_fields, has_basic, NULL),
-    PG_FIELD(struct job_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
-    PG_FIELD(struct job_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
+/* Documentation only (`pprofgate components`): profiling_config, the
+ * names under pprof_config, attach_metadata and params are walked by hand
+ * below; these tables list their keys. */
+struct doc_raw {
+    const struct pg_cfg_node *node;
+};
+static const struct pg_field attach_doc[] = {
+    PG_FIELD(struct doc_raw, "node", PG_FT_BOOL, node, "false", "true is not supported"),
+    PG_FIELD(struct doc_raw, "namespace", PG_FT_BOOL, node, "false", "true is not supported"),
     PG_FIELD_END,
 };
-
+struct ns_raw {
+    struct pg_strlist names;
+    bool own_namespace;
+};
+static const struct pg_field ns_fields[] = {
+    PG_FIELD(struct ns_raw, "names", PG_FT_STRLIST, names, NULL, NULL),
+    PG_FIELD(struct ns_raw, "own_namespace", PG_FT_BOOL, own_namespace, "false", NULL),
+    PG_FIELD_END,
+};
+struct sel_raw {
+    char *role, *label, *field;
+};
+static const struct pg_field sel_fields[] = {
+    PG_FIELD(struct sel_raw, "role", PG_FT_STR, role, NULL, "pod (the only role)"),
+    PG_FIELD(struct sel_raw, "label", PG_FT_STR, label, NULL, "label selector, e.g. app=x,tier!=db"),
+    PG_FIELD(struct sel_raw, "field", PG_FT_STR, field, NULL,
+             "field selector, e.g. spec.nodeName=${env:K8S_NODE_NAME}"),
+    PG_FIELD_END,
+};
+struct k8s_raw {
+    char *role, *api_server, *kubeconfig_file, *bearer_token, *bearer_token_file;
+    struct ns_raw ns;
+    bool has_ns;
+    const struct pg_cfg_node *selectors, *attach_metadata;
+    struct tls_raw tls;
+    bool has_tls;
+    struct authz_raw authz;
+    bool has_authz;
+    bool follow_redirects, enable_http2;
+};
+static const struct pg_field k8s_fields[] = {
+    PG_FIELD(struct k8s_raw, "role", PG_FT_STR, role, NULL, "pod (required; the only role)"),
+    PG_FIELD(struct k8s_raw, "api_server", PG_FT_STR, api_server, NULL,
+             "https URL; unset = in-cluster (KUBERNETES_SERVICE_HOST, the pod's token and CA)"),
+    PG_FIELD(struct k8s_raw, "kubeconfig_file", PG_FT_STR, kubeconfig_file, NULL,
+             "not supported (use api_server with tls_config and authorization)"),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "namespaces", ns, ns_fields, has_ns,
+                             "unset = every namespace"),
+    PG_FIELD_NODE_DOC(struct k8s_raw, "selectors", selectors, sel_fields, PG_SHAPE_LIST,
+                      "server-side label/field selectors"),
+    PG_FIELD_NODE_DOC(struct k8s_raw, "attach_metadata", attach_metadata, attach_doc, PG_SHAPE_MAP,
+                      NULL),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "tls_config", tls, tls_fields, has_tls,
+                             "for api_server"),
+    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "authorization", authz, authz_fields, has_authz,
+                             "for api_server"),
+    PG_FIELD(struct k8s_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
+    PG_FIELD(struct k8s_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true", NULL),
+    PG_FIELD(struct k8s_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true", "accepted"),
+    PG_FIELD_END,
+};
+struct keep_raw {
+    char *type, *unit;
+};
+static const struct pg_field keep_fields[] = {
+    PG_FIELD(struct keep_raw, "type", PG_FT_STR, type, NULL, NULL),
+    PG_FIELD(struct keep_raw, "unit", PG_FT_STR, unit, NULL, NULL),
+    PG_FIELD_END,
+};
 struct profile_raw {
     bool enabled, delta;
     char *path;
@@ -140,15 +177,8 @@ static const struct pg_field profile_fields[] = {
              "add ?seconds= (not inherited)"),
     PG_FIELD_RANGE(struct profile_raw, "seconds", PG_FT_INT, seconds, "0", 0, 86400,
                    "0 = scrape_interval"),
-    PG_FIELD(struct profile_raw, "keep_sample_type", PG_FT_NODE, keep, NULL, "[{type, unit}]"),
-    PG_FIELD_END,
-};
-struct keep_raw {
-    char *type, *unit;
-};
-static const struct pg_field keep_fields[] = {
-    PG_FIELD(struct keep_raw, "type", PG_FT_STR, type, NULL, NULL),
-    PG_FIELD(struct keep_raw, "unit", PG_FT_STR, unit, NULL, NULL),
+    PG_FIELD_NODE_DOC(struct profile_raw, "keep_sample_type", keep, keep_fields, PG_SHAPE_LIST,
+                      "sample types to keep (default: all)"),
     PG_FIELD_END,
 };
 struct group_raw {
@@ -168,13 +198,62 @@ static const struct pg_field file_sd_fields[] = {
     PG_FIELD_END,
 };
 
+static const struct pg_field profiling_doc[] = {
+    PG_FIELD(struct doc_raw, "path_prefix", PG_FT_STR, node, NULL,
+             "prepended to every profile's path"),
+    PG_FIELD_NODE_DOC(struct doc_raw, "pprof_config", node, profile_fields, PG_SHAPE_NAMED,
+                      "profile name to settings; default memory (/debug/pprof/allocs), block, "
+                      "goroutine, mutex (/debug/pprof/<name>) and process_cpu "
+                      "(/debug/pprof/profile, delta), as Parca; a listed name replaces its default"),
+    PG_FIELD_END,
+};
+static const struct pg_field params_doc[] = {
+    PG_FIELD(struct doc_raw, "<name>", PG_FT_STRLIST, node, NULL,
+             "values of one query parameter"),
+    PG_FIELD_END,
+};
+
+static const struct pg_field job_fields[] = {
+    PG_FIELD(struct job_raw, "job_name", PG_FT_STR, job_name, NULL, "required, unique"),
+    PG_FIELD_NODE_DOC(struct job_raw, "params", params, params_doc, PG_SHAPE_MAP,
+                      "query parameters added to every scrape URL"),
+    PG_FIELD(struct job_raw, "scrape_interval", PG_FT_DURATION, scrape_interval, "10s", NULL),
+    PG_FIELD(struct job_raw, "scrape_timeout", PG_FT_DURATION, scrape_timeout, "0",
+             "0 = scrape_interval + 3s, as Parca (13s at the default interval)"),
+    PG_FIELD(struct job_raw, "scheme", PG_FT_STR, scheme, "http", "http or https"),
+    PG_FIELD(struct job_raw, "normalized_addresses", PG_FT_BOOL, normalized_addresses, "false",
+             "accepted for Parca compatibility; no effect"),
+    PG_FIELD_NODE_DOC(struct job_raw, "profiling_config", profiling_config, profiling_doc,
+                      PG_SHAPE_MAP, "which profiles to scrape (Parca's keys)"),
+    PG_FIELD_NODE_DOC(struct job_raw, "relabel_configs", relabel_configs, pg_relabel_fields,
+                      PG_SHAPE_LIST, "Prometheus relabeling, applied to every discovered target"),
+    PG_FIELD_NODE_DOC(struct job_raw, "static_configs", static_configs, group_fields,
+                      PG_SHAPE_LIST, "fixed targets"),
+    PG_FIELD_NODE_DOC(struct job_raw, "file_sd_configs", file_sd_configs, file_sd_fields,
+                      PG_SHAPE_LIST, "targets from JSON/YAML files, re-read when changed"),
+    PG_FIELD_NODE_DOC(struct job_raw, "kubernetes_sd_configs", kubernetes_sd_configs, k8s_fields,
+                      PG_SHAPE_LIST, "pods from the Kubernetes API (list/watch)"),
+    PG_FIELD(struct job_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true",
+             "up to 10 redirects, same scheme"),
+    PG_FIELD(struct job_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true",
+             "accepted; scrapes use HTTP/1.1"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "tls_config", tls, tls_fields, has_tls,
+                             "https targets"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "authorization", authz, authz_fields, has_authz,
+                             "Authorization header"),
+    PG_FIELD_SECTION_PRESENT(struct job_raw, "basic_auth", basic, basic_fields, has_basic, NULL),
+    PG_FIELD(struct job_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
+    PG_FIELD(struct job_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
+    PG_FIELD_END,
+};
+
 struct scrape_raw {
     const struct pg_cfg_node *scrape_configs;
     struct pg_strmap external_labels;
 };
-static const struct pg_field scrape_fields[] = {
-    PG_FIELD(struct scrape_raw, "scrape_configs", PG_FT_NODE, scrape_configs, NULL,
-             "Parca's schema"),
+const struct pg_field pg_scrape_fields[] = {
+    PG_FIELD_NODE_DOC(struct scrape_raw, "scrape_configs", scrape_configs, job_fields,
+                      PG_SHAPE_LIST, "one job per entry (Parca's scrape_configs)"),
     PG_FIELD(struct scrape_raw, "external_labels", PG_FT_STRMAP, external_labels, NULL,
              "added to every target (target labels win)"),
     PG_FIELD_END,
@@ -188,12 +267,13 @@ struct remote_raw {
     bool has_tls;
     char *compression;
 };
-static const struct pg_field remote_fields[] = {
+const struct pg_field pg_scrape_remote_fields[] = {
     PG_FIELD(struct remote_raw, "endpoint", PG_FT_STR, endpoint, NULL, "URL of one pprof endpoint"),
     PG_FIELD(struct remote_raw, "collection_interval", PG_FT_DURATION, collection_interval, "10s",
              NULL),
     PG_FIELD(struct remote_raw, "initial_delay", PG_FT_DURATION, initial_delay, "1s", NULL),
-    PG_FIELD(struct remote_raw, "timeout", PG_FT_DURATION, timeout, "0", "0 = collection_interval"),
+    PG_FIELD(struct remote_raw, "timeout", PG_FT_DURATION, timeout, "0",
+             "0 = collection_interval (10s by default)"),
     PG_FIELD(struct remote_raw, "headers", PG_FT_STRMAP, headers, NULL, NULL),
     PG_FIELD_SECTION_PRESENT(struct remote_raw, "tls", tls, remote_tls_fields, has_tls, NULL),
     PG_FIELD(struct remote_raw, "compression", PG_FT_STR, compression, NULL, "accepted; no effect"),
@@ -484,50 +564,6 @@ static size_t parse_file_sd(struct pg_arena *a, struct pg_diag *d, const struct 
     return problems;
 }
 
-struct ns_raw {
-    struct pg_strlist names;
-    bool own_namespace;
-};
-static const struct pg_field ns_fields[] = {
-    PG_FIELD(struct ns_raw, "names", PG_FT_STRLIST, names, NULL, NULL),
-    PG_FIELD(struct ns_raw, "own_namespace", PG_FT_BOOL, own_namespace, "false", NULL),
-    PG_FIELD_END,
-};
-struct sel_raw {
-    char *role, *label, *field;
-};
-static const struct pg_field sel_fields[] = {
-    PG_FIELD(struct sel_raw, "role", PG_FT_STR, role, NULL, NULL),
-    PG_FIELD(struct sel_raw, "label", PG_FT_STR, label, NULL, NULL),
-    PG_FIELD(struct sel_raw, "field", PG_FT_STR, field, NULL, NULL),
-    PG_FIELD_END,
-};
-struct k8s_raw {
-    char *role, *api_server, *kubeconfig_file, *bearer_token, *bearer_token_file;
-    struct ns_raw ns;
-    bool has_ns;
-    const struct pg_cfg_node *selectors, *attach_metadata;
-    struct tls_raw tls;
-    bool has_tls;
-    struct authz_raw authz;
-    bool has_authz;
-    bool follow_redirects, enable_http2;
-};
-static const struct pg_field k8s_fields[] = {
-    PG_FIELD(struct k8s_raw, "role", PG_FT_STR, role, NULL, NULL),
-    PG_FIELD(struct k8s_raw, "api_server", PG_FT_STR, api_server, NULL, NULL),
-    PG_FIELD(struct k8s_raw, "kubeconfig_file", PG_FT_STR, kubeconfig_file, NULL, NULL),
-    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "namespaces", ns, ns_fields, has_ns, NULL),
-    PG_FIELD(struct k8s_raw, "selectors", PG_FT_NODE, selectors, NULL, NULL),
-    PG_FIELD(struct k8s_raw, "attach_metadata", PG_FT_NODE, attach_metadata, NULL, NULL),
-    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "tls_config", tls, tls_fields, has_tls, NULL),
-    PG_FIELD_SECTION_PRESENT(struct k8s_raw, "authorization", authz, authz_fields, has_authz, NULL),
-    PG_FIELD(struct k8s_raw, "bearer_token", PG_FT_STR, bearer_token, NULL, NULL),
-    PG_FIELD(struct k8s_raw, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL, NULL),
-    PG_FIELD(struct k8s_raw, "follow_redirects", PG_FT_BOOL, follow_redirects, "true", NULL),
-    PG_FIELD(struct k8s_raw, "enable_http2", PG_FT_BOOL, enable_http2, "true", NULL),
-    PG_FIELD_END,
-};
 
 static char *join_sel(struct pg_arena *a, char *prev, const char *add)
 {
@@ -748,7 +784,7 @@ static size_t parse_remote(struct pg_arena *a, struct pg_diag *d, const struct p
     char *hostport;
 
     pg_scrape_pathf(p, sizeof(p), "%s::remote", path);
-    problems = pg_cfg_bind(a, d, n, remote_fields, &r, p);
+    problems = pg_cfg_bind(a, d, n, pg_scrape_remote_fields, &r, p);
     if (r.endpoint == NULL || r.endpoint[0] == '\0') {
         pg_diag_add(d, n, p, "remote.endpoint must be specified");
         return problems + 1;
@@ -814,7 +850,7 @@ size_t pg_scrape_config_parse(struct pg_arena *arena, struct pg_diag *diag,
     memset(out, 0, sizeof(*out));
     pg_scrape_pathf(p, sizeof(p), "%s::scrape", path);
     if (scrape != NULL) {
-        problems += pg_cfg_bind(arena, diag, scrape, scrape_fields, &r, p);
+        problems += pg_cfg_bind(arena, diag, scrape, pg_scrape_fields, &r, p);
         out->external_labels = r.external_labels;
     }
     list = r.scrape_configs;

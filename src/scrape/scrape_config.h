@@ -91,6 +91,11 @@ struct pg_scrape_config {
     struct pg_strmap external_labels;
 };
 
+/* The keys of `scrape:` and `remote:`, bound by pg_scrape_config_bind and
+ * printed by `pprofgate components`. */
+extern const struct pg_field pg_scrape_fields[];
+extern const struct pg_field pg_scrape_remote_fields[];
+
 /* Binds `scrape:` at @scrape and `remote:` at @remote (either may be NULL)
  * into @out. Returns the number of problems added to @diag. */
 size_t pg_scrape_config_parse(struct pg_arena *arena, struct pg_diag *diag,

@@ -4,6 +4,9 @@
 # start + SIGTERM exit 0 with the default config.
 set -uo pipefail
 BIN=${PPROFGATE_BIN:-build/pprofgate}
+# The default config's admin ports on ephemeral ones (tests run in parallel).
+export PPROFGATE_PPROF_ENDPOINT=127.0.0.1:0 PPROFGATE_HEALTH_ENDPOINT=127.0.0.1:0 \
+       PPROFGATE_METRICS_ENDPOINT=127.0.0.1:0
 SRC=${PG_SOURCE_DIR:-.}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"; [ -n "${pid:-}" ] && kill -9 $pid 2>/dev/null' EXIT
 pass=0 fail=0
@@ -16,6 +19,21 @@ out=$("$BIN" components)
 for c in "receivers:" "  pprof" "processors:" "exporters:" "extensions:"; do
     grep -q "^$c" <<<"$out" && ok "components lists '$c'" || bad "components lists '$c'" "$out"
 done
+
+# The reference documents every key, pull mode and service::telemetry
+# included, with real defaults rather than "0 = default" or "(any)".
+for want in "      scrape: (mapping)" "        scrape_configs: (list of mappings)" \
+            "          kubernetes_sd_configs: (list of mappings)" "            regex: (string, default (.*))" \
+            "      remote: (mapping)" "        collection_interval: (duration, default 10s)" \
+            "        max_samples: (int, default 2097152)" "        max_string_bytes: (bytes, default 64MiB)" \
+            "service:" "  telemetry: (mapping)" "      level: (enum, default info" \
+            "      address: (string)"; do
+    grep -qF -- "$want" <<<"$out" && ok "components shows '${want# *}'" || bad "components shows '$want'" "$out"
+done
+! grep -q "0 = default$" <<<"$out" && ok "components: no '0 = default' without the value" ||
+    bad "components: no '0 = default'" "$(grep '0 = default$' <<<"$out")"
+! grep -qE "^ {6}(scrape|remote): \(any\)" <<<"$out" && ok "components: scrape and remote documented" ||
+    bad "components: scrape/remote (any)" "$(grep -E '(scrape|remote): ' <<<"$out")"
 
 "$BIN" validate --config "$SRC/config/pprofgate.yaml" >"$tmp/o" 2>&1 && ok "default config valid" || bad "default config valid" "$(cat "$tmp/o")"
 
@@ -37,9 +55,9 @@ service:
 YAML
 "$BIN" validate --config "$tmp/broken.yaml" >"$tmp/o" 2>&1; rc=$?
 [ $rc -eq 1 ] && ok "broken config exits 1" || bad "broken config exits 1 (got $rc)"
-for want in "broken.yaml:4:7: receivers::pprof::server: unknown key \"endpont\"; valid keys: endpoint" \
+for want in "broken.yaml:4:7: receivers::pprof::server: unknown key \"endpont\" (did you mean \"endpoint\"?); valid keys: endpoint" \
             "broken.yaml:5:30: receivers::pprof::server::max_request_body_size: expected a size" \
-            "broken.yaml:6:3: receivers: unknown receiver type \"pprfo\"" \
+            "broken.yaml:6:3: receivers::pprfo: unknown receiver type \"pprfo\" (did you mean \"pprof\"?)" \
             "broken.yaml:9:16: exporters::debug::verbosity: \"chatty\" is not one of: basic, normal, detailed" \
             "broken.yaml:14:26: service::pipelines::profiles::exporters: exporter \"otlp\" is not defined"; do
     grep -qF "$want" "$tmp/o" && ok "reports: ${want:0:60}" || bad "reports: $want" "$(cat "$tmp/o")"
@@ -92,14 +110,14 @@ tf_plain='  transform:
       - set(resource.attributes["metadata"], "metadata[x]")'
 res_ctx='  resource:
     attributes: [{key: team, from_context: metadata.x-team, action: upsert}]'
-warn_re='level=warn comp=service msg="pipeline profiles/in: processor/PROC reads request headers .* but receiver pprof drops them'
+warn_re='meta.yaml:[0-9]+:[0-9]+: processors::PROC: warning: pipeline profiles/in: processor/PROC reads request headers .* but receiver pprof drops them'
 check_meta() { # name, want (warn|none), include_metadata, block, proc
     meta_cfg "$3" "$4" "$5" >"$tmp/meta.yaml"
     "$BIN" validate --config "$tmp/meta.yaml" >"$tmp/o" 2>&1; rc=$?
     if [ "$2" = warn ]; then
-        [ $rc -eq 0 ] && grep -qE "${warn_re/PROC/$5}" "$tmp/o" && ok "validate warns: $1" || bad "validate warns: $1 (rc=$rc)" "$(cat "$tmp/o")"
+        [ $rc -eq 0 ] && grep -qE "${warn_re//PROC/$5}" "$tmp/o" && ok "validate warns: $1" || bad "validate warns: $1 (rc=$rc)" "$(cat "$tmp/o")"
     else
-        [ $rc -eq 0 ] && ! grep -q "level=warn" "$tmp/o" && ok "no warning: $1" || bad "no warning: $1 (rc=$rc)" "$(cat "$tmp/o")"
+        [ $rc -eq 0 ] && ! grep -q "warn" "$tmp/o" && ok "no warning: $1" || bad "no warning: $1 (rc=$rc)" "$(cat "$tmp/o")"
     fi
 }
 check_meta "metadata[...] without include_metadata" warn false "$tf_meta" transform
@@ -112,7 +130,7 @@ meta_cfg false "$tf_meta" transform >"$tmp/meta.yaml"
 pid=$!
 for _ in $(seq 100); do grep -q "running with" "$tmp/meta.log" && break; sleep 0.05; done
 kill -TERM $pid; wait $pid; pid=
-grep -qE "${warn_re/PROC/transform}" "$tmp/meta.log" && ok "the start log says it too" || bad "start log warns" "$(cat "$tmp/meta.log")"
+grep -qE "level=warn comp=config msg=\".*${warn_re//PROC/transform}" "$tmp/meta.log" && ok "the start log says it too" || bad "start log warns" "$(cat "$tmp/meta.log")"
 
 # Start with the default config on a free port, then SIGTERM: exit 0.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -18,9 +18,16 @@ gateway in a chroot built from docker/Dockerfile, as its user, read-only.
    built-in config, a named volume on /var/lib/pprofgate, --read-only: the
    spool is created in the volume, pushes reach the OTLP server decoded, the
    app's own k8s.* attributes are kept and none is set empty outside
-   Kubernetes; without the volume, start fails with the documented reason."""
+   Kubernetes; without the volume, start fails with the documented reason.
+4. docker/k8s-scrape-daemonset.yaml and k8s-scrape-sidecar.yaml as a cluster
+   meets them: the namespace they use is created, the image is the examples'
+   one with imagePullPolicy IfNotPresent, the securityContext (non-root,
+   read-only root, no privilege escalation, ALL capabilities dropped) and
+   resources are set, readiness and liveness probe health_check, the config
+   validates; the sidecar's gateway answers both probes at the pod IP."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -527,6 +534,160 @@ def docker_runs():
               bool(line) and line.split(" ", 1)[-1] in doc, line)
 
 
+# ---- 4. the pull-mode manifests: what the cluster checks before it runs them ------
+
+IMAGE = "registry.example.com/pprofgate:0.1.0"  # the one name every example uses
+SCRAPE_MANIFESTS = ("k8s-scrape-daemonset.yaml", "k8s-scrape-sidecar.yaml")
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+SCRAPE_POD_IP = "10.244.2.9"
+
+
+def load_manifest(name):
+    with open(os.path.join(SOURCE_DIR, "docker", name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def gateway_containers(docs):
+    """(workload, pod spec, container) for every pprofgate container."""
+    out = []
+    for d in docs:
+        if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
+            spec = d["spec"]["template"]["spec"] if d["kind"] != "Pod" else d["spec"]
+            for c in spec.get("initContainers", []) + spec.get("containers", []):
+                if "pprofgate" in c.get("image", ""):
+                    out.append((d, spec, c))
+    return out
+
+
+def check_namespaces(name, docs):
+    """Every namespace a document names is created in the same file: an apply
+    into a fresh cluster must not fail on a missing namespace."""
+    created = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"}
+    used = {d["metadata"].get("namespace") for d in docs if d["kind"] not in CLUSTER_SCOPED}
+    for d in docs:
+        for subj in d.get("subjects", []) or []:
+            used.add(subj.get("namespace"))
+    used.discard(None)
+    res.check(f"{name}: its namespace is created in the file", used and used <= created,
+              {"used": sorted(used), "created": sorted(created)})
+
+
+def check_image_policy(name, docs):
+    gws = gateway_containers(docs)
+    res.check(f"{name}: image {IMAGE} with imagePullPolicy IfNotPresent",
+              gws and all(c["image"] == IMAGE and c.get("imagePullPolicy") == "IfNotPresent"
+                          for _, _, c in gws),
+              [(c.get("image"), c.get("imagePullPolicy")) for _, _, c in gws])
+
+
+def check_security(name, docs):
+    for _, spec, c in gateway_containers(docs):
+        sc = dict(spec.get("securityContext", {}) or {})
+        sc.update(c.get("securityContext", {}) or {})
+        drop = ((sc.get("capabilities") or {}).get("drop") or [])
+        res.check(f"{name}: securityContext non-root, read-only root fs, no privilege "
+                  "escalation, drops ALL",
+                  sc.get("runAsNonRoot") is True and sc.get("runAsUser", 1) != 0
+                  and sc.get("readOnlyRootFilesystem") is True
+                  and sc.get("allowPrivilegeEscalation") is False and "ALL" in drop, sc)
+        r = c.get("resources", {}) or {}
+        res.check(f"{name}: cpu and memory requests and limits",
+                  all(k in (r.get(w) or {}) for w in ("requests", "limits")
+                      for k in ("cpu", "memory")), r)
+
+
+def config_env(text, env):
+    """${env:VAR:-default} and ${env:VAR} as the gateway expands them."""
+    return re.sub(r"\$\{(?:env:)?(\w+)(?::-([^}]*))?\}",
+                  lambda m: env.get(m[1]) or (m[2] or ""), text)
+
+
+def embedded_config(docs, container):
+    """The config the container reads: its --config file from a ConfigMap volume."""
+    args = container.get("args", [])
+    path = args[args.index("--config") + 1] if "--config" in args else "/etc/pprofgate/pprofgate.yaml"
+    spec_vols = {}
+    for d in docs:
+        if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Pod"):
+            spec = d["spec"]["template"]["spec"] if d["kind"] != "Pod" else d["spec"]
+            spec_vols.update({v["name"]: v for v in spec.get("volumes", [])})
+    cms = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
+    for vm in container.get("volumeMounts", []):
+        v = spec_vols.get(vm["name"], {})
+        if "configMap" in v and path.startswith(vm["mountPath"].rstrip("/") + "/"):
+            return cms[v["configMap"]["name"]]["data"][path[len(vm["mountPath"].rstrip("/")) + 1:]]
+    return None
+
+
+def check_probes(name, docs, run):
+    """Readiness and liveness probe health_check's port and path; the config
+    validates without warnings, keeps metrics off 8888 and, when @run, the
+    gateway started with the manifest's env answers both probes at the pod IP."""
+    for _, _, c in gateway_containers(docs):
+        text = embedded_config(docs, c)
+        res.check(f"{name}: the container's config comes from the file's ConfigMap",
+                  text is not None, c.get("volumeMounts"))
+        if text is None:
+            continue
+        tmp = tempfile.mkdtemp(prefix="pg-scrape-k8s-")
+        cfg_path = os.path.join(tmp, "pprofgate.yaml")
+        with open(cfg_path, "w") as f:
+            f.write(text)
+        env = dict(os.environ)
+        env.update(dp.container_env(c, POD, {}))
+        v = subprocess.run([BIN, "validate", "--config", cfg_path], env=env, capture_output=True,
+                           text=True, timeout=30)
+        res.check(f"{name}: its config validates without a warning",
+                  v.returncode == 0 and "warning" not in v.stderr, v.stderr[-800:])
+        # What the config serves, as the gateway expands it.
+        cfg = yaml.safe_load(text)
+        exts = cfg.get("extensions", {}) or {}
+        hc = exts.get("health_check")
+        res.check(f"{name}: health_check is enabled",
+                  hc is not None and "health_check" in cfg["service"].get("extensions", []), exts)
+        hc_ep = config_env(str((hc or {}).get("endpoint", "0.0.0.0:13133")), env)
+        hc_port = int(hc_ep.rsplit(":", 1)[1])
+        hc_path = (hc or {}).get("path", "/")
+        maddr = config_env(str(((cfg["service"].get("telemetry") or {}).get("metrics") or {})
+                               .get("address", "")), env)
+        res.check(f"{name}: metrics not on 8888 (the collector's own telemetry port)",
+                  maddr and not maddr.endswith(":8888"), maddr)
+        ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if "name" in p}
+        for kind in ("readinessProbe", "livenessProbe"):
+            pr = c.get(kind) or {}
+            hg = pr.get("httpGet") or {}
+            port = ports.get(hg.get("port"), hg.get("port"))
+            res.check(f"{name}: {kind} is an HTTP GET on health_check ({hc_path} on {hc_port})",
+                      port == hc_port and hg.get("path") == hc_path, pr)
+        if not run:
+            continue
+        env["PPROFGATE_METRICS_ENDPOINT"] = "127.0.0.1:0"
+        log = os.path.join(tmp, "gateway.log")
+        with open(log, "wb") as lf:
+            proc = subprocess.Popen([BIN, "--config", cfg_path], env=env, stdout=lf,
+                                    stderr=subprocess.STDOUT)
+        try:
+            for kind in ("readinessProbe", "livenessProbe"):
+                res.check(f"{name}: {kind} at the pod IP succeeds",
+                          dp.wait_probe(c[kind], SCRAPE_POD_IP, ports, 10), read(log)[-1200:])
+        finally:
+            res.check(f"{name}: SIGTERM exits 0", stop(proc) == 0, read(log)[-800:])
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def scrape_manifests():
+    dp.sh("ip", "link", "set", "lo", "up")
+    dp.sh("ip", "addr", "add", SCRAPE_POD_IP + "/32", "dev", "lo")
+    for name in SCRAPE_MANIFESTS:
+        docs = load_manifest(name)
+        check_namespaces(name, docs)
+        check_image_policy(name, docs)
+        check_security(name, docs)
+        # The DaemonSet discovers pods through the API server, which is not
+        # here: its config is validated, not run.
+        check_probes(name, docs, run="daemonset" not in name)
+
+
 def main():
     if not os.path.isdir(NODE_MODULES):
         res.check("SDK installed in tests/node (run scripts/bootstrap.sh --test)", False)
@@ -534,6 +695,7 @@ def main():
     kubelet_rules()
     k8s_sidecar()
     docker_runs()
+    scrape_manifests()
     res.finish()
 
 

@@ -3,7 +3,8 @@
 # config in etc/pprofgate/, every example config and the docs under share/;
 # the installed binary runs and accepts every installed config; a hardened
 # build (PG_HARDEN, the default) gives a PIE with full RELRO and stack
-# protector / fortified calls.
+# protector / fortified calls. Run from / without --config, the installed
+# binary finds, names, validates and runs its installed config.
 set -uo pipefail
 BUILD=${PG_BUILD_DIR:-build}
 SRC=${PG_SOURCE_DIR:-.}
@@ -33,6 +34,32 @@ for y in "$tmp/p/etc/pprofgate/pprofgate.yaml" "$tmp/p/share/pprofgate/examples/
     out=$(cd "$tmp" && "$tmp/p/bin/pprofgate" validate --config "$y" 2>&1) &&
         ok "installed $(basename "$y") validates" || bad "installed $(basename "$y") validates" "$out"
 done
+
+# Installed and run from / without --config: it finds its own
+# etc/pprofgate/pprofgate.yaml (here a --prefix other than the configure-time
+# one), says which file it read, validates it and starts with it.
+out=$(cd / && "$tmp/p/bin/pprofgate" validate 2>&1) && grep -qF "reading $tmp/p/etc/pprofgate/pprofgate.yaml" <<<"$out" &&
+    grep -qF "$tmp/p/etc/pprofgate/pprofgate.yaml: valid" <<<"$out" &&
+    ok "installed binary from / without --config validates its etc/pprofgate/pprofgate.yaml" ||
+    bad "installed binary from / without --config validates its etc/pprofgate/pprofgate.yaml" "$out"
+(cd / && PPROFGATE_ENDPOINT=127.0.0.1:0 PPROFGATE_PPROF_ENDPOINT=127.0.0.1:0 \
+    PPROFGATE_HEALTH_ENDPOINT=127.0.0.1:0 PPROFGATE_METRICS_ENDPOINT=127.0.0.1:0 \
+    exec "$tmp/p/bin/pprofgate" >"$tmp/run.log" 2>&1) &
+pid=$!
+for _ in $(seq 100); do grep -q "listening on" "$tmp/run.log" && break; sleep 0.05; done
+grep -q "listening on" "$tmp/run.log" && grep -qF "reading $tmp/p/etc/pprofgate/pprofgate.yaml" "$tmp/run.log" &&
+    ok "installed binary from / without --config starts" ||
+    bad "installed binary from / without --config starts" "$(cat "$tmp/run.log")"
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+[ $rc -eq 0 ] && ok "and exits 0 on SIGTERM" || bad "and exits 0 on SIGTERM (rc=$rc)" "$(tail -5 "$tmp/run.log")"
+# Nothing at ./config, next to the binary or at the configure-time prefix: said plainly.
+mkdir -p "$tmp/bare/bin" && cp "$tmp/p/bin/pprofgate" "$tmp/bare/bin/"
+baked=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$BUILD/CMakeCache.txt")
+if [ ! -e "$baked/etc/pprofgate/pprofgate.yaml" ]; then
+    out=$(cd / && "$tmp/bare/bin/pprofgate" validate 2>&1); rc=$?
+    [ $rc -eq 1 ] && grep -q "no default config found (tried config/pprofgate.yaml, $tmp/bare/bin/../etc/pprofgate/pprofgate.yaml" <<<"$out" &&
+        ok "no config anywhere: says where it looked" || bad "no config anywhere: says where it looked (rc=$rc)" "$out"
+fi
 
 if grep -q '^PG_HARDEN:BOOL=ON' "$BUILD/CMakeCache.txt" && command -v readelf >/dev/null &&
    ! grep -qE '^PG_(SANITIZE|TSAN|FUZZ):BOOL=ON' "$BUILD/CMakeCache.txt"; then

@@ -3,8 +3,9 @@
 only what the gateway needs. npm, node, go, clang and wrk are replaced on PATH
 by stand-ins that record being called and fail, and the npm registry points at
 a closed port; the gateway must still start, the first line on the terminal
-must be pprofgate's own (build output goes to the run log), only the gateway's
-targets are built, and a push through the default config is answered 204."""
+says what make run is doing, one short line per step or progress mark, and
+the build's own output goes to the run log only; only the gateway's targets
+are built, and a push through the default config is answered 204."""
 import os
 import re
 import shutil
@@ -46,7 +47,9 @@ def main():
         os.chmod(p, 0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     env.update(PATH=fake + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
-               npm_config_registry="http://127.0.0.1:9/", PPROFGATE_ENDPOINT="127.0.0.1:0")
+               npm_config_registry="http://127.0.0.1:9/", PPROFGATE_ENDPOINT="127.0.0.1:0",
+               PPROFGATE_PPROF_ENDPOINT="127.0.0.1:0", PPROFGATE_HEALTH_ENDPOINT="127.0.0.1:0",
+               PPROFGATE_METRICS_ENDPOINT="127.0.0.1:0")
     out_path = os.path.join(tmp, "terminal.out")
     run_log = os.path.join(BUILD, "make-run.log")
     with open(out_path, "wb") as out:
@@ -66,9 +69,16 @@ def main():
     try:
         res.check("make run starts the gateway", port is not None, text[-2000:])
         lines = text.splitlines()
-        res.check("the first line on the terminal is pprofgate's",
-                  bool(lines) and re.match(r"ts=\S+ level=\w+ comp=\S+ msg=", lines[0]) is not None,
-                  lines[:3])
+        first_log = next((i for i, ln in enumerate(lines)
+                          if re.match(r"ts=\S+ level=\w+ comp=\S+ msg=", ln)), len(lines))
+        before = lines[:first_log]
+        res.check("make run says each step before pprofgate's first log line",
+                  any(ln.startswith("make run: building the gateway") for ln in before)
+                  and any(ln.startswith("make run: starting ") for ln in before), before)
+        res.check("nothing else before it: steps and short progress lines only",
+                  all(re.match(r"(make run: |    \d+%$|    done in \d+s$)", ln) for ln in before),
+                  before)
+        res.check("no 'Entering directory' noise", "Entering directory" not in text, before)
         called = open(marks).read().split() if os.path.exists(marks) else []
         res.check("no test-only tool was called (npm, node, go, clang, wrk)", not called, called)
         try:

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Config loading, env expansion, value parsers and field binding. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,11 +197,12 @@ PG_TEST(test_bind_errors_have_positions)
     size_t n = pg_cfg_bind(cfg->arena, &cfg->diag, pg_cfg_get(cfg->root, "x"), demo_fields, &out, "x");
 
     CHECK_INT(n, 7);
-    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:2:3: x: unknown key \"endpont\"; valid keys: endpoint, flag"));
+    CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:2:3: x: unknown key \"endpont\" (did you mean \"endpoint\"?); valid keys: endpoint, flag"));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:3:10: x::count: 5000 is outside [1, 1000]"));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:4:9: x::flag: expected true or false"));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:5:12: x::timeout: expected a duration"));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:6:14: x::verbosity: \"loud\" is not one of: basic, normal, detailed"));
+    CHECK(!pg_test_diag_has(&cfg->diag, "did you mean \"basic\""));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:7:10: x::algos: expected a list"));
     CHECK(pg_test_diag_has(&cfg->diag, "t.yaml:8:9: x::sub: unknown key \"speed\"; valid keys: mode"));
     pg_config_free(cfg);
@@ -213,7 +215,8 @@ PG_TEST(test_yaml_problems)
         const char *want;
     } cases[] = {
         {"a: [1, 2\n", "YAML syntax error"},
-        {"a: 1\na: 2\n", "t.yaml:2:1: duplicate key \"a\" (first at line 1)"},
+        {"a: 1\na: 2\n", "t.yaml:2:1: a: duplicate key \"a\" (first at line 1)"},
+        {"a:\n  b:\n    c: 1\n    c: 2\n", "t.yaml:4:5: a::b::c: duplicate key \"c\" (first at line 3)"},
         {"- 1\n- 2\n", "the config must be a mapping"},
         {"", "the config is empty"},
         {"a: &x 1\nb: *x\n", "YAML aliases"},
@@ -228,6 +231,36 @@ PG_TEST(test_yaml_problems)
     }
 }
 
+/* Errors and warnings print in file order, whatever order the checks ran
+ * in; equal positions keep the order found; a warning is not an error. */
+PG_TEST(test_diag_print_order)
+{
+    struct pg_diag d;
+    struct pg_cfg_node l9 = {.file = "t.yaml", .line = 9, .col = 3};
+    struct pg_cfg_node l2 = {.file = "t.yaml", .line = 2, .col = 5};
+    struct pg_cfg_node l2b = {.file = "t.yaml", .line = 2, .col = 1};
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof(buf) - 1, "w");
+
+    pg_diag_init(&d);
+    pg_diag_add(&d, &l9, "a::b", "late");
+    pg_diag_warn(&d, &l2, "c", "careful");
+    pg_diag_add(&d, &l2, "c", "second at 2:5");
+    pg_diag_add(&d, &l2b, NULL, "early");
+    pg_diag_add(&d, NULL, "file", "no position");
+    CHECK_INT(d.n, 4);
+    CHECK_INT(d.n_warn, 1);
+    CHECK(f != NULL);
+    pg_diag_print(&d, f);
+    fclose(f);
+    CHECK_STR(buf, "file: no position\n"
+                   "t.yaml:2:1: early\n"
+                   "t.yaml:2:5: c: warning: careful\n"
+                   "t.yaml:2:5: c: second at 2:5\n"
+                   "t.yaml:9:3: a::b: late\n");
+    pg_diag_free(&d);
+}
+
 PG_TEST(test_missing_file)
 {
     struct pg_config *cfg = pg_config_load("/nonexistent/pprofgate.yaml");
@@ -239,4 +272,4 @@ PG_TEST(test_missing_file)
 
 PG_TEST_MAIN(PG_CASE(test_env_expansion), PG_CASE(test_durations_and_bytes), PG_CASE(test_bind_defaults),
              PG_CASE(test_bind_values), PG_CASE(test_bind_errors_have_positions),
-             PG_CASE(test_yaml_problems), PG_CASE(test_missing_file))
+             PG_CASE(test_yaml_problems), PG_CASE(test_diag_print_order), PG_CASE(test_missing_file))

@@ -129,13 +129,19 @@ PG_TEST(test_bad_graphs)
          "at least one pipeline"},
         {"receivers: {pprfo: {}}\nexporters: {otlp: {}}\n"
          "service: {pipelines: {profiles: {receivers: [pprfo], exporters: [otlp]}}}\n",
-         "t.yaml:1:13: receivers: unknown receiver type \"pprfo\"; valid types: pprof"},
+         "t.yaml:1:13: receivers::pprfo: unknown receiver type \"pprfo\" (did you mean \"pprof\"?); "
+         "valid types: pprof"},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {pipelines: {profiles: {receivers: [pprof], exporters: [debug]}}}\n",
          "exporter \"debug\" is not defined under exporters:; defined: otlp"},
-        {"receivers: {pprof: {}}\nexporters: {otlp: {}, otlp/2: {}}\n"
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otpl]}}}\n",
+         "exporter \"otpl\" is not defined under exporters: (did you mean \"otlp\"?); defined: otlp"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nservce: {}\n",
+         "unknown key \"servce\" (did you mean \"service\"?)"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}, otlp/2: {knob: 500}}\n"
          "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
-         "exporter \"otlp/2\" is defined but not used"},
+         "exporters::otlp/2::knob: 500 is outside"}, /* unused, still checked */
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {pipelines: {traces: {receivers: [pprof], exporters: [otlp]}}}\n",
          "profiles pipelines only"},
@@ -145,15 +151,15 @@ PG_TEST(test_bad_graphs)
         {"receivers: {pprof: {knob: 500}}\nexporters: {otlp: {}}\n"
          "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "receivers::pprof::knob: 500 is outside [0, 100]"},
-        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nextensions: {health_check: {}}\n"
-         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
-         "list it in service::extensions"},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nsevrice: {}\n"
          "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "unknown key \"sevrice\""},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {telemetry: {logs: {level: loud}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "\"loud\" is not one of"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
+         "service: {telemetry: {logs: {level: inf}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "\"inf\" is not one of: debug, info, warn, error, none (did you mean \"info\"?)"},
         {"receivers: {pprof: {}}\nexporters: {otlp: {}}\n"
          "service: {telemetry: {logs: {encoding: xml}}, pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
          "\"xml\" is not one of: console (key=value lines), logfmt, json"},
@@ -180,6 +186,53 @@ PG_TEST(test_bad_graphs)
         struct pg_service *svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
         CHECK(svc == NULL);
         CHECK(pg_test_diag_has(&cfg->diag, cases[i].want));
+        pg_service_free(svc);
+        pg_config_free(cfg);
+    }
+    event_base_free(base);
+}
+
+/* The collector loads a config with a spare component: a warning, and the
+ * spare is not built. */
+PG_TEST(test_unused_component_warns)
+{
+    static const struct {
+        const char *yaml;
+        const char *want;
+    } cases[] = {
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}, otlp/2: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "t.yaml:2:23: exporters::otlp/2: warning: exporter \"otlp/2\" is defined but not used"},
+        {"receivers: {pprof: {}}\nexporters: {otlp: {}}\nextensions: {health_check: {}}\n"
+         "service: {pipelines: {profiles: {receivers: [pprof], exporters: [otlp]}}}\n",
+         "list it in service::extensions"},
+    };
+    struct event_base *base = event_base_new();
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_config *cfg = pg_config_load_string("t.yaml", cases[i].yaml, strlen(cases[i].yaml));
+        struct pg_service *svc = pg_service_build(cfg, registry, 4, base, &cfg->diag);
+        bool found = false;
+        CHECK(svc != NULL);
+        CHECK_INT(cfg->diag.n, 0);
+        CHECK_INT(cfg->diag.n_warn, 1);
+        for (size_t j = 0; j < cfg->diag.n_all; j++) {
+            found = found || (cfg->diag.all[j].warning && strstr(cfg->diag.all[j].text, cases[i].want));
+        }
+        if (!found && cfg->diag.n_all > 0) {
+            fprintf(stderr, "  want \"%s\", have \"%s\"\n", cases[i].want, cfg->diag.all[0].text);
+        }
+        CHECK(found);
+        /* Spares are not started: only what a pipeline or
+         * service::extensions uses. */
+        if (svc != NULL) {
+            struct pg_status st;
+            trace[0] = '\0';
+            pg_status_clear(&st);
+            CHECK_INT(pg_service_start(svc, &st), PG_ERR_OK);
+            CHECK(strstr(trace, "start:exporter/otlp ") != NULL);
+            CHECK(strstr(trace, "otlp/2") == NULL && strstr(trace, "health_check") == NULL);
+        }
         pg_service_free(svc);
         pg_config_free(cfg);
     }
@@ -410,7 +463,8 @@ PG_TEST(test_shutdown_delay)
     event_base_free(base);
 }
 
-PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_fanout_and_lifecycle),
+PG_TEST_MAIN(PG_CASE(test_bad_graphs), PG_CASE(test_unused_component_warns),
+             PG_CASE(test_fanout_and_lifecycle),
              PG_CASE(test_busy_exporter_maps_to_busy),
              PG_CASE(test_would_block_asks_every_exporter), PG_CASE(test_many_pipelines),
              PG_CASE(test_shutdown_delay))

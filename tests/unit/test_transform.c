@@ -281,6 +281,47 @@ PG_TEST(empty_and_collector_keys)
     pg_proc_teardown(&f);
 }
 
+/* The SDK README's ParseKeyValue recipe under error_mode: propagate loads,
+ * with a warning that names the safer function; ignore, or a group's own
+ * ignore, or ParseResourceAttributes, draw none. */
+PG_TEST(parse_key_value_propagate_warns)
+{
+    static const struct {
+        const char *yaml;
+        size_t warnings;
+    } cases[] = {
+        {"processors:\n  transform:\n    profile_statements:\n"
+         "      - merge_maps(resource.attributes, ParseKeyValue(metadata[\"otel-resource-attributes\"], "
+         "\"=\", \",\"), \"upsert\")\n",
+         1},
+        {"processors:\n  transform:\n    error_mode: ignore\n    profile_statements:\n"
+         "      - merge_maps(resource.attributes, ParseKeyValue(metadata[\"otel-resource-attributes\"], "
+         "\"=\", \",\"), \"upsert\")\n",
+         0},
+        {"processors:\n  transform:\n    profile_statements:\n      - error_mode: ignore\n"
+         "        statements: ['merge_maps(resource.attributes, ParseKeyValue(metadata[\"Otel-Resource-"
+         "Attributes\"]), \"upsert\")']\n",
+         0},
+        {"processors:\n  transform:\n    profile_statements:\n"
+         "      - merge_maps(resource.attributes, ParseResourceAttributes(metadata[\"otel-resource-"
+         "attributes\"]), \"upsert\")\n",
+         0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_proc_fixture f;
+        setup(&f, cases[i].yaml);
+        CHECK_INT(f.err, PG_ERR_OK);
+        CHECK_INT(f.cfg->diag.n_warn, cases[i].warnings);
+        if (cases[i].warnings > 0) {
+            CHECK(strstr(f.cfg->diag.all[0].text, "test.yaml:4:9: processors::transform: warning: "
+                                                  "ParseKeyValue(") != NULL);
+            CHECK(strstr(f.cfg->diag.all[0].text, "use ParseResourceAttributes") != NULL);
+        }
+        pg_proc_teardown(&f);
+    }
+}
+
 PG_TEST(arena_cap_is_not_ignored)
 {
     struct pg_proc_fixture f;
@@ -310,5 +351,6 @@ PG_TEST(arena_cap_is_not_ignored)
 }
 
 PG_TEST_MAIN(PG_CASE(default_config_statement), PG_CASE(error_modes),
+             PG_CASE(parse_key_value_propagate_warns),
              PG_CASE(groups_contexts_conditions), PG_CASE(compile_diagnostics),
              PG_CASE(empty_and_collector_keys), PG_CASE(arena_cap_is_not_ignored))

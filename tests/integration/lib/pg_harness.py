@@ -174,6 +174,13 @@ class Gateway:
 
     def start(self):
         env = dict(os.environ)
+        # The shipped configs' admin ports (pprof, health_check, metrics)
+        # default to fixed localhost ports: ephemeral ones here, so tests
+        # that run a shipped config in parallel (or beside `make run`) do
+        # not collide. A test's own env still wins.
+        for var in ("PPROFGATE_PPROF_ENDPOINT", "PPROFGATE_HEALTH_ENDPOINT",
+                    "PPROFGATE_METRICS_ENDPOINT"):
+            env.setdefault(var, "127.0.0.1:0")
         if self.env:
             env.update(self.env)
         args = self.args if self.args is not None else ["--config", self.config_path]
