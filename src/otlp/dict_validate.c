@@ -189,13 +189,33 @@ static enum pg_err check_attr_list(struct vctx *v, const int32_t *idx, size_t n,
     return PG_ERR_OK;
 }
 
+/* Where in an attribute list a value sits, named only when a check fails: @list[@idx].value
+ * (@idx NO_INDEX: @list is the whole name, as for a dictionary attribute's "value"). Values
+ * nested in kvlists and arrays are reported at their outermost attribute. */
+struct where {
+    const char *list;
+    size_t idx;
+};
+
+static const char *where_fmt(struct where w, const char *suffix, char *buf, size_t n)
+{
+    if (w.idx == NO_INDEX) {
+        snprintf(buf, n, "%s%s", w.list, suffix);
+    } else {
+        snprintf(buf, n, "%s[%zu].value%s", w.list, w.idx, suffix);
+    }
+    return buf;
+}
+
 static enum pg_err check_kv_list(struct vctx *v, struct pg_otlp_kv **kvs, size_t n,
-                                 const char *field, size_t depth);
+                                 const char *field, const struct where *outer, size_t depth);
 
 /* An AnyValue: string_value_strindex in range, nested arrays/kvlists within the depth cap. */
 static enum pg_err check_anyvalue(struct vctx *v, const struct pg_otlp_anyvalue *av,
-                                  const char *field, size_t depth)
+                                  struct where w, size_t depth)
 {
+    char f[128], p[192];
+
     if (av == NULL) {
         return PG_ERR_OK;
     }
@@ -203,29 +223,27 @@ static enum pg_err check_anyvalue(struct vctx *v, const struct pg_otlp_anyvalue 
     case PG_OTLP_ANYVALUE_STRINDEX:
         if (av->string_value_strindex < 0 ||
             (size_t)av->string_value_strindex >= v->d->n_string_table) {
-            char f[96];
-            snprintf(f, sizeof(f), "%s.string_value_strindex", field);
-            return bad_index(v, f, av->string_value_strindex, "string_table",
-                             v->d->n_string_table);
+            return bad_index(v, where_fmt(w, ".string_value_strindex", f, sizeof(f)),
+                             av->string_value_strindex, "string_table", v->d->n_string_table);
         }
         return PG_ERR_OK;
     case PG_OTLP_ANYVALUE_ARRAY:
     case PG_OTLP_ANYVALUE_KVLIST:
         if (depth + 1 > v->anyvalue_depth) {
-            char p[192];
             return pg_status_set(v->st, PG_ERR_LIMIT,
                                  "%s nests arrays/kvlists deeper than max_anyvalue_depth=%zu",
-                                 path_fmt(v, field, p, sizeof(p)), v->anyvalue_depth);
+                                 path_fmt(v, where_fmt(w, "", f, sizeof(f)), p, sizeof(p)),
+                                 v->anyvalue_depth);
         }
         if (av->value_case == PG_OTLP_ANYVALUE_KVLIST) {
             return av->kvlist_value == NULL
                        ? PG_ERR_OK
                        : check_kv_list(v, av->kvlist_value->values, av->kvlist_value->n_values,
-                                       field, depth + 1);
+                                       NULL, &w, depth + 1);
         }
         if (av->array_value != NULL) {
             for (size_t i = 0; i < av->array_value->n_values; i++) {
-                TRY(check_anyvalue(v, av->array_value->values[i], field, depth + 1));
+                TRY(check_anyvalue(v, av->array_value->values[i], w, depth + 1));
             }
         }
         return PG_ERR_OK;
@@ -252,37 +270,48 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Resource/scope attributes and kvlist values: key xor key_strindex, indices in range, keys
- * unique (sorted copy past 8 entries), values checked. */
+/* Resource/scope attributes (@field, e.g. "attributes") and kvlist values (reported at
+ * @outer): key xor key_strindex, indices in range, keys unique (sorted copy past 8
+ * entries), values checked. */
 static enum pg_err check_kv_list(struct vctx *v, struct pg_otlp_kv **kvs, size_t n,
-                                 const char *field, size_t depth)
+                                 const char *field, const struct where *outer, size_t depth)
 {
     const char **keys = NULL;
+    char f[128], p[192];
 
     for (size_t i = 0; i < n; i++) {
         const struct pg_otlp_kv *kv = kvs[i];
-        char f[96];
-        snprintf(f, sizeof(f), "%s[%zu]", field, i);
+        struct where w = outer != NULL ? *outer : (struct where){field, i};
         if (kv->key_strindex != 0) {
             if (kv->key != NULL && kv->key[0] != '\0') {
-                char p[192];
+                if (outer == NULL) {
+                    snprintf(f, sizeof(f), "%s[%zu]", field, i);
+                } else {
+                    where_fmt(*outer, " (a nested KeyValue)", f, sizeof(f));
+                }
                 return pg_status_set(v->st, PG_ERR_MALFORMED,
                                      "%s sets both key \"%.64s\" and key_strindex %d",
                                      path_fmt(v, f, p, sizeof(p)), kv->key, kv->key_strindex);
             }
             if (kv_key(v, kv) == NULL) {
-                char k[112];
-                snprintf(k, sizeof(k), "%s.key_strindex", f);
-                return bad_index(v, k, kv->key_strindex, "string_table", v->d->n_string_table);
+                if (outer == NULL) {
+                    snprintf(f, sizeof(f), "%s[%zu].key_strindex", field, i);
+                } else {
+                    where_fmt(*outer, " (nested) key_strindex", f, sizeof(f));
+                }
+                return bad_index(v, f, kv->key_strindex, "string_table", v->d->n_string_table);
             }
         }
-        TRY(check_anyvalue(v, kv->value, f, depth));
+        TRY(check_anyvalue(v, kv->value, w, depth));
+    }
+    if (outer != NULL) {
+        where_fmt(*outer, ".kvlist_value", f, sizeof(f));
+        field = f;
     }
     if (n <= 8) {
         for (size_t i = 1; i < n; i++) {
             for (size_t j = 0; j < i; j++) {
                 if (strcmp(kv_key(v, kvs[i]), kv_key(v, kvs[j])) == 0) {
-                    char p[192];
                     return pg_status_set(v->st, PG_ERR_MALFORMED,
                                          "%s repeats key \"%.64s\" (entries %zu and %zu)",
                                          path_fmt(v, field, p, sizeof(p)), kv_key(v, kvs[i]), j,
@@ -302,7 +331,6 @@ static enum pg_err check_kv_list(struct vctx *v, struct pg_otlp_kv **kvs, size_t
     qsort(keys, n, sizeof(*keys), cmp_str);
     for (size_t i = 1; i < n; i++) {
         if (strcmp(keys[i], keys[i - 1]) == 0) {
-            char p[192];
             return pg_status_set(v->st, PG_ERR_MALFORMED, "%s repeats key \"%.64s\"",
                                  path_fmt(v, field, p, sizeof(p)), keys[i]);
         }
@@ -458,7 +486,7 @@ static enum pg_err check_dictionary(struct vctx *v)
         path_set(v, 1, "attribute_table", i);
         CHECK_IDX(v, a->key_strindex, d->n_string_table, "key_strindex", "string_table");
         CHECK_IDX(v, a->unit_strindex, d->n_string_table, "unit_strindex", "string_table");
-        TRY(check_anyvalue(v, a->value, "value", 0));
+        TRY(check_anyvalue(v, a->value, (struct where){"value", NO_INDEX}, 0));
     }
     for (size_t i = 0; i < d->n_link_table; i++) {
         const struct pg_otlp_link *k = d->link_table[i];
@@ -482,15 +510,20 @@ static enum pg_err check_valuetype(struct vctx *v, const struct pg_otlp_valuetyp
                                    const char *field)
 {
     char f[48];
+    size_t n = v->d->n_string_table;
 
     if (vt == NULL) {
         return PG_ERR_OK;
     }
     CHECK_UNKNOWN(v, vt, field);
-    snprintf(f, sizeof(f), "%s.type_strindex", field);
-    CHECK_IDX(v, vt->type_strindex, v->d->n_string_table, f, "string_table");
-    snprintf(f, sizeof(f), "%s.unit_strindex", field);
-    CHECK_IDX(v, vt->unit_strindex, v->d->n_string_table, f, "string_table");
+    if (vt->type_strindex < 0 || (size_t)vt->type_strindex >= n) {
+        snprintf(f, sizeof(f), "%s.type_strindex", field);
+        return bad_index(v, f, vt->type_strindex, "string_table", n);
+    }
+    if (vt->unit_strindex < 0 || (size_t)vt->unit_strindex >= n) {
+        snprintf(f, sizeof(f), "%s.unit_strindex", field);
+        return bad_index(v, f, vt->unit_strindex, "string_table", n);
+    }
     return PG_ERR_OK;
 }
 
@@ -559,7 +592,7 @@ static enum pg_err check_profiles(struct vctx *v, const struct pg_otlp_request *
         if (rp->resource != NULL) {
             path_set(v, 1, "resource", NO_INDEX);
             TRY(check_kv_list(v, rp->resource->attributes, rp->resource->n_attributes,
-                              "attributes", 0));
+                              "attributes", NULL, 0));
         }
         for (size_t s = 0; s < rp->n_scope_profiles; s++) {
             const struct pg_otlp_scopeprof *sp = rp->scope_profiles[s];
@@ -567,7 +600,7 @@ static enum pg_err check_profiles(struct vctx *v, const struct pg_otlp_request *
             if (sp->scope != NULL) {
                 path_set(v, 2, "scope", NO_INDEX);
                 TRY(check_kv_list(v, sp->scope->attributes, sp->scope->n_attributes,
-                                  "attributes", 0));
+                                  "attributes", NULL, 0));
             }
             for (size_t k = 0; k < sp->n_profiles; k++) {
                 const struct pg_otlp_profile *pr = sp->profiles[k];

@@ -250,6 +250,33 @@ static void m_resource_key_strindex(struct pg_otlp_request *r, struct pg_arena *
     RP(r)->resource->attributes[1]->key = "";
     RP(r)->resource->attributes[1]->key_strindex = 99;
 }
+/* attributes[1].value becomes a kvlist holding [@a, @b]. */
+static void nest_kvlist(struct pg_otlp_request *r, struct pg_arena *a, struct pg_otlp_kv *x,
+                        struct pg_otlp_kv *y)
+{
+    struct pg_otlp_anyvalue *v = pg_arena_zalloc(a, sizeof(*v));
+    struct pg_otlp_kvlist *kl = pg_arena_zalloc(a, sizeof(*kl));
+    opentelemetry__proto__common__v1__any_value__init(v);
+    opentelemetry__proto__common__v1__key_value_list__init(kl);
+    kl->n_values = 2;
+    kl->values = pg_arena_calloc(a, 2, sizeof(*kl->values));
+    kl->values[0] = x;
+    kl->values[1] = y;
+    v->value_case = PG_OTLP_ANYVALUE_KVLIST;
+    v->kvlist_value = kl;
+    RP(r)->resource->attributes[1]->value = v;
+}
+static void m_nested_key_strindex(struct pg_otlp_request *r, struct pg_arena *a)
+{
+    struct pg_otlp_kv *x = pg_arena_zalloc(a, sizeof(*x));
+    opentelemetry__proto__common__v1__key_value__init(x);
+    x->key_strindex = 99;
+    nest_kvlist(r, a, RP(r)->resource->attributes[0], x);
+}
+static void m_nested_dup_key(struct pg_otlp_request *r, struct pg_arena *a)
+{
+    nest_kvlist(r, a, RP(r)->resource->attributes[0], RP(r)->resource->attributes[0]);
+}
 static void m_key_and_strindex(struct pg_otlp_request *r, struct pg_arena *a)
 {
     (void)a;
@@ -411,6 +438,12 @@ static const struct mutation mutations[] = {
     {"resource key_strindex", m_resource_key_strindex, NOLIM, PG_ERR_MALFORMED,
      "resource_profiles[0].resource.attributes[1].key_strindex 99 is past string_table (15 "
      "entries)"},
+    {"nested key_strindex", m_nested_key_strindex, NOLIM, PG_ERR_MALFORMED,
+     "resource_profiles[0].resource.attributes[1].value (nested) key_strindex 99 is past "
+     "string_table (15 entries)"},
+    {"repeated key in a nested kvlist", m_nested_dup_key, NOLIM, PG_ERR_MALFORMED,
+     "resource_profiles[0].resource.attributes[1].value.kvlist_value repeats key "
+     "\"service.name\" (entries 0 and 1)"},
     {"key and key_strindex", m_key_and_strindex, NOLIM, PG_ERR_MALFORMED,
      "resource_profiles[0].resource.attributes[0] sets both key \"service.name\" and "
      "key_strindex 2"},
