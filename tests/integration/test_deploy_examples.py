@@ -487,8 +487,9 @@ def docker_runs():
         stop(proc)
 
     # 3. security.md: a named volume on /var/lib/pprofgate, sidecar-otlp.yaml mounted
-    server = OtlpServer(4317)
-    env = dict(image.env, OTLP_ENDPOINT="127.0.0.1:4317")
+    # Not 4317: the sidecar config takes the app's OTLP there itself.
+    server = OtlpServer(14317)
+    env = dict(image.env, OTLP_ENDPOINT="127.0.0.1:14317")
     log = os.path.join(tmp, "recipe.log")
     with open(log, "wb") as lf:
         proc = recipe.popen(argv, env, user, workdir=image.workdir, stdout=lf)

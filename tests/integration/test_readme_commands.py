@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from pg_harness import BIN, SOURCE_DIR, Results  # noqa: E402
 
 # The default config's ports: receiver, pprof extension, health_check, metrics.
-DEFAULT_PORTS = (4040, 1777, 13133, 8988)
+DEFAULT_PORTS = (4040, 4318, 1777, 13133, 8988)
 GATEWAY_URL = re.compile(r"http://localhost:(\d+)")
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "node", "node_modules")
 
@@ -69,7 +69,7 @@ def main():
     res = Results()
     with open(os.path.join(SOURCE_DIR, "README.md")) as f:
         readme = f.read()
-    taken = [p for p in DEFAULT_PORTS if port_taken(p)]
+    taken = [p for p in DEFAULT_PORTS + (4317,) if port_taken(p)]
     if taken:
         print(f"NOT RUN: default port(s) {taken} in use on this host (make run still going?)",
               flush=True)
