@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Arena implementation: a list of malloc'd chunks, bumped from the newest;
- * large requests get a chunk of their own so small ones keep packing. */
+ * Arena implementation: a list of chunks, bumped from the newest; large requests get a
+ * chunk of their own so small ones keep packing. Chunks up to POOL_MAX_CHUNK are malloc'd
+ * and recycled here; larger ones come from and go back to core/bufpool (kept resident
+ * between large requests, unmapped on its decay). */
 #include "core/arena.h"
+#include "core/bufpool.h"
 #include "core/thread_sched.h"
 
 #include <malloc.h>
@@ -88,6 +91,18 @@ struct pool {
 
 static struct pool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* Gives a chunk's memory back where it came from: the buffer pool for chunks above the
+ * small classes, malloc otherwise. */
+static void chunk_free(struct chunk *c, size_t used)
+{
+    UNPOISON(chunk_data(c), c->size);
+    if (c->size > POOL_MAX_CHUNK) {
+        pg_bufpool_put(c, CHUNK_HDR + c->size, CHUNK_HDR + used);
+    } else {
+        free(c);
+    }
+}
+
 /* Class of a payload size, or -1 when it is not a pooled size. */
 static int pool_class(size_t size)
 {
@@ -136,8 +151,7 @@ static void pool_put_locked(struct chunk *c)
         g_pool.chunks[k] = c;
         g_pool.n[k]++;
     } else {
-        UNPOISON(chunk_data(c), c->size);
-        free(c);
+        chunk_free(c, c->size);
     }
 }
 
@@ -271,10 +285,10 @@ void pg_arena_malloc_setup(void)
     mallopt(M_TRIM_THRESHOLD, (int)TRIM_THRESHOLD);
 }
 
-/* A large arena whose last owner is a latency thread (the event loop) goes
- * back to the system on a thread of its own: unmapping tens of MiB and
- * malloc_trim took the loop 5-10 ms per large request (perf, bench/README.md
- * flood), every small push behind them waiting. */
+/* A large arena whose last owner is a latency thread (the event loop) is freed on a
+ * thread of its own: unmapping tens of MiB and malloc_trim took the loop 5-10 ms per
+ * large request (perf, bench/README.md flood); its chunks now mostly go to the buffer
+ * pool, but one that is full or under pressure still unmaps them. */
 #define REAPER_NICE 5
 #define REAPER_SLICE_NS (500u * 1000u)
 
@@ -291,9 +305,13 @@ static void free_chunks(struct pg_arena *a)
 
     while (c != NULL) {
         struct chunk *next = c->next;
+        /* the head is written up to the bump pointer; the others as good as whole */
+        size_t used = c == a->head && a->b.cur >= chunk_data(c) &&
+                              a->b.cur <= chunk_data(c) + c->size
+                          ? (size_t)(a->b.cur - chunk_data(c))
+                          : c->size;
 
-        UNPOISON(chunk_data(c), c->size);
-        free(c);
+        chunk_free(c, used);
         c = next;
     }
     free(a);
@@ -319,7 +337,6 @@ static void *reaper_main(void *arg)
             free_chunks(list);
             list = next;
         }
-        malloc_trim(0); /* as pg_arena_destroy does after a large arena */
         pthread_mutex_lock(&g_reap.mu);
     }
     return NULL;
@@ -361,13 +378,17 @@ void pg_arena_destroy(struct pg_arena *a)
         cl->fn(cl->data);
     }
     if (a->footprint > SMALL_ARENA) {
-        if (pg_sched_is_latency_thread() && reap_later(a)) {
+        /* Into the buffer pool at once when it has room (a few list appends, and the
+         * next request of this one may want the blocks now), else unmapped: on a latency
+         * thread by the reaper. */
+        if (pg_sched_is_latency_thread() && !pg_bufpool_room(a->footprint) && reap_later(a)) {
             return;
         }
+        /* Its large chunks stay in the buffer pool for the next large request; the small
+         * blocks it freed on the heaps (hash tables under the mmap threshold, socket
+         * buffers) are trimmed with the pool's decay, not now: the next large request
+         * would fault them in again. */
         free_chunks(a);
-        /* A large request also freed many small blocks (hash tables under the mmap threshold,
-         * the body's socket buffers) scattered over the heaps: return their pages too. */
-        malloc_trim(0);
         return;
     }
     /* A small arena feeds this thread's cache, then the pool: its chunks and its header
@@ -437,7 +458,15 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
         }
         pthread_mutex_unlock(&g_pool.mu);
     }
-    if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
+    if (c == NULL && k < 0) {
+        /* Above the small classes: a resident block from the buffer pool, used whole. */
+        size_t got;
+
+        if ((c = pg_bufpool_get(CHUNK_HDR + size, &got)) == NULL) {
+            return NULL;
+        }
+        size = got - CHUNK_HDR;
+    } else if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
         return NULL;
     }
     c->size = size;
