@@ -462,7 +462,8 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
         /* Above the small classes: a resident block from the buffer pool, used whole. */
         size_t got;
 
-        if ((c = pg_bufpool_get(CHUNK_HDR + size, &got)) == NULL) {
+        if (size > SIZE_MAX - CHUNK_HDR ||
+            (c = pg_bufpool_get(CHUNK_HDR + size, &got)) == NULL) {
             return NULL;
         }
         size = got - CHUNK_HDR;
