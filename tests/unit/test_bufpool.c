@@ -60,8 +60,13 @@ PG_TEST(test_reuse_without_faults)
     CHECK(q[got2 - 1] == 0x5a); /* kept, not zeroed: the old bytes are there */
     memset(q, 0xa5, got2);
     f2 = minor_faults();
-    CHECK(f1 - f0 >= (long)(8 * MIB / 4096) / 2); /* fresh (or THP, fewer): sanity */
-    CHECK(f2 - f1 < 16);
+    if (f2 - f1 >= (f1 - f0) / 4) {
+        fprintf(stderr, "  faults: first write %ld, second %ld\n", f1 - f0, f2 - f1);
+    }
+    /* Fresh pages fault (one per 4 KiB, fewer with THP); resident ones do not (a sanitizer's
+     * shadow memory may add some of its own: relative, not zero). */
+    CHECK(f1 - f0 >= 8);
+    CHECK(f2 - f1 < (f1 - f0) / 4);
     pg_bufpool_stats(&st1);
     CHECK_INT(st1.reused - st0.reused, 1);
     CHECK_INT(st1.mapped - st0.mapped, 1);
