@@ -244,6 +244,14 @@ void pg_bufpool_put(void *p, size_t size, size_t used)
         return;
     }
     (void)pthread_once(&hook_once, hook_memlimit);
+    if (pg_memlimit_soft_limit() != 0 && pg_memlimit_read_rss() > pg_memlimit_soft_limit()) {
+        /* Past the soft limit now (what is held counts in RSS): give everything back at
+         * once rather than at the next admission's RSS check. One /proc read per large
+         * block, only with a memory limit configured. */
+        pg_bufpool_release();
+        munmap(p, size);
+        return;
+    }
     pthread_mutex_lock(&g.mu);
     g.last_ns = pg_mono_ns();
     keep = g.n < SLOTS && size <= g.cap && g.held <= g.cap - size;

@@ -7,7 +7,8 @@
  * it holds and trims the malloc heaps, so RSS returns to idle. Bounded by a byte cap;
  * past the memory limiter's soft limit it keeps nothing (core/memlimit.h's reclaim hook
  * empties it before a refusal, and pg_bufpool_put unmaps instead of keeping while the
- * bytes in flight and held would pass the soft limit).
+ * bytes in flight and held would pass the soft limit, and empties the pool when RSS is
+ * past it).
  * Thread rule: every function may be called from any thread (one mutex; large blocks
  * are taken a few times per large request, never per sample). */
 #ifndef PG_CORE_BUFPOOL_H
