@@ -3,8 +3,9 @@
 Collector's debug exporter and pprofgate's print the same text for the same
 OTLP input"). Every pprof fixture is made into one OTLP request
 (tests/tools/pg_pprof2otlp -z) and the same bytes go into the real
-Collector's otlp receiver and into pprofgate's, once over gRPC (@grpc/grpc-js,
-identity) and once over OTLP/HTTP protobuf. Both print with their debug
+Collector's otlp receiver and into pprofgate's, over gRPC (@grpc/grpc-js,
+identity and gzip), OTLP/HTTP protobuf and OTLP/HTTP JSON (the request's
+OTLP/JSON form, written by the Node side of test_otlp_receiver.py). Both print with their debug
 exporter, use_internal_logger: false (the Collector's raw text into a file),
 at detailed and at normal; pprofgate's with pprofgate_annotations: false.
 The two files must be the same byte for byte, summary lines included, but
@@ -38,6 +39,7 @@ import test_otlp_receiver as rx  # noqa: E402  (its Node gRPC client and paths)
 require_collector()
 res = Results()
 VERBOSITIES = ("detailed", "normal")
+TRANSPORTS = ("grpc", "grpc gzip", "http protobuf", "http json")
 
 
 def debug_exporters(extra):
@@ -153,23 +155,26 @@ def main():
             inputs.append((name, out))
     res.check(f"OTLP made from every pprof fixture ({len(fixtures)})",
               len(inputs) == len(fixtures) > 10, [n for n, _ in inputs])
+    rx.node(tmp, "convert", *[f for _, f in inputs])  # each f + ".otlp.json"
 
     gport, hport = free_port(), free_port()
     with Collector(collector_config(gport, hport)) as col, \
             Gateway(GATEWAY, n_listeners=2) as gw:
         pg_g, pg_h = rx.ports(gw)
         printed = 0
-        for transport in ("grpc", "http"):
+        for transport in TRANSPORTS:
             for name, f in inputs:
-                if transport == "grpc":
-                    out = [rx.node(tmp, "send", str(p), "identity", f)
-                           for p in (gport, pg_g)]
+                if transport.startswith("grpc"):
+                    comp = "gzip" if transport.endswith("gzip") else "identity"
+                    out = [rx.node(tmp, "send", str(p), comp, f) for p in (gport, pg_g)]
                     ok = all('"code":0' in o for o in out)
                     detail = out
                 else:
-                    with open(f, "rb") as fh:
+                    json_ = transport.endswith("json")
+                    with open(f + ".otlp.json" if json_ else f, "rb") as fh:
                         data = fh.read()
-                    sts = [post(p, rx.PATH, data, {"Content-Type": "application/x-protobuf"})[0]
+                    ctype = "application/json" if json_ else "application/x-protobuf"
+                    sts = [post(p, rx.PATH, data, {"Content-Type": ctype})[0]
                            for p in (hport, pg_h)]
                     ok = sts == [200, 200]
                     detail = sts
@@ -197,7 +202,7 @@ def main():
             res.check(f"debug {v}: the Collector prints no unknown_service of its own",
                       "unknown_service" not in c_text)
             c_b, g_b = blocks(c_text), blocks(g_text)
-            diff = first_difference(c_b, g_b, [n for n, _ in inputs] * 2)
+            diff = first_difference(c_b, g_b, [n for n, _ in inputs] * len(TRANSPORTS))
             res.check(f"debug {v}, use_internal_logger: false: pprofgate's text = the "
                       f"Collector's, byte for byte, {len(c_b)} requests "
                       f"({c_text.count(chr(10))} lines)",
