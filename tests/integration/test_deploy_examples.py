@@ -18,7 +18,8 @@ gateway in a chroot built from docker/Dockerfile, as its user, read-only.
    substituting the port in OTLP_ENDPOINT ("$(NODE_IP):4317").
 2. The image's built-in config (docker/pprofgate.yaml) with the image's user,
    env, entrypoint and cmd and --read-only: pushes to the container's port
-   arrive decoded in its output.
+   arrive decoded in its output, and so does the SDK's default OTLP/gRPC
+   export to its port 4317.
 3. docs/security.md's recipe: config/sidecar-otlp.yaml mounted over the
    built-in config, a named volume on /var/lib/pprofgate, --read-only: the
    spool is created in the volume, pushes reach the OTLP server decoded, the
@@ -528,6 +529,15 @@ def docker_runs():
         res.check("image: pushes arrive with the SDK's resource, decoded",
                   ok and "team=a,b" in text and f"telemetry.sdk.name={SDK_NAME}" in text
                   and "unknown_service" not in text, text[-1500:])
+        # docker run -p 4317:4317: the SDK's default OTLP/gRPC export, only
+        # its endpoint set (the published port on another host).
+        rc, out, err = run_app({"OTEL_SERVICE_NAME": "docker-otlp",
+                                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{DOCKER_IP}:4317"})
+        res.check("image: the SDK's default OTLP export reached the container",
+                  rc == 0 and "client done" in out and "export failed" not in err,
+                  (rc, err[-600:]))
+        res.check("image: OTLP exports arrive with the SDK's resource",
+                  wait_text(log, "service.name=docker-otlp"), read(log)[-1500:])
         res.check("image: SIGTERM exits 0", stop(proc) == 0, read(log)[-800:])
     finally:
         stop(proc)
