@@ -43,6 +43,7 @@ struct pg_exph_queue_config {
     struct pg_exph_batch_config batch;
     bool has_batch;
     char *storage; /* id of a file_storage extension, or NULL */
+    uint64_t replay_memory; /* bytes a replay of the spool may hold; 0 = derived */
     int sizer;     /* enum pg_exph_sizer: the unit of queue_size */
 };
 

@@ -474,8 +474,9 @@ enum pg_err pg_exph_start(struct pg_exph *h, struct event_base *base, struct pg_
         pg_spool_get_stats(h->spool, &ss);
         pg_log_info(h->log,
                     "persistent queue on %s: %" PRIu64 " request(s) (%" PRIu64
-                    " bytes) to replay, read back into a bounded window",
+                    " bytes) to replay, read back within a memory budget",
                     h->cfg->queue.storage, ss.replay_pending, ss.pending_bytes);
+        pg_exph_replay_start(h);
     }
     pg_exph_update_gauges(h);
     h->started = true;
