@@ -112,6 +112,8 @@ try:
             time.sleep(0.3)
             st = ctl(control, "/stats")
         hwm = gw.hwm_kb() * 1024
+        if os.environ.get("PG_TEST_VERBOSE"):
+            print("\n".join(x for x in gw.log().splitlines() if "replay" in x or "memory" in x or "export" in x)[-3000:])
         # Window (or one record when larger) + a compressed copy per record in
         # the window + buffers; with a window of all 10 records VmHWM was
         # idle + ~34 MiB.
