@@ -124,6 +124,7 @@ void pg_exph_consumer_release(struct pg_exph_consumer *c)
     pg_exph_item_free(h, c->item);
     c->item = NULL;
     h->busy--;
+    c->replay_len = 0;
     if (c->replay_bytes > 0) {
         pg_exph_replay_charge(c, 0);
         if (h->pump_ev != NULL) {
@@ -301,13 +302,15 @@ static bool take_replayed(struct pg_exph_consumer *c)
     if (!pg_exph_replay_room(h)) {
         return false;
     }
-    c->rss_before = pg_memlimit_read_rss();
     c->item = pg_exph_replay_take(h);
     if (c->item == NULL) {
         return false;
     }
     h->live_turn = true;
     c->replay_len = c->item->raw_len;
+    if (h->max_request_bytes > 0 && c->replay_len > h->max_request_bytes) {
+        c->rss_before = pg_memlimit_read_rss(); /* to learn what decoding it takes */
+    }
     pg_exph_replay_charge(c, pg_exph_replay_footprint(h, c->item->raw_len));
     return true;
 }

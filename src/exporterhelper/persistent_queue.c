@@ -147,10 +147,11 @@ void pg_exph_replay_prepared(struct pg_exph_consumer *c)
 
     if (c->replay_len > 0 && h->max_request_bytes > 0 && c->replay_len > h->max_request_bytes) {
         /* The arena and bodies, or what RSS grew by (temporaries outside
-         * the arena, the compressor's buffers), whichever is more. */
+         * the arena, the compressor's buffers), whichever is more, and the
+         * record as read. */
         uint64_t rss = pg_memlimit_read_rss();
         uint64_t grew = rss > c->rss_before ? rss - c->rss_before : 0;
-        uint64_t peak = c->prep_bytes + c->replay_len > grew ? c->prep_bytes + c->replay_len : grew;
+        uint64_t peak = (c->prep_bytes > grew ? c->prep_bytes : grew) + c->replay_len;
         uint64_t seen = peak * 16 / c->replay_len + 1;
 
         if (seen > (h->split_ratio16 > 0 ? h->split_ratio16 : 12 * 16)) {
