@@ -174,7 +174,9 @@ uint64_t pg_memlimit_rss_trimmed(uint64_t above)
     int64_t now = pg_mono_ns();
     int64_t at = atomic_load(&trimmed_at_ns);
 
-    if (rss > above && now - at >= 100000000ll &&
+    /* At most once a second: a trim over a large heap takes the caller's
+     * loop milliseconds. */
+    if (rss > above && now - at >= 1000000000ll &&
         atomic_compare_exchange_strong(&trimmed_at_ns, &at, now)) {
         malloc_trim(0);
         rss = pg_memlimit_read_rss();

@@ -54,7 +54,7 @@ uint64_t pg_memlimit_soft_limit(void);
 /* Current RSS in bytes from /proc/self/statm (fresh read); 0 if unknown. */
 uint64_t pg_memlimit_read_rss(void);
 /* RSS now; when it is above @above, freed heap is given back to the system
- * first (at most every 100 ms) and RSS read again. For a reader that holds
+ * first (at most once a second) and RSS read again. For a reader that holds
  * back work (a spool replay) until the process has room. */
 uint64_t pg_memlimit_rss_trimmed(uint64_t above);
 /* The highest RSS seen by any check so far. */
