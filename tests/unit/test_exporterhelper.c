@@ -791,6 +791,26 @@ PG_TEST(refusal_names_the_replays_share)
     pg_memlimit_reset();
 }
 
+/* A queue full of the previous run's backlog says so in the refusal. */
+PG_TEST(full_queue_names_the_backlog)
+{
+    char dir[64];
+    const char *yaml = NO_WAIT "sending_queue: {storage: file_storage/exphfq, queue_size: 8}\n";
+    struct fake f;
+    struct pg_batch *b;
+    struct pg_status st;
+
+    replay_spool("file_storage/exphfq", dir, sizeof(dir), yaml);
+    PG_REQUIRE(fake_open(&f, "fake/replayfq", yaml, 0));
+    b = tb_batch(1, 5, 20, "live", 77);
+    pg_status_clear(&st);
+    CHECK_INT(pg_exph_consume(f.h, b, &st), PG_ERR_BUSY);
+    CHECK(strstr(pg_status_text(&st), "8 request(s) of it left by the previous run") != NULL);
+    pg_batch_unref(b);
+    fake_close(&f);
+    drop_spool("file_storage/exphfq", dir);
+}
+
 /* Receiver threads push and admit/release memory while the loop replays a
  * backlog within a small budget: every record of both runs is sent once,
  * the budget is never passed, and nothing stays charged. */
@@ -901,5 +921,6 @@ PG_TEST_MAIN(PG_CASE(retryable_then_sent), PG_CASE(permanent_dropped_not_retried
              PG_CASE(persistent_queue_replayed_by_the_next_helper),
              PG_CASE(pushes_from_several_threads), PG_CASE(persistent_pushes_from_several_threads),
              PG_CASE(replay_budget_bounds_what_the_replay_holds),
-             PG_CASE(refusal_names_the_replays_share), PG_CASE(replay_while_threads_push),
+             PG_CASE(refusal_names_the_replays_share), PG_CASE(full_queue_names_the_backlog),
+             PG_CASE(replay_while_threads_push),
              PG_CASE(config_checks))
