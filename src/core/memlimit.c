@@ -191,7 +191,7 @@ uint64_t pg_memlimit_peak_rss(void)
     return atomic_load(&peak_rss_b);
 }
 
-/* ", of which a spool replay holds 12.0 MiB" when one holds any: a refusal
+/* " (a spool replay holds 12.0 MiB of it)" when one holds any: a refusal
  * while a backlog drains names the replay's share, and only with it. */
 static void replay_share(char *buf, size_t len)
 {
