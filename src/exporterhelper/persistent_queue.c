@@ -206,6 +206,7 @@ bool pg_exph_replay_room(struct pg_exph *h)
 {
     uint64_t id, need, inflight, soft, ceiling, rss;
     size_t len;
+    bool alone;
     char why[256];
 
     if (!pg_spool_peek_replay(h->spool, h->replay_after, &id, &len)) {
@@ -216,8 +217,8 @@ bool pg_exph_replay_room(struct pg_exph *h)
     /* Live pushes' bytes count against the budget too: it shrinks while
      * they hold memory. A record larger than the whole budget goes alone,
      * when the replay holds nothing and live pushes leave part of it. */
-    if (h->replay_used > 0 || need <= h->replay_limit ? inflight + need > h->replay_limit
-                                                      : inflight >= h->replay_limit) {
+    alone = h->replay_used == 0 && need > h->replay_limit;
+    if (alone ? inflight >= h->replay_limit : inflight + need > h->replay_limit) {
         snprintf(why, sizeof(why),
                  "%.1f MiB in flight (%.1f MiB of it this replay's) + %.1f MiB for the next "
                  "record would pass its budget of %.1f MiB",
@@ -233,7 +234,7 @@ bool pg_exph_replay_room(struct pg_exph *h)
      * halfway between its budget and the soft limit, so what live pushes
      * are admitted against is never taken by the replay. */
     ceiling = soft - (soft - (h->replay_limit < soft ? h->replay_limit : soft)) / 2;
-    if (h->replay_used == 0 && need > h->replay_limit) {
+    if (alone) {
         /* Larger than the budget: alone, while RSS leaves it room under the
          * soft limit. One that never finds the room goes after 5 s of
          * waiting, while RSS is under the line (liveness over the budget). */
