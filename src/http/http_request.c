@@ -16,7 +16,7 @@
 
 #include "codec/codec.h"
 #include "core/decimal.h"
-#include "core/utf8.h"
+#include "otlp/otlp_utf8.h"
 
 /* Room for any inet_ntop() address (INET6_ADDRSTRLEN is 46). */
 #define INET6_ADDRSTRLEN_MAX 46

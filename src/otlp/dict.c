@@ -16,6 +16,7 @@
 
 #include "core/utf8.h"
 #include "core/vec.h"
+#include "otlp/otlp_utf8.h"
 
 #define K1 0x9e3779b97f4a7c15ull
 #define K2 0xc2b2ae3d27d4eb4full

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "core/utf8.h"
+#include "otlp/otlp_utf8.h"
 
 static const struct pg_otlp_anyvalue any_init = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
 static const struct pg_otlp_kv kv_init = OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;

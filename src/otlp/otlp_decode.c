@@ -15,6 +15,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_utf8.h"
 
 /* Message nesting the wire walk allows (protobuf-c's unpack recurses once per level; a
  * request is 5 deep plus 2 per nested AnyValue array/kvlist). The same bound as OTLP/JSON. */

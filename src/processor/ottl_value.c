@@ -12,6 +12,7 @@
 #include "processor/ottl_internal.h"
 
 #include "core/utf8.h"
+#include "otlp/otlp_utf8.h"
 
 #define ANYVALUE_INIT OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT
 #define KV_INIT OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "core/utf8.h"
+#include "otlp/otlp_utf8.h"
 
 /* A lower-cased, NUL-terminated copy of @s (@len bytes) in @arena, valid
  * UTF-8. */

@@ -6,6 +6,7 @@
 
 #include "core/arena.h"
 #include "core/utf8.h"
+#include "otlp/otlp_utf8.h"
 #include "pg_test.h"
 
 static const struct {
