@@ -487,8 +487,10 @@ static void bind_shutdown_delay(struct pg_service *svc, const struct pg_cfg_node
 static const char *const top_keys[] = {"receivers", "processors", "exporters", "extensions",
                                        "connectors", "service", NULL};
 
-void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
-                           const char *const *valid)
+/* Reports every key of @map not in the NULL-terminated @valid to the build's
+ * diagnostics, under @path. */
+static void service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map,
+                               const char *path, const char *const *valid)
 {
     (void)pg_cfg_check_keys(svc->diag, svc->arena, map, path, valid);
 }
@@ -559,7 +561,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                                          "Resources that got service.name from the fallback rule",
                                          NULL);
 
-    pg_service_check_keys(svc, root, "", top_keys);
+    service_check_keys(svc, root, "", top_keys);
     for (int k = 0; k < 4; k++) {
         const struct pg_cfg_node *sec = pg_cfg_get(root, pg_kind_section((enum pg_kind)k));
         if (sec != NULL && sec->kind == PG_CFG_MAP) {
@@ -585,7 +587,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                     "a service: section with at least one pipeline is required");
         goto fail;
     }
-    pg_service_check_keys(svc, service, "service", service_keys);
+    service_check_keys(svc, service, "service", service_keys);
     bind_shutdown_delay(svc, service);
     pg_service_apply_telemetry(svc, pg_cfg_get(service, "telemetry"), &metrics_addr, &metrics_node);
 
@@ -651,7 +653,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                         "expected a mapping with receivers, processors and exporters");
             continue;
         }
-        pg_service_check_keys(svc, pn, ppath, pipe_keys);
+        service_check_keys(svc, pn, ppath, pipe_keys);
         p_recv[i] = pipe_list(svc, pn, pid, "receivers", PG_KIND_RECEIVER, &n_recv[i], true);
         p_proc[i] = pipe_list(svc, pn, pid, "processors", PG_KIND_PROCESSOR, &n_proc[i], false);
         p_exp[i] = pipe_list(svc, pn, pid, "exporters", PG_KIND_EXPORTER, &n_exp[i], true);

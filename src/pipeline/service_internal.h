@@ -94,11 +94,6 @@ struct pg_service {
     size_t n_log_paths;
 };
 
-/* Reports every key of @map not in the NULL-terminated @valid to the build's
- * diagnostics, under @path. */
-void pg_service_check_keys(struct pg_service *svc, const struct pg_cfg_node *map, const char *path,
-                           const char *const *valid);
-
 /* Checks and applies service.telemetry (@tel may be NULL); sets the metrics
  * address and its config node (NULL when unset). */
 void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node *tel,

@@ -150,24 +150,25 @@ static void pull_reader(struct pg_service *svc, const struct pg_cfg_node *reader
         return;
     }
     r = readers->items[0];
-    pg_service_check_keys(svc, r, where, reader_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, r, where, reader_keys);
     if (pg_cfg_get(r, "periodic") != NULL) {
         pg_diag_add(svc->diag, pg_cfg_get(r, "periodic"), where,
                     "periodic (push) readers are not supported; use a pull reader with a "
                     "prometheus exporter");
         return;
     }
-    pg_service_check_keys(svc, pg_cfg_get(r, "pull"), "service::telemetry::metrics::readers::pull",
-               pull_keys);
-    pg_service_check_keys(svc, pg_cfg_get(pg_cfg_get(r, "pull"), "exporter"),
-               "service::telemetry::metrics::readers::pull::exporter", exp_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, pg_cfg_get(r, "pull"),
+                            "service::telemetry::metrics::readers::pull", pull_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, pg_cfg_get(pg_cfg_get(r, "pull"), "exporter"),
+                            "service::telemetry::metrics::readers::pull::exporter", exp_keys);
     prom = pg_cfg_get(pg_cfg_get(pg_cfg_get(r, "pull"), "exporter"), "prometheus");
     if (prom == NULL || prom->kind != PG_CFG_MAP) {
         pg_diag_add(svc->diag, r, where, "expected pull: {exporter: {prometheus: {...}}}");
         return;
     }
-    pg_service_check_keys(svc, prom, "service::telemetry::metrics::readers::pull::exporter::prometheus",
-               prom_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, prom,
+                            "service::telemetry::metrics::readers::pull::exporter::prometheus",
+                            prom_keys);
     for (size_t i = 2; prom_keys[i] != NULL; i++) {
         if (pg_cfg_get(prom, prom_keys[i]) != NULL) {
             pg_log_info("service", "%s::pull::exporter::prometheus::%s is ignored: pprofgate's "
@@ -217,9 +218,9 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
     if (tel == NULL || tel->kind == PG_CFG_NULL) {
         return;
     }
-    pg_service_check_keys(svc, tel, "service::telemetry", tel_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, tel, "service::telemetry", tel_keys);
     logs = pg_cfg_get(tel, "logs");
-    pg_service_check_keys(svc, logs, "service::telemetry::logs", log_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, logs, "service::telemetry::logs", log_keys);
     if (logs != NULL) {
         const struct pg_cfg_node *lvl = pg_cfg_get(logs, "level");
         const struct pg_cfg_node *enc = pg_cfg_get(logs, "encoding");
@@ -252,7 +253,7 @@ void pg_service_apply_telemetry(struct pg_service *svc, const struct pg_cfg_node
         }
     }
     met = pg_cfg_get(tel, "metrics");
-    pg_service_check_keys(svc, met, "service::telemetry::metrics", met_keys);
+    (void)pg_cfg_check_keys(svc->diag, svc->arena, met, "service::telemetry::metrics", met_keys);
     if (met != NULL) {
         const struct pg_cfg_node *addr = pg_cfg_get(met, "address");
         const struct pg_cfg_node *auth = pg_cfg_get(met, "auth");
