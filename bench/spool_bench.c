@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/spool.h"
+#include "storage/spool.h"
 
 static double now_s(void)
 {

@@ -3,7 +3,7 @@
  * with its defaults, and the checks a field table cannot express. */
 #include <stddef.h>
 
-#include "core/storage.h"
+#include "storage/storage.h"
 #include "exporterhelper/exporterhelper.h"
 
 static const char *const sizer_choices[] = {"requests", "items", "bytes", NULL};

@@ -16,7 +16,7 @@
 
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/spool.h"
+#include "storage/spool.h"
 #include "exporterhelper/exporterhelper.h"
 
 /* One queued export: references to one or more batches (several when

@@ -12,7 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/storage.h"
+#include "storage/storage.h"
 #include "core/vec.h"
 #include "exporterhelper/internal.h"
 
@@ -684,7 +684,7 @@ void pg_exph_free(struct pg_exph *h)
     if (h->shutdown_timer != NULL) {
         event_free(h->shutdown_timer);
     }
-    pg_spool_close(h->spool); /* after every item released */
+    pg_storage_close(h->spool); /* after every item released */
     pthread_mutex_destroy(&h->mu);
     free(h);
 }

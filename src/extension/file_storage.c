@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Extension `file_storage`: the collector's storage extension, backing
- * `sending_queue.storage` with the checksummed spool of core/spool.h. It
+ * `sending_queue.storage` with the checksummed spool of storage/spool.h. It
  * registers its options under its id at create, so exporters can check the
  * reference during `validate`; each exporter opens its own spool under
  * <directory>/<exporter id> at start. A timer flushes spools in `interval`
@@ -16,8 +16,8 @@
 
 #include "pipeline/component.h"
 #include "core/log.h"
-#include "core/spool.h"
-#include "core/storage.h"
+#include "storage/spool.h"
+#include "storage/storage.h"
 
 struct fs_cfg {
     char *directory;

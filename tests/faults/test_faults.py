@@ -588,7 +588,7 @@ def sc_sigterm_under_load(ctx):
 def sc_sigkill_restart(ctx):
     if not ctx.feat.spool:
         ctx.res.skip("SIGKILL under load + restart", "sending_queue.storage / file_storage not "
-                     "integrated in this build (spool exists in src/core/spool.c)")
+                     "integrated in this build (spool exists in src/storage/spool.c)")
         return
     spool = tempfile.mkdtemp(prefix="pg-faults-spool-")
     try:

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/spool.h"
+#include "storage/spool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

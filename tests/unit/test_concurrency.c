@@ -14,7 +14,7 @@
 #include "pipeline/batch.h"
 #include "core/memlimit.h"
 #include "core/metrics.h"
-#include "core/spool.h"
+#include "storage/spool.h"
 #include "pg_test.h"
 
 #define THREADS 4

@@ -22,7 +22,7 @@
 #include "core/config.h"
 #include "core/memlimit.h"
 #include "core/metrics.h"
-#include "core/storage.h"
+#include "storage/storage.h"
 #include "exporterhelper/exporterhelper.h"
 #include "otlp/otlp_encode.h"
 #include "pg_test.h"

@@ -12,8 +12,8 @@
 
 #include <zlib.h>
 
-#include "core/spool.h"
-#include "core/storage.h"
+#include "storage/spool.h"
+#include "storage/storage.h"
 #include "pg_test.h"
 
 static char tmp_root[256];
@@ -534,7 +534,7 @@ PG_TEST(test_storage_registry)
     CHECK_INT(pg_storage_open("file_storage/a", "exporter/otlp/x", &s, &st), PG_ERR_OK);
     if (s != NULL) {
         CHECK_INT(pg_spool_append(s, "abc", 3, &id, &st), PG_ERR_OK);
-        pg_spool_close(s);
+        pg_storage_close(s);
     }
     snprintf(sub, sizeof(sub), "%s/exporter_otlp_x", dir);
     CHECK_INT(count_files(sub, ".seg"), 1);
@@ -544,7 +544,7 @@ PG_TEST(test_storage_registry)
 
 
 /* Every open failure through the registry returns (the registry lock is not
- * held while a failed open closes and untracks its spool) with a message
+ * held while a spool opens and, on failure, closes) with a message
  * naming the path and the cause; none of them may block. */
 PG_TEST(test_storage_open_failures)
 {
@@ -592,7 +592,7 @@ PG_TEST(test_storage_open_failures)
         /* The registry still works after the failure (its lock was released). */
         CHECK(pg_storage_known("file_storage/f"));
         pg_storage_sync_all();
-        pg_spool_close(holder);
+        pg_storage_close(holder);
         pg_storage_unregister("file_storage/f");
     }
 }

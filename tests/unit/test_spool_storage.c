@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "pipeline/component.h"
-#include "core/spool.h"
-#include "core/storage.h"
+#include "storage/spool.h"
+#include "storage/storage.h"
 #include "pg_test.h"
 
 extern const struct pg_component_ops pg_extension_file_storage;
@@ -107,7 +107,7 @@ PG_TEST(test_register_start_open)
                 CHECK_INT(pg_spool_append(sp, big, 3u << 20, &id, &st), PG_ERR_LIMIT);
                 free(big);
             }
-            pg_spool_close(sp);
+            pg_storage_close(sp);
         }
         snprintf(sub, sizeof(sub), "%s/data/exporter_otlp/LOCK", root);
         CHECK(stat(sub, &sb) == 0);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The spool's record format (header, checksum, parser) and the in-memory
  * index of its segments and records (see spool.h for the format). */
-#include "core/spool.h"
-#include "core/spool_internal.h"
+#include "storage/spool.h"
+#include "storage/spool_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/storage.h"
+#include "storage/storage.h"
 #include "core/vec.h"
 
 /* ---- little helpers ----------------------------------------------------- */

@@ -2,8 +2,8 @@
  * Recovery at open: scans the spool directory, indexes each segment left by
  * an earlier run (skipping torn or damaged records, resynchronising on the
  * next intact header), loads its ack logs and reports what was lost. */
-#include "core/spool.h"
-#include "core/spool_internal.h"
+#include "storage/spool.h"
+#include "storage/spool_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/storage.h"
+#include "storage/storage.h"
 #include "core/vec.h"
 
 /* Reads the ack log of @g whole (it is 16 bytes per delivered record). */

@@ -2,7 +2,7 @@
  * The storage registry: file_storage extensions register their spool options
  * under their id, exporters open their own spool through it, and a timer
  * syncs every spool opened that way. Process-global, thread-safe. */
-#include "core/storage.h"
+#include "storage/storage.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -21,7 +21,7 @@ struct storage_entry {
 
 /* Lock order: storage_mu, then a spool's mu (pg_storage_sync_all syncs
  * tracked spools under storage_mu). Never the other way, and storage_mu is
- * not recursive: pg_spool_open/pg_spool_close (which untracks, taking
+ * not recursive: pg_spool_open/pg_storage_close (which untracks, taking
  * storage_mu) must run without it held. storage_lock() turns a violation
  * into an immediate abort with a message instead of a silent hang. */
 static pthread_mutex_t storage_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +47,8 @@ static struct storage_entry storages[MAX_STORAGES];
 #define MAX_TRACKED 64
 static struct pg_spool *tracked[MAX_TRACKED];
 
-void pg_storage_untrack(struct pg_spool *s)
+/* Forgets @s (@s need not be tracked). */
+static void storage_untrack(struct pg_spool *s)
 {
     storage_lock();
     for (size_t i = 0; i < MAX_TRACKED; i++) {
@@ -56,6 +57,15 @@ void pg_storage_untrack(struct pg_spool *s)
         }
     }
     storage_unlock();
+}
+
+void pg_storage_close(struct pg_spool *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    storage_untrack(s);
+    pg_spool_close(s);
 }
 
 void pg_storage_sync_all(void)
@@ -186,8 +196,7 @@ enum pg_err pg_storage_open(const char *storage_id, const char *owner, struct pg
     opt.dir = dir;
     snprintf(log_name, sizeof(log_name), "%s", opt.log_name != NULL ? opt.log_name : "spool");
     opt.log_name = log_name;
-    /* Open outside storage_mu: a failing open closes the spool, which
-     * untracks it under storage_mu (see the lock order above). */
+    /* Open outside storage_mu (see the lock order above). */
     storage_unlock();
     err = pg_spool_open(&opt, out, st);
     if (err != PG_ERR_OK) {

@@ -5,8 +5,8 @@
  * a torn tail left by a crash is never written over, only skipped. Acks go to
  * a small per-segment log without fsync: losing one costs a duplicate
  * delivery after a crash, never a loss. */
-#include "core/spool.h"
-#include "core/spool_internal.h"
+#include "storage/spool.h"
+#include "storage/spool_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +26,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/storage.h"
 #include "core/vec.h"
 
 #define DEFAULT_MAX_BYTES (1ull << 30)
@@ -187,7 +186,6 @@ void pg_spool_close(struct pg_spool *s)
     if (s == NULL) {
         return;
     }
-    pg_storage_untrack(s);
     if (s->dirty) {
         (void)sync_active(s);
     }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * What the spool files share (private to core/spool*.c): the spool, its
+ * What the spool files share (private to storage/spool*.c): the spool, its
  * segments and their record index. spool_segment.c holds the record format
  * and the in-memory segment index, spool_recover.c reads what an earlier run
  * left at open, spool.c the running spool (append, ack, replay, read). */
@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "core/err.h"
-#include "core/spool.h"
+#include "storage/spool.h"
 
 struct pg_spool_rec {
     uint64_t id;

@@ -7,8 +7,8 @@
  * spool replays what the previous run left: corrupt or truncated records are
  * skipped, logged and counted, never fatal. Also holds the tiny registry
  * through which an exporter finds a started `file_storage` extension by id. */
-#ifndef PG_CORE_SPOOL_H
-#define PG_CORE_SPOOL_H
+#ifndef PG_STORAGE_SPOOL_H
+#define PG_STORAGE_SPOOL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -68,7 +68,8 @@ struct pg_spool;
 PG_MUST_CHECK
 enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **out,
                           struct pg_status *st);
-/* Syncs, deletes fully acknowledged segments, unlocks, frees. NULL ok. */
+/* Syncs, deletes fully acknowledged segments, unlocks, frees. NULL ok. A
+ * spool that pg_storage_open opened closes with pg_storage_close instead. */
 void pg_spool_close(struct pg_spool *s);
 
 /* Appends one record and, with fsync ALWAYS, makes it durable before
