@@ -182,6 +182,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     rx->id = ctx->id;
     rx->log_name = ctx->log_name;
     rx->next = ctx->next;
+    rx->job_done = pg_rx_job_done;
     pg_translate_opts_default(&rx->topts);
     rx->topts.trace_id_label = rx->cfg.trace_id_label;
     rx->topts.span_id_label = rx->cfg.span_id_label;

@@ -74,7 +74,9 @@ static void on_conn_event(int ev, const char *peer, void *arg)
 
 /* ---- requests ---------------------------------------------------------- */
 
-void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text)
+/* Sends the answer: 204 empty, else a one-line text/plain reason, with the
+ * configured response_headers. */
+static void rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text)
 {
     const struct rx_server_cfg *s = &lp->rx->cfg.server;
 
@@ -84,8 +86,9 @@ void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const c
     pg_httpd_reply(req, code, text ? text : "");
 }
 
-void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
-                const struct pg_status *st)
+/* Answers @err with its status code (never below 400) and @st's reason. */
+static void rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
+                    const struct pg_status *st)
 {
     int code = pg_rxh_http_status(err); /* never below 400 */
     const char *msg = pg_status_text(st);
@@ -93,7 +96,16 @@ void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
     if (code == 503 || code == 429) {
         evhttp_add_header(req->out, "Retry-After", "1");
     }
-    pg_rx_reply(lp, req, code, msg);
+    rx_reply(lp, req, code, msg);
+}
+
+void pg_rx_job_done(struct rx_job *job, enum pg_err err, const struct pg_status *st)
+{
+    if (err == PG_ERR_OK) {
+        rx_reply(job->loop, job->req, 204, NULL);
+    } else {
+        rx_fail(job->loop, job->req, err, st);
+    }
 }
 
 /* Content-Encoding over every header line that carries it. */
@@ -136,7 +148,7 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
         struct pg_status st;
 
         pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
-        pg_rx_fail(lp, req, PG_ERR_NOMEM, &st);
+        rx_fail(lp, req, PG_ERR_NOMEM, &st);
         pg_memlimit_release(admitted);
         return;
     }
@@ -232,7 +244,7 @@ static bool admit(struct rx_loop *lp, struct pg_httpd_req *req, size_t bytes)
 
     if (!pg_memlimit_admit(bytes, &mst)) {
         evhttp_add_header(req->out, "Connection", "close");
-        pg_rx_fail(lp, req, mst.code, &mst);
+        rx_fail(lp, req, mst.code, &mst);
         return false;
     }
     req->reserved += bytes;
@@ -254,14 +266,14 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
     if (strcmp(req->path, "/") == 0 && strcmp(req->method, "GET") == 0) {
         /* What this port is for (wait loops and curious operators poll /);
          * no credentials needed: it names the endpoint and nothing else. */
-        pg_rx_reply(lp, req, 200,
+        rx_reply(lp, req, 200,
                     "pprofgate pprof receiver\n"
                     "POST " PPROF_PATH "  a pprof profile (plain or gzip'd); 204 when accepted\n"
                     "OTLP goes to the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)\n");
         return false;
     }
     if (strcmp(req->path, PPROF_PATH) != 0) {
-        pg_rx_reply(lp, req, 404, "404 page not found");
+        rx_reply(lp, req, 404, "404 page not found");
         return false;
     }
     if (rx->auth != NULL) {
@@ -276,7 +288,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         }
         if (n_auth > 1) {
             /* Which one counts would differ between a proxy and us. */
-            pg_rx_reply(lp, req, 400, "more than one Authorization header");
+            rx_reply(lp, req, 400, "more than one Authorization header");
             return false;
         }
 
@@ -295,24 +307,24 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         pthread_mutex_unlock(&rx->auth_mu);
         if (blocked) {
             evhttp_add_header(req->out, "Retry-After", "1");
-            pg_rx_reply(lp, req, 429, "too many failed authentication attempts; retry later");
+            rx_reply(lp, req, 429, "too many failed authentication attempts; retry later");
             return false;
         }
         if (!ok) {
             evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(rx->auth));
-            pg_rx_reply(lp, req, 401, pg_status_text(&st));
+            rx_reply(lp, req, 401, pg_status_text(&st));
             return false;
         }
     }
     if (strcmp(req->method, "POST") != 0) {
         evhttp_add_header(req->out, "Allow", "POST");
         snprintf(msg, sizeof(msg), "method %.20s not allowed, supported: [POST]", req->method);
-        pg_rx_reply(lp, req, 405, msg);
+        rx_reply(lp, req, 405, msg);
         return false;
     }
     err = request_codings(rx, req->in, &codings, &st);
     if (err != PG_ERR_OK) {
-        pg_rx_fail(lp, req, err, &st);
+        rx_fail(lp, req, err, &st);
         return false;
     }
     if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
@@ -320,7 +332,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
                  "(%llu bytes)", (unsigned long long)req->content_length,
                  (unsigned long long)rx->cfg.server.max_request_body_size);
-        pg_rx_reply(lp, req, 413, msg);
+        rx_reply(lp, req, 413, msg);
         return false;
     }
     /* Memory before the body: from Content-Length now, or step by step as

@@ -115,6 +115,10 @@ struct rx {
     /* One refusal log line per reason per interval (every loop together). */
     struct pg_rxh_reasons reasons;
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
+    /* Answers a finished job's request (204 on PG_ERR_OK, else @err's status
+     * and @st's reason): pprof_handler.c's pg_rx_job_done, set at create, so
+     * pprof_workers.c reports without naming the handler. Loop thread. */
+    void (*job_done)(struct rx_job *job, enum pg_err err, const struct pg_status *st);
     struct pg_metric *m_held;
     struct pg_scrape_config scrape_cfg; /* owned (pull mode) */
     struct pg_scraper *scraper;         /* owned; NULL without scrape:/remote: */
@@ -152,12 +156,9 @@ struct rx_job {
 
 /* The callbacks the receiver's HTTP server runs (head, body, request, answer). */
 extern const struct pg_httpd_ops pg_rx_httpd_ops;
-/* Sends the answer: 204 empty, else a one-line text/plain reason, with the
- * configured response_headers. */
-void pg_rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text);
-/* Answers @err with its status code (never below 400) and @st's reason. */
-void pg_rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
-                const struct pg_status *st);
+/* rx->job_done: answers @job's request, 204 on PG_ERR_OK, else @err's status
+ * code (never below 400) and @st's reason. Does not free @job. */
+void pg_rx_job_done(struct rx_job *job, enum pg_err err, const struct pg_status *st);
 
 /* ---- pprof_workers.c: translation jobs ----------------------------------- */
 

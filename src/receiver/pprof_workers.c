@@ -228,7 +228,6 @@ static void abandon(struct rx_job *job)
 static void deliver(struct rx_job *job)
 {
     struct rx *rx = job->loop->rx;
-    struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err;
 
@@ -236,10 +235,10 @@ static void deliver(struct rx_job *job)
     err = pg_consumer_consume(rx->next, batch, &job->st); /* takes our reference */
     if (err != PG_ERR_OK) {
         pg_metric_add(rx->m_refused, job->stats.sample_records);
-        pg_rx_fail(job->loop, req, err, &job->st);
+        rx->job_done(job, err, &job->st);
     } else {
         pg_metric_add(rx->m_accepted, job->stats.sample_records);
-        pg_rx_reply(job->loop, req, 204, NULL);
+        rx->job_done(job, PG_ERR_OK, NULL);
     }
     job_free(job);
 }
@@ -298,7 +297,7 @@ static void held_refuse(struct rx_job *job, enum pg_err err, const char *why)
 
     pg_metric_add(job->loop->rx->m_refused, job->stats.sample_records);
     pg_status_set(&st, err, "%s", why);
-    pg_rx_fail(job->loop, job->req, err, &st);
+    job->loop->rx->job_done(job, err, &st);
     job_free(job);
 }
 
@@ -367,7 +366,7 @@ void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
         return;
     }
     if (err != PG_ERR_OK) {
-        pg_rx_fail(lp, req, err, &job->st);
+        rx->job_done(job, err, &job->st);
         job_free(job);
         return;
     }
@@ -549,7 +548,7 @@ void pg_rx_pool_destroy(struct rx *rx)
 
             list = job->next;
             pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
-            pg_rx_fail(job->loop, job->req, PG_ERR_UNAVAILABLE, &st);
+            rx->job_done(job, PG_ERR_UNAVAILABLE, &st);
             job_free(job);
         }
     }
