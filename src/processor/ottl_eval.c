@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
- * OTTL-lite evaluation: the environment, regex matching, expressions,
- * comparisons and statement execution. Values and the attribute-map view
- * are ottl_value.c's, path reads and writes ottl_path.c's. Every
+ * OTTL-lite evaluation: the environment, expressions, comparisons and
+ * statement execution. Values and the attribute-map view are ottl_value.c's,
+ * regex matching ottl_regex.c's, path reads and writes ottl_path.c's. Every
  * allocation comes from the batch arena. */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,146 +17,6 @@ void pg_ottl_env_init(struct pg_ottl_env *env, struct pg_batch *b)
     memset(env, 0, sizeof(*env));
     env->b = b;
     env->a = b->arena;
-}
-
-enum pg_err pg_ottl_oom(struct pg_ottl_env *env, struct pg_status *st)
-{
-    return pg_status_set(st, pg_arena_hit_cap(env->a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                         "out of request memory while transforming");
-}
-
-void pg_ottl_set_str(struct pg_ottl_value *v, const char *p, size_t n)
-{
-    v->t = PG_OTTL_STR;
-    v->lit = false;
-    v->u.s.p = p;
-    v->u.s.n = n;
-}
-
-bool pg_ottl_to_text(struct pg_ottl_env *env, const struct pg_ottl_value *v, const char **p,
-                     size_t *n, bool *nomem)
-{
-    char buf[48];
-    int len;
-
-    *nomem = false;
-    switch (v->t) {
-    case PG_OTTL_STR:
-        *p = v->u.s.p;
-        *n = v->u.s.n;
-        return true;
-    case PG_OTTL_BOOL:
-        *p = v->u.b ? "true" : "false";
-        *n = strlen(*p);
-        return true;
-    case PG_OTTL_INT:
-        len = snprintf(buf, sizeof(buf), "%" PRId64, v->u.i);
-        break;
-    case PG_OTTL_DOUBLE:
-        len = snprintf(buf, sizeof(buf), "%.17g", v->u.d);
-        break;
-    default:
-        return false;
-    }
-    *p = pg_arena_strndup(env->a, buf, (size_t)len);
-    *n = (size_t)len;
-    if (*p == NULL) {
-        *nomem = true;
-        return false;
-    }
-    return true;
-}
-
-const char *pg_ottl_dict_string(const struct pg_batch *b, int32_t idx)
-{
-    const struct pg_otlp_dict *d = b->req ? b->req->dictionary : NULL;
-
-    if (d == NULL || idx < 0 || (size_t)idx >= d->n_string_table) {
-        return NULL;
-    }
-    return d->string_table[idx];
-}
-
-/* ---- regex ---------------------------------------------------------- */
-
-/* This thread's match data: the pointer in a thread-local for speed, the
- * key only to free it when a loop thread ends. */
-static __thread pcre2_match_data *tl_md;
-static pthread_key_t md_key;
-static pthread_once_t md_once = PTHREAD_ONCE_INIT;
-
-static void md_free(void *p)
-{
-    pcre2_match_data_free(p);
-}
-
-static void md_key_init(void)
-{
-    (void)pthread_key_create(&md_key, md_free);
-}
-
-pcre2_match_data *pg_ottl_regex_md(const struct ottl_regex *re)
-{
-    pcre2_match_data *md = tl_md;
-    uint32_t n;
-
-    if (md != NULL && pcre2_get_ovector_count(md) >= re->pairs) {
-        return md;
-    }
-    n = re->pairs < 16 ? 16 : re->pairs;
-    md = pcre2_match_data_create(n, NULL);
-    if (md == NULL) {
-        return NULL;
-    }
-    (void)pthread_once(&md_once, md_key_init);
-    if (tl_md != NULL) {
-        pcre2_match_data_free(tl_md);
-    }
-    tl_md = md;
-    (void)pthread_setspecific(md_key, md);
-    return md;
-}
-
-void pg_ottl_regex_ready(struct ottl_regex *re)
-{
-    uint32_t caps = 0;
-    pcre2_match_data *md;
-
-    (void)pcre2_pattern_info(re->code, PCRE2_INFO_CAPTURECOUNT, &caps);
-    re->pairs = caps + 1;
-    md = pg_ottl_regex_md(re);
-    if (md != NULL) {
-        /* Warm this thread's match data so later matches reuse its frames. */
-        (void)pcre2_match(re->code, (PCRE2_SPTR) "", 0, 0, 0, md, re->mctx);
-    }
-}
-
-int pg_ottl_regex_search(const struct ottl_regex *re, const char *s, size_t n,
-                         struct pg_status *st)
-{
-    pcre2_match_data *md = pg_ottl_regex_md(re);
-    int rc;
-
-    if (md == NULL) {
-        pg_status_set(st, PG_ERR_NOMEM, "regex /%s/: out of memory", re->pattern);
-        return -1;
-    }
-    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, md, re->mctx);
-    if (rc >= 0) {
-        return 1;
-    }
-    if (rc == PCRE2_ERROR_NOMATCH) {
-        return 0;
-    }
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
-        rc == PCRE2_ERROR_HEAPLIMIT) {
-        pg_status_set(st, PG_ERR_PROCESSING, "regex /%s/ hit its match limit", re->pattern);
-    } else {
-        PCRE2_UCHAR msg[120];
-        pcre2_get_error_message(rc, msg, sizeof(msg));
-        pg_status_set(st, PG_ERR_PROCESSING, "regex /%s/: %s", re->pattern, (char *)msg);
-    }
-    return -1;
 }
 
 /* ---- expressions ---------------------------------------------------- */

@@ -189,6 +189,8 @@ void pg_ottl_attrs_filter(const struct ottl_attrs *at, const bool *keep);
 enum pg_err pg_ottl_attrs_replace(const struct ottl_attrs *at, struct pg_ottl_env *env,
                                   const struct pg_ottl_map *m, bool lit, struct pg_status *st);
 
+/* ---- ottl_regex.c ---- */
+
 /* The calling thread's match data, with room for @re's captures (grown on
  * demand, reused by every later match on the thread): compiled patterns are
  * shared by every receiver loop, match data is not. NULL when out of memory. */
@@ -201,7 +203,7 @@ void pg_ottl_regex_ready(struct ottl_regex *re);
 int pg_ottl_regex_search(const struct ottl_regex *re, const char *s, size_t n,
                          struct pg_status *st);
 
-/* Value helpers. */
+/* ---- ottl_value.c: value helpers ---- */
 void pg_ottl_set_str(struct pg_ottl_value *v, const char *p, size_t n);
 enum pg_err pg_ottl_oom(struct pg_ottl_env *env, struct pg_status *st);
 /* Formats a scalar as text (bool/int/double/str) into the arena; false for
@@ -216,9 +218,10 @@ struct pg_otlp_scope *pg_ottl_ensure_scope(struct pg_ottl_env *env);
 enum pg_err pg_ottl_intern_string(struct pg_ottl_env *env, const char *s, size_t n, bool lit,
                                   int32_t *out, struct pg_status *st);
 enum pg_err pg_ottl_no_ctx(struct pg_status *st, const char *what);
-enum pg_err pg_ottl_apply_keys(struct pg_ottl_env *env, const struct ottl_key *keys, size_t n,
-                               struct pg_ottl_value *v, struct pg_status *st);
 enum pg_err pg_ottl_type_err(struct pg_status *st, const char *what, const char *want,
                              const struct pg_ottl_value *got);
+/* ottl_path.c: applies index keys (["k"], [0]) to @v. */
+enum pg_err pg_ottl_apply_keys(struct pg_ottl_env *env, const struct ottl_key *keys, size_t n,
+                               struct pg_ottl_value *v, struct pg_status *st);
 
 #endif

@@ -92,13 +92,6 @@ bool pg_ottl_ctx_parse(const char *s, enum pg_ottl_ctx *out)
     return false;
 }
 
-const char *pg_ottl_type_name(enum pg_ottl_type t)
-{
-    static const char *const names[] = {"nil", "bool", "int", "double",
-                                        "string", "bytes", "map", "list"};
-    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
-}
-
 static const char *kind_name(enum ottl_kind k)
 {
     static const char *const names[] = {"any", "nil", "bool", "int", "double",

@@ -13,13 +13,6 @@
 
 /* ---- paths ---------------------------------------------------------- */
 
-enum pg_err pg_ottl_type_err(struct pg_status *st, const char *what, const char *want,
-                             const struct pg_ottl_value *got)
-{
-    return pg_status_set(st, PG_ERR_PROCESSING, "%s: expected %s but got %s", what, want,
-                         pg_ottl_type_name(got->t));
-}
-
 enum pg_err pg_ottl_apply_keys(struct pg_ottl_env *env, const struct ottl_key *keys, size_t n,
                                struct pg_ottl_value *v, struct pg_status *st)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * OTTL-lite values over the OTLP batch: interning into the profile's
+ * OTTL-lite values over the OTLP batch: scalar helpers (type names, text,
+ * out-of-memory and type errors), interning into the profile's
  * dictionary, AnyValue <-> value conversion and the attribute-map view
  * (resource/scope KeyValue arrays and dictionary attributes). Every
  * allocation comes from the batch arena; dictionary strings and attributes
@@ -17,6 +18,81 @@
 #define ANYVALUE_INIT OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT
 #define KV_INIT OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT
 #define MAX_NEST 16 /* kvlist/array depth converted to values */
+
+/* ---- scalar values -------------------------------------------------- */
+
+const char *pg_ottl_type_name(enum pg_ottl_type t)
+{
+    static const char *const names[] = {"nil", "bool", "int", "double",
+                                        "string", "bytes", "map", "list"};
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+enum pg_err pg_ottl_oom(struct pg_ottl_env *env, struct pg_status *st)
+{
+    return pg_status_set(st, pg_arena_hit_cap(env->a) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                         "out of request memory while transforming");
+}
+
+void pg_ottl_set_str(struct pg_ottl_value *v, const char *p, size_t n)
+{
+    v->t = PG_OTTL_STR;
+    v->lit = false;
+    v->u.s.p = p;
+    v->u.s.n = n;
+}
+
+bool pg_ottl_to_text(struct pg_ottl_env *env, const struct pg_ottl_value *v, const char **p,
+                     size_t *n, bool *nomem)
+{
+    char buf[48];
+    int len;
+
+    *nomem = false;
+    switch (v->t) {
+    case PG_OTTL_STR:
+        *p = v->u.s.p;
+        *n = v->u.s.n;
+        return true;
+    case PG_OTTL_BOOL:
+        *p = v->u.b ? "true" : "false";
+        *n = strlen(*p);
+        return true;
+    case PG_OTTL_INT:
+        len = snprintf(buf, sizeof(buf), "%" PRId64, v->u.i);
+        break;
+    case PG_OTTL_DOUBLE:
+        len = snprintf(buf, sizeof(buf), "%.17g", v->u.d);
+        break;
+    default:
+        return false;
+    }
+    *p = pg_arena_strndup(env->a, buf, (size_t)len);
+    *n = (size_t)len;
+    if (*p == NULL) {
+        *nomem = true;
+        return false;
+    }
+    return true;
+}
+
+const char *pg_ottl_dict_string(const struct pg_batch *b, int32_t idx)
+{
+    const struct pg_otlp_dict *d = b->req ? b->req->dictionary : NULL;
+
+    if (d == NULL || idx < 0 || (size_t)idx >= d->n_string_table) {
+        return NULL;
+    }
+    return d->string_table[idx];
+}
+
+enum pg_err pg_ottl_type_err(struct pg_status *st, const char *what, const char *want,
+                             const struct pg_ottl_value *got)
+{
+    return pg_status_set(st, PG_ERR_PROCESSING, "%s: expected %s but got %s", what, want,
+                         pg_ottl_type_name(got->t));
+}
+
 /* ---- dictionary interning ------------------------------------------- */
 
 static struct pg_otlp_dict *ensure_dict(struct pg_ottl_env *env)
