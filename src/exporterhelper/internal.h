@@ -148,7 +148,7 @@ struct pg_exph {
     struct pg_metric *m_replayed, *m_replayed_bytes;
 };
 
-/* queue.c */
+/* The exporter's lock (struct pg_exph mu), for every file of the room. */
 static inline void pg_exph_lock(const struct pg_exph *h)
 {
     pthread_mutex_lock(&((struct pg_exph *)h)->mu);
@@ -159,10 +159,23 @@ static inline void pg_exph_unlock(const struct pg_exph *h)
     pthread_mutex_unlock(&((struct pg_exph *)h)->mu);
 }
 
+/* Calls go one way: exporterhelper.c (lifecycle) -> queue.c, consumer.c ->
+ * persistent_queue.c, request.c -> item.c, obsreport.c (and the leaves
+ * config.c, retry.c, split.c). */
+
+/* obsreport.c */
 void pg_exph_count_drop(struct pg_exph *h, const char *reason, size_t samples);
 void pg_exph_update_gauges(struct pg_exph *h);
+
+/* item.c */
 void pg_exph_item_free(struct pg_exph *h, struct pg_exph_item *it);
 bool pg_exph_item_add(struct pg_exph_item *it, struct pg_batch *b, size_t samples);
+/* Records @id as carried by @it (acked when @it is freed). */
+bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id);
+
+/* queue.c: moves the batch being accumulated (sending_queue.batch) to the
+ * FIFO. Under the lock. */
+void pg_exph_flush_pending(struct pg_exph *h);
 
 /* consumer.c */
 void pg_exph_pump(struct pg_exph *h);
@@ -174,7 +187,6 @@ void pg_exph_on_retry_timer(evutil_socket_t fd, short what, void *arg);
 bool pg_exph_prepare(struct pg_exph_consumer *c);
 
 /* persistent_queue.c */
-bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id);
 enum pg_err pg_exph_spool_encode(struct pg_exph *h, struct pg_batch *batch,
                                  struct pg_arena **arena, uint8_t **enc, size_t *enc_len,
                                  struct pg_status *st);

@@ -16,16 +16,6 @@
 #include "core/vec.h"
 #include "exporterhelper/internal.h"
 
-/* Records @id as carried by @it (acked when @it is freed). */
-bool pg_exph_item_add_spool_id(struct pg_exph_item *it, uint64_t id)
-{
-    if (!PG_VEC_GROW(NULL, it->spool_ids, it->cap_spool_ids, it->n_spool_ids, 4, 0)) {
-        return false;
-    }
-    it->spool_ids[it->n_spool_ids++] = id;
-    return true;
-}
-
 /* Encodes @batch for the spool, outside the queue's lock (on the caller's
  * loop); the caller appends the bytes under the lock once the push is
  * admitted, so the record is on disk before the 204. The encoding is the
