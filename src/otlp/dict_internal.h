@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The builder's tables, shared by the interning code (dict.c) and the import
- * (dict_import.c); not part of the dictionary's public interface. */
+ * The builder's tables and hash mixing, shared by the interning code
+ * (dict.c), the import (dict_import.c) and AnyValue hashing (anyvalue.c);
+ * not part of the dictionary's public interface. */
 #ifndef PG_OTLP_DICT_INTERNAL_H
 #define PG_OTLP_DICT_INTERNAL_H
 
@@ -9,6 +10,32 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+
+struct pg_otlp_anyvalue;
+
+/* The builder's hash mixing (murmur3-style), shared with anyvalue.c. */
+#define K1 0x9e3779b97f4a7c15ull
+#define K2 0xc2b2ae3d27d4eb4full
+
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    return rotl64(h ^ (v * K1), 31) * K2;
+}
 
 enum tab_id { T_STR, T_FUNC, T_MAP, T_LOC, T_STACK, T_ATTR, T_LINK, T_LIST, T__COUNT };
 
@@ -28,5 +55,11 @@ struct pg_dict_builder {
     char *tmp;       /* scratch buffer for UTF-8 repair */
     size_t tmp_cap;
 };
+
+/* anyvalue.c: an AnyValue's hash mixed into @h, and its deep copy into @a
+ * (NULL when out of memory or nested too deep; @depth 0 at the top). */
+uint64_t pg_dict_any_hash(const struct pg_otlp_anyvalue *v, uint64_t h);
+struct pg_otlp_anyvalue *pg_dict_any_copy(struct pg_arena *a, const struct pg_otlp_anyvalue *v,
+                                          unsigned depth);
 
 #endif
