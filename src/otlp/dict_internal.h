@@ -56,6 +56,15 @@ struct pg_dict_builder {
     size_t tmp_cap;
 };
 
+/* dict_tables.c, the slow paths of dict.c's inline table code: doubling @t's
+ * item (and length) arrays; doubling its slots (rehashed); at create, taking
+ * this thread's spare arrays; at the end (an arena cleanup), freeing the
+ * tables or keeping small ones as this thread's spares. */
+bool pg_dict_tab_push_grow(struct pg_dict_builder *b, struct tab *t);
+bool pg_dict_tab_grow(struct pg_dict_builder *b, struct tab *t);
+void pg_dict_spare_take(struct pg_dict_builder *b);
+void pg_dict_free_tables(void *arg);
+
 /* anyvalue.c: an AnyValue's hash mixed into @h, and its deep copy into @a
  * (NULL when out of memory or nested too deep; @depth 0 at the top). */
 uint64_t pg_dict_any_hash(const struct pg_otlp_anyvalue *v, uint64_t h);
