@@ -37,14 +37,16 @@ static void record_failure(struct pg_scrape_target *t, const char *reason, const
     char l[1200];
     va_list ap;
     bool was_up = t->health != 0;
+    struct pg_metric *m;
 
     snprintf(l, sizeof(l), "%s,reason=\"%s\"", t->mlabels, reason);
-    pg_metric_add(pg_metric_counter("pprofgate_scrape_failures_total",
-                                    "Failed scrapes by reason (timeout, connect, tls, read, "
-                                    "http_4xx, http_5xx, busy, empty, parse, too_large, "
-                                    "no_sample_type, pipeline).",
-                                    l),
-                  1);
+    m = pg_metric_counter("pprofgate_scrape_failures_total",
+                          "Failed scrapes by reason (timeout, connect, tls, read, "
+                          "http_4xx, http_5xx, busy, empty, parse, too_large, "
+                          "no_sample_type, pipeline).",
+                          l);
+    pg_metric_add(m, 1);
+    pg_scrape_track_series(t, m); /* removed with the target's other series */
     va_start(ap, fmt);
     vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
     va_end(ap);
