@@ -23,6 +23,7 @@
 #include "pipeline/receiver_metrics.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/utf8.h"
 #include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
@@ -902,13 +903,23 @@ void pg_scraper_destroy(struct pg_scraper *s)
 static void json_str(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            fprintf(out, "\\%c", *p);
-        } else if (*p < 0x20) {
-            fprintf(out, "\\u%04x", *p);
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p);
+
+    /* JSON must be UTF-8: a byte that starts no valid sequence is U+FFFD. */
+    for (size_t i = 0; i < n;) {
+        size_t k = pg_utf8_seq(p + i, n - i);
+
+        if (k == 0) {
+            fputs("\\ufffd", out);
+            i++;
+        } else if (p[i] == '"' || p[i] == '\\') {
+            fprintf(out, "\\%c", p[i++]);
+        } else if (p[i] < 0x20 || p[i] == 0x7f) {
+            fprintf(out, "\\u%04x", p[i++]);
         } else {
-            fputc(*p, out);
+            fwrite(p + i, 1, k, out);
+            i += k;
         }
     }
     fputc('"', out);
