@@ -714,6 +714,10 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             continue;
         }
         pg_htab_del(&s->index, &t->h);
+        if (t->timer != NULL) {
+            event_del(t->timer); /* no more ticks while it waits to be freed */
+        }
+        t->pending = false;
         if (t->prev != NULL) {
             t->prev->next = t->next;
         } else {
