@@ -516,5 +516,9 @@ void pg_metrics_render(FILE *out)
             render_series(out, m);
         }
     }
+    /* Cardinality, visible: scrape targets and their churn show up here. */
+    fprintf(out, "# HELP pprofgate_metric_series Series in this registry (each scrape target "
+                 "adds about 7).\n# TYPE pprofgate_metric_series gauge\n"
+                 "pprofgate_metric_series %zu\n", ser_n);
     pthread_mutex_unlock(&reg_lock);
 }

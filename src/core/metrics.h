@@ -46,7 +46,8 @@ void pg_metric_remove(struct pg_metric *m);
 /* How many series the registry holds (cardinality). */
 size_t pg_metrics_series(void);
 
-/* Writes the whole registry in Prometheus text format 0.0.4. */
+/* Writes the whole registry in Prometheus text format 0.0.4, then the gauge
+ * pprofgate_metric_series (how many series it holds). */
 void pg_metrics_render(FILE *out);
 
 #endif

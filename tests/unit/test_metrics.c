@@ -209,6 +209,8 @@ static void test_many_series_scale(void)
     c = strstr(text, "# TYPE t_scale_last counter");
     CHECK(a != NULL && b != NULL && c != NULL && a < b && b < c);
     CHECK(strstr(text, "t_scale_up{job=\"cmdb\",instance=\"127.0.0.1:10001\"} 1\n") != NULL);
+    snprintf(l, sizeof(l), "\npprofgate_metric_series %zu\n", pg_metrics_series());
+    CHECK(strstr(text, l) != NULL);
     free(text);
     for (int i = 0; i < MANY; i++) {
         pg_metric_remove(many[i]);
