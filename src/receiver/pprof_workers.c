@@ -8,6 +8,7 @@
  * queue, unanswered, oldest first. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ struct rx_pool {
     struct rx_job *todo, **todo_tail;   /* small */
     struct rx_job *big, **big_tail;     /* large (by estimated cost) */
     size_t big_running;
+    const char **big_peers;             /* n_threads: the peers of running large jobs */
     bool stop;                        /* under mu */
     pthread_t *threads;
     size_t n_threads;
@@ -410,6 +412,45 @@ static bool big_allowed(const struct rx_pool *pool)
     return pool->n_threads < 2 || pool->big_running + 1 < pool->n_threads;
 }
 
+/* Same client: "ip:port" up to the last colon (a connection's port differs). */
+static bool same_host(const char *a, const char *b)
+{
+    const char *ca = a != NULL ? strrchr(a, ':') : NULL, *cb = b != NULL ? strrchr(b, ':') : NULL;
+
+    if (ca == NULL || cb == NULL) {
+        return a == b;
+    }
+    return ca - a == cb - b && memcmp(a, b, (size_t)(ca - a)) == 0;
+}
+
+/* Under mu, big lane not empty: the oldest job of the client with the fewest
+ * large jobs running, so one client looping expensive bodies over many
+ * connections gets a share of the workers, not all of them. */
+static struct rx_job *take_big(struct rx_pool *pool)
+{
+    struct rx_job **best = NULL, *job;
+    size_t best_n = SIZE_MAX;
+
+    for (struct rx_job **pp = &pool->big; *pp != NULL && best_n > 0; pp = &(*pp)->next) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < pool->big_running; i++) {
+            n += same_host(pool->big_peers[i], (*pp)->md.peer_addr);
+        }
+        if (n < best_n) {
+            best_n = n;
+            best = pp;
+        }
+    }
+    job = *best;
+    *best = job->next;
+    if (pool->big_tail == &job->next) {
+        pool->big_tail = best;
+    }
+    pool->big_peers[pool->big_running++] = job->md.peer_addr;
+    return job;
+}
+
 static void *worker_main(void *arg)
 {
     struct rx *rx = arg;
@@ -439,12 +480,7 @@ static void *worker_main(void *arg)
                 pool->todo_tail = &pool->todo;
             }
         } else {
-            job = pool->big;
-            pool->big = job->next;
-            if (pool->big == NULL) {
-                pool->big_tail = &pool->big;
-            }
-            pool->big_running++;
+            job = take_big(pool);
             big = true;
         }
         pthread_mutex_unlock(&pool->mu);
@@ -453,6 +489,12 @@ static void *worker_main(void *arg)
         job_run(rx, job);
         if (big) {
             pthread_mutex_lock(&pool->mu);
+            for (size_t i = 0; i < pool->big_running; i++) {
+                if (pool->big_peers[i] == job->md.peer_addr) {
+                    pool->big_peers[i] = pool->big_peers[pool->big_running - 1];
+                    break;
+                }
+            }
             pool->big_running--;
             if (pool->big != NULL) {
                 pthread_cond_broadcast(&pool->cv); /* a waiting worker may take it now */
@@ -535,8 +577,9 @@ enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *s
     pool->todo_tail = &pool->todo;
     pool->big_tail = &pool->big;
     pool->threads = calloc(n, sizeof(*pool->threads));
+    pool->big_peers = calloc(n + 1, sizeof(*pool->big_peers));
     rx->pool = pool;
-    if (pool->threads == NULL) {
+    if (pool->threads == NULL || pool->big_peers == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
                              rx->log_name, strerror(errno));
     }
@@ -608,6 +651,7 @@ void pg_rx_pool_destroy(struct rx *rx)
     pthread_cond_destroy(&pool->cv);
     pthread_mutex_destroy(&pool->mu);
     free(pool->threads);
+    free(pool->big_peers);
     free(pool);
     rx->pool = NULL;
 }
