@@ -327,6 +327,15 @@ struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h)
         h->replay_done = true;
         return NULL;
     }
+    if (data == NULL && pg_spool_recovering(h->spool)) {
+        /* The earlier run's segments are still being indexed: look again. */
+        struct timeval tv = {0, 250000};
+
+        if (h->replay_timer != NULL) {
+            evtimer_add(h->replay_timer, &tv);
+        }
+        return NULL;
+    }
     if (data == NULL) {
         h->replay_done = true;
         replay_progress(h, true);
