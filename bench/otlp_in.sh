@@ -179,7 +179,7 @@ measure() { # which
     R[$which.grpc_n]=$(awk '/^requests:/ {print $8}' "$TMP/h2load.$which")
     R[$which.grpc_rps]=$(awk '/^finished in/ {gsub(",", "", $4); print $4}' "$TMP/h2load.$which")
     R[$which.grpc_us]=$(awk -v a="$t0" -v b="$t1" -v n="${R[$which.grpc_n]:-0}" -v hz="$hz" \
-        'BEGIN { printf "%.1f", n > 0 ? (b - a) / hz * 1e6 / n : 0 }')
+        'BEGIN { printf "%.1f", (n > 0 ? (b - a) / hz * 1e6 / n : 0) }')
     sleep 0.5
     R[$which.grpc_acc]=$(accepted "$which" "$m" "$SAMPLES")
     a0=${R[$which.grpc_acc]:-0}
@@ -191,7 +191,7 @@ measure() { # which
     R[$which.http_rps]=$(awk '/^Requests\/sec/{print $2}' "$TMP/wrk.$which")
     R[$which.http_n]=$(awk '/requests in/ {print $1}' "$TMP/wrk.$which")
     R[$which.http_us]=$(awk -v a="$t0" -v b="$t1" -v n="${R[$which.http_n]:-0}" -v hz="$hz" \
-        'BEGIN { printf "%.1f", n > 0 ? (b - a) / hz * 1e6 / n : 0 }')
+        'BEGIN { printf "%.1f", (n > 0 ? (b - a) / hz * 1e6 / n : 0) }')
     sleep 0.5
     R[$which.http_acc]=$(( $(accepted "$which" "$m" "$SAMPLES") - a0 ))
     stop
