@@ -15,6 +15,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_unpack.h"
 
 /* Message nesting the wire walk allows (protobuf-c's unpack recurses once per level; a
  * request is 5 deep plus 2 per nested AnyValue array/kvlist). The same bound as OTLP/JSON. */
@@ -361,6 +362,20 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
         }
         buf = (const uint8_t *)""; /* an empty request; no arithmetic on NULL below */
     }
+    /* The plain case (every field known, the current layout's wire types) in one pass;
+     * anything else takes the checked path below, which says what is wrong. */
+    switch (pg_otlp_unpack_fast(arena, &pg_otlp_request_descriptor, buf, len, WIRE_MAX_DEPTH,
+                                (ProtobufCMessage **)&req)) {
+    case PG_OTLP_UNPACK_OK:
+        goto validate;
+    case PG_OTLP_UNPACK_NOMEM:
+        if (pg_arena_hit_cap(arena)) {
+            goto nomem;
+        }
+        break; /* not the cap: let protobuf-c try */
+    case PG_OTLP_UNPACK_DECLINED:
+        break;
+    }
     stats->version = pg_otlp_wire_version_detect(buf, len);
     if (stats->version != PG_OTLP_WIRE_CURRENT) {
         if (stats->version != PG_OTLP_WIRE_V1_9 || opts == NULL || !opts->convert_v1_9) {
@@ -427,6 +442,7 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
                              "(truncated or malformed protobuf)",
                              len);
     }
+validate:
     {
         enum pg_otlp_wire_version v = stats->version;
         err = pg_otlp_validate(arena, req, opts != NULL ? opts->limits : NULL, stats, st);
