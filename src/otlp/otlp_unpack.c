@@ -66,7 +66,7 @@ static int wire_type_of(ProtobufCType t)
 
 static size_t elem_size(ProtobufCType t)
 {
-    return elem_size_by_type[t]; /* only for types wire_type_of accepted */
+    return (unsigned)t <= PROTOBUF_C_TYPE_MESSAGE ? elem_size_by_type[t] : 0;
 }
 
 static bool is_packable(ProtobufCType t)
@@ -248,25 +248,48 @@ static ProtobufCMessage *new_message(struct uctx *u, const ProtobufCMessageDescr
     return m;
 }
 
+/* Counts the occurrences of each repeated field that is not a packed run
+ * (messages, strings, bytes) from @r to the end of the message, checking
+ * every field as it goes; false when something is not plain. */
+static bool count_unpacked(const ProtobufCMessageDescriptor *d, struct pg_pb r, size_t *count)
+{
+    uint32_t f, wt;
+
+    while (r.p < r.end) {
+        const ProtobufCFieldDescriptor *fd;
+
+        if (!pg_pb_tag(&r, &f, &wt) || (fd = field_of(d, f)) == NULL ||
+            !pg_pb_skip(&r, wt)) {
+            return false;
+        }
+        if (fd->label == PROTOBUF_C_LABEL_REPEATED && !is_packable(fd->type)) {
+            count[fd - d->fields]++;
+        }
+    }
+    return true;
+}
+
+/* One pass over the message. A packed run is sized by itself (a field in
+ * more than one run, or unpacked, is declined: proto3 encoders pack); the
+ * first repeated message/string/bytes field met starts one counting walk
+ * over the rest of the message, which sizes all of them. */
 static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
                                                  const ProtobufCMessageDescriptor *d,
                                                  ProtobufCMessage *m, struct pg_pb r)
 {
     size_t count[UNPACK_MAX_FIELDS];
-    uint32_t repeated = 0;             /* repeated fields met, by field index */
     uint8_t *block[UNPACK_MAX_FIELDS]; /* a repeated message's elements, by field index */
-    uint32_t seen_msg = 0;             /* singular message fields met (a second = merge) */
+    bool counted = false;
     char *base = (char *)m;
-    const struct pg_pb start = r;
     uint32_t f = 0, wt = 0;
 
     if (d->n_fields > UNPACK_MAX_FIELDS) {
         return PG_OTLP_UNPACK_DECLINED;
     }
-    memset(count, 0, d->n_fields * sizeof(count[0]));
-    /* 1. count: every field known, with a wire type it can have. */
     while (r.p < r.end) {
+        const struct pg_pb at = r;
         const ProtobufCFieldDescriptor *fd;
+        enum pg_otlp_unpack_result res;
         size_t fi;
         int want;
 
@@ -275,83 +298,58 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
         }
         fi = (size_t)(fd - d->fields);
         want = wire_type_of(fd->type);
-        if (want < 0) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED && wt == PG_PB_LEN && is_packable(fd->type)) {
-            struct pg_pb sub;
-            size_t n;
-            if (!pg_pb_len(&r, &sub) || (n = packed_count(fd->type, sub)) == SIZE_MAX) {
-                return PG_OTLP_UNPACK_DECLINED;
-            }
-            count[fi] += n;
-            repeated |= 1u << fi;
-            continue;
-        }
-        if ((int)wt != want || !pg_pb_skip(&r, wt)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
-            count[fi]++;
-            repeated |= 1u << fi;
-        } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            if (seen_msg & (1u << fi)) {
-                return PG_OTLP_UNPACK_DECLINED;
-            }
-            seen_msg |= 1u << fi;
-        }
-    }
-    /* 2. the arrays, sized. */
-    for (uint32_t left = repeated; left != 0; left &= left - 1) {
-        unsigned fi = (unsigned)__builtin_ctz(left);
-        const ProtobufCFieldDescriptor *fd = &d->fields[fi];
-        size_t n = count[fi], es;
-        void *arr;
-
-        if (n == 0) {
-            continue; /* an empty packed run */
-        }
-        es = elem_size(fd->type);
-        if (n > SIZE_MAX / 16 / es || (arr = pg_arena_alloc(u->arena, n * es)) == NULL) {
-            return PG_OTLP_UNPACK_NOMEM;
-        }
-        memcpy(base + fd->offset, &arr, sizeof(arr));
-        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            const ProtobufCMessageDescriptor *sd = fd->descriptor;
-            if (n > SIZE_MAX / 2 / sd->sizeof_message ||
-                (block[fi] = pg_arena_alloc(u->arena, n * sd->sizeof_message)) == NULL) {
-                return PG_OTLP_UNPACK_NOMEM;
-            }
-        }
-    }
-    /* 3. fill. */
-    r = start;
-    while (r.p < r.end) {
-        const ProtobufCFieldDescriptor *fd;
-        enum pg_otlp_unpack_result res;
-        size_t fi;
-
-        (void)pg_pb_tag(&r, &f, &wt); /* checked by the count */
-        fd = field_of(d, f);
-        fi = (size_t)(fd - d->fields);
         if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
             size_t *np = (size_t *)(void *)(base + fd->quantifier_offset);
-            char *arr;
             size_t es = elem_size(fd->type);
+            char *arr;
 
-            memcpy(&arr, base + fd->offset, sizeof(arr));
-            if (wt == PG_PB_LEN && is_packable(fd->type)) {
-                struct pg_pb sub = {r.p, r.p};
-                (void)pg_pb_len(&r, &sub); /* checked by the count */
+            if (is_packable(fd->type)) {
+                struct pg_pb sub;
+                size_t n;
+                if (want < 0 || wt != PG_PB_LEN || *np != 0 || !pg_pb_len(&r, &sub) ||
+                    (n = packed_count(fd->type, sub)) == SIZE_MAX) {
+                    return PG_OTLP_UNPACK_DECLINED;
+                }
+                if (n == 0) {
+                    continue;
+                }
+                if ((arr = pg_arena_alloc(u->arena, n * es)) == NULL) {
+                    return PG_OTLP_UNPACK_NOMEM;
+                }
+                memcpy(base + fd->offset, &arr, sizeof(arr));
                 if (!fill_packed(fd->type, sub, arr, np)) {
                     return PG_OTLP_UNPACK_DECLINED;
                 }
                 continue;
             }
+            if ((int)wt != want) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            if (!counted) {
+                memset(count, 0, d->n_fields * sizeof(count[0]));
+                if (!count_unpacked(d, at, count)) {
+                    return PG_OTLP_UNPACK_DECLINED;
+                }
+                counted = true;
+            }
+            memcpy(&arr, base + fd->offset, sizeof(arr));
+            if (arr == NULL) { /* the field's first element: its array, and block */
+                size_t n = count[fi];
+                if ((arr = pg_arena_alloc(u->arena, n * es)) == NULL) {
+                    return PG_OTLP_UNPACK_NOMEM;
+                }
+                memcpy(base + fd->offset, &arr, sizeof(arr));
+                if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
+                    (block[fi] = pg_arena_alloc(
+                         u->arena, n * ((const ProtobufCMessageDescriptor *)fd->descriptor)
+                                           ->sizeof_message)) == NULL) {
+                    return PG_OTLP_UNPACK_NOMEM;
+                }
+            }
             if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
                 const ProtobufCMessageDescriptor *sd = fd->descriptor;
-                ProtobufCMessage *sm = (ProtobufCMessage *)(void *)(block[fi] +
-                                                                    *np * sd->sizeof_message);
+                ProtobufCMessage *sm =
+                    (ProtobufCMessage *)(void *)(block[fi] + *np * sd->sizeof_message);
                 sd->message_init(sm);
                 memcpy(arr + *np * es, &sm, sizeof(sm));
                 res = read_value(u, fd, &r, sm);
@@ -364,14 +362,26 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
             ++*np;
             continue;
         }
+        if ((int)wt != want) {
+            return PG_OTLP_UNPACK_DECLINED;
+        }
         if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            /* last one wins, as in protobuf-c (a message member only once: see count) */
-            uint32_t id = fd->id;
+            /* the last member wins, as in protobuf-c; the same message member
+             * twice would be merged: declined */
+            uint32_t id = fd->id, was;
+            memcpy(&was, base + fd->quantifier_offset, sizeof(was));
+            if (was == id && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
             memcpy(base + fd->quantifier_offset, &id, sizeof(id));
         }
         if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            ProtobufCMessage *sm = new_message(u, fd->descriptor);
-            if (sm == NULL) {
+            ProtobufCMessage *sm;
+            memcpy(&sm, base + fd->offset, sizeof(sm));
+            if (sm != NULL && !(fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
+                return PG_OTLP_UNPACK_DECLINED; /* a second one: protobuf merges them */
+            }
+            if ((sm = new_message(u, fd->descriptor)) == NULL) {
                 return PG_OTLP_UNPACK_NOMEM;
             }
             memcpy(base + fd->offset, &sm, sizeof(sm));
