@@ -364,8 +364,7 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
     }
     /* The plain case (every field known, the current layout's wire types) in one pass;
      * anything else takes the checked path below, which says what is wrong. */
-    switch (pg_otlp_unpack_fast(arena, &pg_otlp_request_descriptor, buf, len, WIRE_MAX_DEPTH,
-                                (ProtobufCMessage **)&req)) {
+    switch (pg_otlp_unpack_request(arena, buf, len, WIRE_MAX_DEPTH, &req)) {
     case PG_OTLP_UNPACK_OK:
         goto validate;
     case PG_OTLP_UNPACK_NOMEM:

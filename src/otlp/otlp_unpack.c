@@ -3,182 +3,211 @@
  * occurrence of a message (scan slabs taken from the allocator, which an
  * arena never gets back), finds each field by a range search and allocates
  * each element of a repeated message alone; for an OTLP request that is most
- * of the receiver's cost and several times the message in memory. Here each
- * message is read twice: a counting walk (fields, wire types, packed
- * element counts, the plain-case checks), then a filling walk into arrays
- * sized by it; a repeated message's elements are one block. */
+ * of the receiver's cost and several times the message in memory. Here a
+ * table per message type, built once from protobuf-c's descriptors, maps a
+ * one-byte tag (OTLP numbers every field below 16) to what to do with it;
+ * each message is read in one pass: a packed run is sized by itself, and the
+ * first repeated message/string/bytes field met starts one counting walk of
+ * the rest of the message, which sizes all of them; a repeated message's
+ * elements are one block. */
 #include "otlp/otlp_unpack.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "core/pb_wire.h"
+#include "otlp/otlp.h"
 
-/* OTLP messages have at most a dozen fields; a descriptor with more is declined. */
-#define UNPACK_MAX_FIELDS 32
+/* One-byte tags: field numbers 1..15. A type with a larger number, or a
+ * field type OTLP does not use, makes its table unusable (declined). */
+#define UNPACK_SLOTS 16
+/* Message types reachable from ExportProfilesServiceRequest (about 20). */
+#define UNPACK_MAX_TYPES 48
+
+enum kind {
+    K_NONE = 0, /* no such field: declined */
+    K_U32,      /* int32, uint32, enum: the low 32 bits, as protobuf-c */
+    K_U64,      /* int64, uint64 */
+    K_BOOL,
+    K_F64, /* fixed64, double */
+    K_STR,
+    K_BYTES,
+    K_MSG,
+    K_R_U32, /* repeated scalars: one packed run */
+    K_R_U64,
+    K_R_BOOL,
+    K_R_F64,
+    K_R_STR, /* repeated, one element per occurrence, sized by the counting walk */
+    K_R_BYTES,
+    K_R_MSG,
+};
+
+struct slot {
+    uint8_t kind;  /* enum kind */
+    uint8_t wt;    /* the wire type it must come with */
+    bool oneof;
+    uint16_t child; /* K_MSG, K_R_MSG: the table of the field's message type */
+    uint32_t id;
+    size_t off, qoff; /* the member; its count (repeated) or case (oneof) */
+};
+
+struct mtab {
+    const ProtobufCMessageDescriptor *d;
+    bool usable;
+    struct slot s[UNPACK_SLOTS];
+};
+
+static struct mtab g_tabs[UNPACK_MAX_TYPES];
+static size_t g_ntabs;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static enum kind kind_of(const ProtobufCFieldDescriptor *fd)
+{
+    bool rep = fd->label == PROTOBUF_C_LABEL_REPEATED;
+
+    switch (fd->type) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_ENUM:
+        return rep ? K_R_U32 : K_U32;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_UINT64:
+        return rep ? K_R_U64 : K_U64;
+    case PROTOBUF_C_TYPE_BOOL:
+        return rep ? K_R_BOOL : K_BOOL;
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return rep ? K_R_F64 : K_F64;
+    case PROTOBUF_C_TYPE_STRING:
+        return rep ? K_R_STR : K_STR;
+    case PROTOBUF_C_TYPE_BYTES:
+        return rep ? K_R_BYTES : K_BYTES;
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return rep ? K_R_MSG : K_MSG;
+    default:
+        return K_NONE;
+    }
+}
+
+/* The table of @d (built, with those of the types it holds, on first sight). */
+static size_t table_of(const ProtobufCMessageDescriptor *d)
+{
+    size_t t;
+
+    for (t = 0; t < g_ntabs; t++) {
+        if (g_tabs[t].d == d) {
+            return t;
+        }
+    }
+    if (g_ntabs == UNPACK_MAX_TYPES) {
+        return SIZE_MAX;
+    }
+    t = g_ntabs++;
+    g_tabs[t].d = d;
+    g_tabs[t].usable = true;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *fd = &d->fields[i];
+        struct slot *sl;
+        enum kind k = kind_of(fd);
+
+        if (fd->id >= UNPACK_SLOTS || k == K_NONE ||
+            (fd->label != PROTOBUF_C_LABEL_REPEATED && fd->label != PROTOBUF_C_LABEL_NONE)) {
+            g_tabs[t].usable = false;
+            continue;
+        }
+        sl = &g_tabs[t].s[fd->id];
+        sl->kind = (uint8_t)k;
+        sl->wt = (uint8_t)(k >= K_R_U32 && k <= K_R_F64 ? PG_PB_LEN
+                           : k == K_U32 || k == K_U64 || k == K_BOOL ? PG_PB_VARINT
+                           : k == K_F64                              ? PG_PB_I64
+                                                                     : PG_PB_LEN);
+        sl->oneof = (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+        sl->id = fd->id;
+        sl->off = fd->offset;
+        sl->qoff = fd->quantifier_offset;
+        if (k == K_MSG || k == K_R_MSG) {
+            size_t c = table_of(fd->descriptor);
+            if (c == SIZE_MAX) {
+                g_tabs[t].usable = false;
+                continue;
+            }
+            g_tabs[t].s[fd->id].child = (uint16_t)c; /* g_tabs may not move: a fixed array */
+        }
+    }
+    return t;
+}
+
+static void build_tables(void)
+{
+    (void)table_of(&pg_otlp_request_descriptor);
+}
 
 struct uctx {
     struct pg_arena *arena;
     unsigned depth, max_depth;
 };
 
-/* protobuf-c orders fields by number; OTLP numbers them densely from 1. */
-static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, uint32_t id)
-{
-    if (id - 1u < d->n_fields && d->fields[id - 1u].id == id) {
-        return &d->fields[id - 1u];
-    }
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        if (d->fields[i].id == id) {
-            return &d->fields[i];
-        }
-    }
-    return NULL;
-}
-
-/* By ProtobufCType (0..16): the wire type of a field's single value (-1: a
- * type OTLP does not use, declined) and the size of one element of its
- * repeated array. */
-static const int8_t wire_type_by_type[PROTOBUF_C_TYPE_MESSAGE + 1] = {
-    [PROTOBUF_C_TYPE_INT32] = PG_PB_VARINT,   [PROTOBUF_C_TYPE_SINT32] = -1,
-    [PROTOBUF_C_TYPE_SFIXED32] = -1,          [PROTOBUF_C_TYPE_INT64] = PG_PB_VARINT,
-    [PROTOBUF_C_TYPE_SINT64] = -1,            [PROTOBUF_C_TYPE_SFIXED64] = -1,
-    [PROTOBUF_C_TYPE_UINT32] = PG_PB_VARINT,  [PROTOBUF_C_TYPE_FIXED32] = -1,
-    [PROTOBUF_C_TYPE_UINT64] = PG_PB_VARINT,  [PROTOBUF_C_TYPE_FIXED64] = PG_PB_I64,
-    [PROTOBUF_C_TYPE_FLOAT] = -1,             [PROTOBUF_C_TYPE_DOUBLE] = PG_PB_I64,
-    [PROTOBUF_C_TYPE_BOOL] = PG_PB_VARINT,    [PROTOBUF_C_TYPE_ENUM] = PG_PB_VARINT,
-    [PROTOBUF_C_TYPE_STRING] = PG_PB_LEN,     [PROTOBUF_C_TYPE_BYTES] = PG_PB_LEN,
-    [PROTOBUF_C_TYPE_MESSAGE] = PG_PB_LEN,
-};
-static const uint8_t elem_size_by_type[PROTOBUF_C_TYPE_MESSAGE + 1] = {
-    [PROTOBUF_C_TYPE_INT32] = sizeof(int32_t),   [PROTOBUF_C_TYPE_INT64] = sizeof(int64_t),
-    [PROTOBUF_C_TYPE_UINT32] = sizeof(uint32_t), [PROTOBUF_C_TYPE_UINT64] = sizeof(uint64_t),
-    [PROTOBUF_C_TYPE_FIXED64] = sizeof(uint64_t), [PROTOBUF_C_TYPE_DOUBLE] = sizeof(double),
-    [PROTOBUF_C_TYPE_BOOL] = sizeof(protobuf_c_boolean), [PROTOBUF_C_TYPE_ENUM] = sizeof(int32_t),
-    [PROTOBUF_C_TYPE_STRING] = sizeof(char *), [PROTOBUF_C_TYPE_BYTES] = sizeof(ProtobufCBinaryData),
-    [PROTOBUF_C_TYPE_MESSAGE] = sizeof(void *),
-};
-
-static int wire_type_of(ProtobufCType t)
-{
-    return (unsigned)t <= PROTOBUF_C_TYPE_MESSAGE ? wire_type_by_type[t] : -1;
-}
-
-static size_t elem_size(ProtobufCType t)
-{
-    return (unsigned)t <= PROTOBUF_C_TYPE_MESSAGE ? elem_size_by_type[t] : 0;
-}
-
-static bool is_packable(ProtobufCType t)
-{
-    return t < PROTOBUF_C_TYPE_STRING;
-}
-
-/* Elements in a packed run, or SIZE_MAX when it is cut short. */
-static size_t packed_count(ProtobufCType t, struct pg_pb r)
-{
-    size_t n = (size_t)(r.end - r.p);
-
-    if (wire_type_of(t) == PG_PB_I64) {
-        return n % 8 == 0 ? n / 8 : SIZE_MAX;
-    }
-    if (n > 0 && r.end[-1] >= 0x80) {
-        return SIZE_MAX;
-    }
-    return pg_pb_count_varints(r.p, r.end);
-}
-
-static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
-                                                 const ProtobufCMessageDescriptor *d,
+static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
                                                  ProtobufCMessage *m, struct pg_pb r);
 
-/* One value of @fd's (non-message) type from @r (wire type already
- * checked) into @dst. Inline: the per-field cost is most of the unpack. */
-static inline enum pg_otlp_unpack_result read_value(struct uctx *u,
-                                                    const ProtobufCFieldDescriptor *fd,
-                                                    struct pg_pb *r, void *dst)
+/* A fresh message of @t's type in the arena, initialised as protobuf-c does. */
+static ProtobufCMessage *new_message(struct uctx *u, const struct mtab *t)
 {
-    uint64_t v;
-    struct pg_pb sub;
+    ProtobufCMessage *m = pg_arena_alloc(u->arena, t->d->sizeof_message);
 
-    switch (fd->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_ENUM: {
-        uint32_t x;
-        if (!pg_pb_varint(r, &v)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        x = (uint32_t)v; /* protobuf-c keeps the low 32 bits */
-        memcpy(dst, &x, sizeof(x));
-        return PG_OTLP_UNPACK_OK;
+    if (m != NULL) {
+        t->d->message_init(m);
     }
-    case PROTOBUF_C_TYPE_BOOL: {
-        protobuf_c_boolean b;
-        if (!pg_pb_varint(r, &v)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        b = v != 0;
-        memcpy(dst, &b, sizeof(b));
-        return PG_OTLP_UNPACK_OK;
-    }
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64:
-        if (!pg_pb_varint(r, &v)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        memcpy(dst, &v, sizeof(v));
-        return PG_OTLP_UNPACK_OK;
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        if (r->end - r->p < 8) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        /* little-endian host, as the wire (protobuf-c copies the same way there) */
-        memcpy(dst, r->p, 8);
-        r->p += 8;
-        return PG_OTLP_UNPACK_OK;
-    case PROTOBUF_C_TYPE_STRING: {
-        char *s;
-        size_t n;
-        if (!pg_pb_len(r, &sub)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        n = (size_t)(sub.end - sub.p);
-        if ((s = pg_arena_alloc(u->arena, n + 1)) == NULL) {
-            return PG_OTLP_UNPACK_NOMEM;
-        }
-        memcpy(s, sub.p, n);
-        s[n] = '\0';
-        for (char *q = s; (q = memchr(q, 0, (size_t)(s + n - q))) != NULL; q++) {
-            *q = (char)0xff;
-        }
-        memcpy(dst, &s, sizeof(s));
-        return PG_OTLP_UNPACK_OK;
-    }
-    case PROTOBUF_C_TYPE_BYTES: {
-        ProtobufCBinaryData bd = {0, NULL};
-        if (!pg_pb_len(r, &sub)) {
-            return PG_OTLP_UNPACK_DECLINED;
-        }
-        bd.len = (size_t)(sub.end - sub.p);
-        if (bd.len > 0) { /* protobuf-c leaves data NULL when empty */
-            if ((bd.data = pg_arena_alloc(u->arena, bd.len)) == NULL) {
-                return PG_OTLP_UNPACK_NOMEM;
-            }
-            memcpy(bd.data, sub.p, bd.len);
-        }
-        memcpy(dst, &bd, sizeof(bd));
-        return PG_OTLP_UNPACK_OK;
-    }
-    default:
-        return PG_OTLP_UNPACK_DECLINED;
-    }
+    return m;
 }
 
-/* A message value of @fd from @r into @sm (initialised), one level deeper. */
-static enum pg_otlp_unpack_result read_sub(struct uctx *u, const ProtobufCFieldDescriptor *fd,
-                                           struct pg_pb *r, ProtobufCMessage *sm)
+/* A string value: copied and terminated; a NUL inside becomes 0xFF. */
+static enum pg_otlp_unpack_result read_str(struct uctx *u, struct pg_pb *r, char **dst)
+{
+    struct pg_pb sub;
+    size_t n;
+    char *s;
+
+    if (!pg_pb_len(r, &sub)) {
+        return PG_OTLP_UNPACK_DECLINED;
+    }
+    n = (size_t)(sub.end - sub.p);
+    if ((s = pg_arena_alloc(u->arena, n + 1)) == NULL) {
+        return PG_OTLP_UNPACK_NOMEM;
+    }
+    memcpy(s, sub.p, n);
+    s[n] = '\0';
+    for (char *q = s; (q = memchr(q, 0, (size_t)(s + n - q))) != NULL; q++) {
+        *q = (char)0xff;
+    }
+    *dst = s;
+    return PG_OTLP_UNPACK_OK;
+}
+
+static enum pg_otlp_unpack_result read_bytes(struct uctx *u, struct pg_pb *r,
+                                             ProtobufCBinaryData *dst)
+{
+    struct pg_pb sub;
+    ProtobufCBinaryData bd = {0, NULL};
+
+    if (!pg_pb_len(r, &sub)) {
+        return PG_OTLP_UNPACK_DECLINED;
+    }
+    bd.len = (size_t)(sub.end - sub.p);
+    if (bd.len > 0) { /* protobuf-c leaves data NULL when empty */
+        if ((bd.data = pg_arena_alloc(u->arena, bd.len)) == NULL) {
+            return PG_OTLP_UNPACK_NOMEM;
+        }
+        memcpy(bd.data, sub.p, bd.len);
+    }
+    *dst = bd;
+    return PG_OTLP_UNPACK_OK;
+}
+
+/* A message value from @r into @sm (initialised), one level deeper. */
+static enum pg_otlp_unpack_result read_sub(struct uctx *u, const struct mtab *t, struct pg_pb *r,
+                                           ProtobufCMessage *sm)
 {
     enum pg_otlp_unpack_result res;
     struct pg_pb sub;
@@ -187,210 +216,204 @@ static enum pg_otlp_unpack_result read_sub(struct uctx *u, const ProtobufCFieldD
         return PG_OTLP_UNPACK_DECLINED;
     }
     u->depth++;
-    res = unpack_message(u, fd->descriptor, sm, sub);
+    res = unpack_message(u, t, sm, sub);
     u->depth--;
     return res;
 }
 
-/* A packed run of @t values (counted already) appended to @arr at *@np. */
-static bool fill_packed(ProtobufCType t, struct pg_pb r, char *arr, size_t *np)
+/* A packed run of @k values into a new array of exactly its length. */
+static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struct pg_pb *r,
+                                              void **arrp, size_t *np)
 {
-    size_t n = *np;
+    struct pg_pb sub;
+    size_t n, bytes;
     uint64_t v;
 
-    switch (t) {
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        memcpy(arr + n * 8, r.p, (size_t)(r.end - r.p));
-        *np = n + (size_t)(r.end - r.p) / 8;
-        return true;
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_UINT64: {
-        uint64_t *a = (uint64_t *)(void *)arr;
-        while (r.p < r.end) {
-            if (!pg_pb_varint(&r, &v)) {
-                return false;
+    if (*np != 0 || !pg_pb_len(r, &sub)) {
+        return PG_OTLP_UNPACK_DECLINED; /* a second run of the same field: declined */
+    }
+    bytes = (size_t)(sub.end - sub.p);
+    if (bytes == 0) {
+        return PG_OTLP_UNPACK_OK;
+    }
+    if (k == K_R_F64) {
+        if (bytes % 8 != 0 || (*arrp = pg_arena_alloc(u->arena, bytes)) == NULL) {
+            return bytes % 8 != 0 ? PG_OTLP_UNPACK_DECLINED : PG_OTLP_UNPACK_NOMEM;
+        }
+        memcpy(*arrp, sub.p, bytes); /* little-endian host, as the wire */
+        *np = bytes / 8;
+        return PG_OTLP_UNPACK_OK;
+    }
+    if (sub.end[-1] >= 0x80) {
+        return PG_OTLP_UNPACK_DECLINED;
+    }
+    n = pg_pb_count_varints(sub.p, sub.end);
+    if ((*arrp = pg_arena_alloc(u->arena, n * (k == K_R_U64 ? 8 : 4))) == NULL) {
+        return PG_OTLP_UNPACK_NOMEM;
+    }
+    n = 0;
+    if (k == K_R_U64) {
+        uint64_t *a = *arrp;
+        while (sub.p < sub.end) {
+            if (!pg_pb_varint(&sub, &v)) {
+                return PG_OTLP_UNPACK_DECLINED;
             }
             a[n++] = v;
         }
-        break;
-    }
-    case PROTOBUF_C_TYPE_BOOL: {
-        protobuf_c_boolean *a = (protobuf_c_boolean *)(void *)arr;
-        while (r.p < r.end) {
-            if (!pg_pb_varint(&r, &v)) {
-                return false;
+    } else {
+        uint32_t *a = *arrp; /* protobuf_c_boolean is an int, as uint32_t here */
+        while (sub.p < sub.end) {
+            if (!pg_pb_varint(&sub, &v)) {
+                return PG_OTLP_UNPACK_DECLINED;
             }
-            a[n++] = v != 0;
+            a[n++] = k == K_R_BOOL ? (uint32_t)(v != 0) : (uint32_t)v;
         }
-        break;
-    }
-    default: { /* int32, uint32, enum: the low 32 bits, as protobuf-c */
-        uint32_t *a = (uint32_t *)(void *)arr;
-        while (r.p < r.end) {
-            if (!pg_pb_varint(&r, &v)) {
-                return false;
-            }
-            a[n++] = (uint32_t)v;
-        }
-        break;
-    }
     }
     *np = n;
-    return true;
+    return PG_OTLP_UNPACK_OK;
 }
 
-/* A fresh @d message in the arena, initialised as protobuf-c does. */
-static ProtobufCMessage *new_message(struct uctx *u, const ProtobufCMessageDescriptor *d)
-{
-    ProtobufCMessage *m = pg_arena_alloc(u->arena, d->sizeof_message);
-
-    if (m != NULL) {
-        d->message_init(m);
-    }
-    return m;
-}
-
-/* Counts the occurrences of each repeated field that is not a packed run
- * (messages, strings, bytes) from @r to the end of the message, checking
- * every field as it goes; false when something is not plain. */
-static bool count_unpacked(const ProtobufCMessageDescriptor *d, struct pg_pb r, size_t *count)
+/* Counts the elements of each repeated message/string/bytes field from @r to
+ * the end of the message; false when a field is unknown or cut short. */
+static bool count_unpacked(const struct mtab *t, struct pg_pb r, size_t *count)
 {
     uint32_t f, wt;
 
     while (r.p < r.end) {
-        const ProtobufCFieldDescriptor *fd;
-
-        if (!pg_pb_tag(&r, &f, &wt) || (fd = field_of(d, f)) == NULL ||
+        if (!pg_pb_tag(&r, &f, &wt) || f >= UNPACK_SLOTS || t->s[f].kind == K_NONE ||
             !pg_pb_skip(&r, wt)) {
             return false;
         }
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED && !is_packable(fd->type)) {
-            count[fd - d->fields]++;
-        }
+        count[f] += t->s[f].kind >= K_R_STR;
     }
     return true;
 }
 
-/* One pass over the message. A packed run is sized by itself (a field in
- * more than one run, or unpacked, is declined: proto3 encoders pack); the
- * first repeated message/string/bytes field met starts one counting walk
- * over the rest of the message, which sizes all of them. */
-static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
-                                                 const ProtobufCMessageDescriptor *d,
+static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
                                                  ProtobufCMessage *m, struct pg_pb r)
 {
-    size_t count[UNPACK_MAX_FIELDS];
-    uint8_t *block[UNPACK_MAX_FIELDS]; /* a repeated message's elements, by field index */
+    size_t count[UNPACK_SLOTS];
+    uint8_t *block[UNPACK_SLOTS]; /* a repeated message's elements, by field number */
     bool counted = false;
     char *base = (char *)m;
-    uint32_t f = 0, wt = 0;
 
-    if (d->n_fields > UNPACK_MAX_FIELDS) {
+    if (!t->usable) {
         return PG_OTLP_UNPACK_DECLINED;
     }
     while (r.p < r.end) {
-        const struct pg_pb at = r;
-        const ProtobufCFieldDescriptor *fd;
-        enum pg_otlp_unpack_result res;
-        size_t fi;
-        int want;
+        const uint8_t *at = r.p;
+        const struct slot *sl;
+        enum pg_otlp_unpack_result res = PG_OTLP_UNPACK_OK;
+        unsigned tag = *r.p++;
+        uint64_t v;
 
-        if (!pg_pb_tag(&r, &f, &wt) || (fd = field_of(d, f)) == NULL) {
+        sl = &t->s[(tag >> 3) & (UNPACK_SLOTS - 1)];
+        if (tag >= 0x80 || sl->kind == K_NONE || (tag & 7) != sl->wt) {
             return PG_OTLP_UNPACK_DECLINED;
         }
-        fi = (size_t)(fd - d->fields);
-        want = wire_type_of(fd->type);
-        if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t *np = (size_t *)(void *)(base + fd->quantifier_offset);
-            size_t es = elem_size(fd->type);
-            char *arr;
-
-            if (is_packable(fd->type)) {
-                struct pg_pb sub;
-                size_t n;
-                if (want < 0 || wt != PG_PB_LEN || *np != 0 || !pg_pb_len(&r, &sub) ||
-                    (n = packed_count(fd->type, sub)) == SIZE_MAX) {
-                    return PG_OTLP_UNPACK_DECLINED;
-                }
-                if (n == 0) {
-                    continue;
-                }
-                if ((arr = pg_arena_alloc(u->arena, n * es)) == NULL) {
-                    return PG_OTLP_UNPACK_NOMEM;
-                }
-                memcpy(base + fd->offset, &arr, sizeof(arr));
-                if (!fill_packed(fd->type, sub, arr, np)) {
-                    return PG_OTLP_UNPACK_DECLINED;
-                }
-                continue;
-            }
-            if ((int)wt != want) {
+        if (sl->oneof) {
+            /* the last member wins, as in protobuf-c; the same message member
+             * twice would be merged: declined */
+            uint32_t was;
+            memcpy(&was, base + sl->qoff, sizeof(was));
+            if (was == sl->id && sl->kind == K_MSG) {
                 return PG_OTLP_UNPACK_DECLINED;
             }
+            memcpy(base + sl->qoff, &sl->id, sizeof(sl->id));
+        }
+        switch ((enum kind)sl->kind) {
+        case K_U32:
+        case K_BOOL: {
+            uint32_t x;
+            if (!pg_pb_varint(&r, &v)) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            x = sl->kind == K_BOOL ? (uint32_t)(v != 0) : (uint32_t)v;
+            memcpy(base + sl->off, &x, sizeof(x));
+            break;
+        }
+        case K_U64:
+            if (!pg_pb_varint(&r, &v)) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            memcpy(base + sl->off, &v, sizeof(v));
+            break;
+        case K_F64:
+            if (r.end - r.p < 8) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            memcpy(base + sl->off, r.p, 8);
+            r.p += 8;
+            break;
+        case K_STR:
+            res = read_str(u, &r, (char **)(void *)(base + sl->off));
+            break;
+        case K_BYTES:
+            res = read_bytes(u, &r, (ProtobufCBinaryData *)(void *)(base + sl->off));
+            break;
+        case K_MSG: {
+            const struct mtab *ct = &g_tabs[sl->child];
+            ProtobufCMessage *sm;
+            memcpy(&sm, base + sl->off, sizeof(sm));
+            if (sm != NULL && !sl->oneof) {
+                return PG_OTLP_UNPACK_DECLINED; /* a second one: protobuf merges them */
+            }
+            if ((sm = new_message(u, ct)) == NULL) {
+                return PG_OTLP_UNPACK_NOMEM;
+            }
+            memcpy(base + sl->off, &sm, sizeof(sm));
+            res = read_sub(u, ct, &r, sm);
+            break;
+        }
+        case K_R_U32:
+        case K_R_U64:
+        case K_R_BOOL:
+        case K_R_F64:
+            res = read_packed(u, (enum kind)sl->kind, &r, (void **)(void *)(base + sl->off),
+                              (size_t *)(void *)(base + sl->qoff));
+            break;
+        case K_R_STR:
+        case K_R_BYTES:
+        case K_R_MSG: {
+            size_t f = tag >> 3, *np = (size_t *)(void *)(base + sl->qoff);
+            const struct mtab *ct = sl->kind == K_R_MSG ? &g_tabs[sl->child] : NULL;
+            size_t es = sl->kind == K_R_STR     ? sizeof(char *)
+                        : sl->kind == K_R_BYTES ? sizeof(ProtobufCBinaryData)
+                                                : sizeof(void *);
+            char *arr;
+
             if (!counted) {
-                memset(count, 0, d->n_fields * sizeof(count[0]));
-                if (!count_unpacked(d, at, count)) {
+                memset(count, 0, sizeof(count));
+                if (!count_unpacked(t, (struct pg_pb){at, r.end}, count)) {
                     return PG_OTLP_UNPACK_DECLINED;
                 }
                 counted = true;
             }
-            memcpy(&arr, base + fd->offset, sizeof(arr));
+            memcpy(&arr, base + sl->off, sizeof(arr));
             if (arr == NULL) { /* the field's first element: its array, and block */
-                size_t n = count[fi];
-                if ((arr = pg_arena_alloc(u->arena, n * es)) == NULL) {
+                if ((arr = pg_arena_alloc(u->arena, count[f] * es)) == NULL ||
+                    (ct != NULL && (block[f] = pg_arena_alloc(
+                                        u->arena, count[f] * ct->d->sizeof_message)) == NULL)) {
                     return PG_OTLP_UNPACK_NOMEM;
                 }
-                memcpy(base + fd->offset, &arr, sizeof(arr));
-                if (fd->type == PROTOBUF_C_TYPE_MESSAGE &&
-                    (block[fi] = pg_arena_alloc(
-                         u->arena, n * ((const ProtobufCMessageDescriptor *)fd->descriptor)
-                                           ->sizeof_message)) == NULL) {
-                    return PG_OTLP_UNPACK_NOMEM;
-                }
+                memcpy(base + sl->off, &arr, sizeof(arr));
             }
-            if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-                const ProtobufCMessageDescriptor *sd = fd->descriptor;
+            if (ct != NULL) {
                 ProtobufCMessage *sm =
-                    (ProtobufCMessage *)(void *)(block[fi] + *np * sd->sizeof_message);
-                sd->message_init(sm);
+                    (ProtobufCMessage *)(void *)(block[f] + *np * ct->d->sizeof_message);
+                ct->d->message_init(sm);
                 memcpy(arr + *np * es, &sm, sizeof(sm));
-                res = read_sub(u, fd, &r, sm);
+                res = read_sub(u, ct, &r, sm);
+            } else if (sl->kind == K_R_STR) {
+                res = read_str(u, &r, (char **)(void *)(arr + *np * es));
             } else {
-                res = read_value(u, fd, &r, arr + *np * es);
-            }
-            if (res != PG_OTLP_UNPACK_OK) {
-                return res;
+                res = read_bytes(u, &r, (ProtobufCBinaryData *)(void *)(arr + *np * es));
             }
             ++*np;
-            continue;
+            break;
         }
-        if ((int)wt != want) {
+        case K_NONE:
             return PG_OTLP_UNPACK_DECLINED;
-        }
-        if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
-            /* the last member wins, as in protobuf-c; the same message member
-             * twice would be merged: declined */
-            uint32_t id = fd->id, was;
-            memcpy(&was, base + fd->quantifier_offset, sizeof(was));
-            if (was == id && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-                return PG_OTLP_UNPACK_DECLINED;
-            }
-            memcpy(base + fd->quantifier_offset, &id, sizeof(id));
-        }
-        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
-            ProtobufCMessage *sm;
-            memcpy(&sm, base + fd->offset, sizeof(sm));
-            if (sm != NULL && !(fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
-                return PG_OTLP_UNPACK_DECLINED; /* a second one: protobuf merges them */
-            }
-            if ((sm = new_message(u, fd->descriptor)) == NULL) {
-                return PG_OTLP_UNPACK_NOMEM;
-            }
-            memcpy(base + fd->offset, &sm, sizeof(sm));
-            res = read_sub(u, fd, &r, sm);
-        } else {
-            res = read_value(u, fd, &r, base + fd->offset);
         }
         if (res != PG_OTLP_UNPACK_OK) {
             return res;
@@ -399,22 +422,24 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u,
     return PG_OTLP_UNPACK_OK;
 }
 
-enum pg_otlp_unpack_result pg_otlp_unpack_fast(struct pg_arena *arena,
-                                               const ProtobufCMessageDescriptor *desc,
-                                               const uint8_t *buf, size_t len, unsigned max_depth,
-                                               ProtobufCMessage **out)
+enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const uint8_t *buf,
+                                                  size_t len, unsigned max_depth,
+                                                  struct pg_otlp_request **out)
 {
     struct uctx u = {arena, 0, max_depth};
+    const struct mtab *t;
     ProtobufCMessage *m;
     enum pg_otlp_unpack_result res;
 
     *out = NULL;
-    if ((m = new_message(&u, desc)) == NULL) {
+    pthread_once(&g_once, build_tables);
+    t = &g_tabs[0]; /* the request's: built first */
+    if ((m = new_message(&u, t)) == NULL) {
         return PG_OTLP_UNPACK_NOMEM;
     }
-    res = unpack_message(&u, desc, m, (struct pg_pb){buf, buf + len});
+    res = unpack_message(&u, t, m, (struct pg_pb){buf, buf + len});
     if (res == PG_OTLP_UNPACK_OK) {
-        *out = m;
+        *out = (struct pg_otlp_request *)m;
     }
     return res;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The fast unpack of a well-formed OTLP message into protobuf-c's structs:
+ * The fast unpack of a well-formed OTLP request into protobuf-c's structs:
  * the same layout and values protobuf_c_message_unpack builds, in one arena,
  * at a fraction of its cost. It takes only the plain case and declines the
  * rest, for which the caller runs protobuf-c's path (otlp_decode.c), which
@@ -10,26 +10,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <protobuf-c/protobuf-c.h>
-
 #include "core/arena.h"
+#include "otlp/otlp.h"
 
 enum pg_otlp_unpack_result {
     PG_OTLP_UNPACK_OK = 0,
     /* Not the plain case: an unknown field, a wire type its field cannot
-     * have, a singular message twice (protobuf merges them), a field type
-     * not in OTLP, nesting past @max_depth, malformed bytes. */
+     * have (a repeated scalar not packed, too), a singular message twice
+     * (protobuf merges them), a packed field in two runs, nesting past
+     * @max_depth, malformed bytes. */
     PG_OTLP_UNPACK_DECLINED,
     PG_OTLP_UNPACK_NOMEM, /* the arena refused (its cap, or no memory) */
 };
 
-/* Unpacks @buf (@len bytes) as a @desc message into @arena; *@out lives
- * there. NUL bytes inside strings become 0xFF (never UTF-8), so the UTF-8
- * repair turns them into U+FFFD instead of protobuf-c cutting the string.
- * On anything but OK, *@out is NULL and what was allocated stays in @arena. */
-enum pg_otlp_unpack_result pg_otlp_unpack_fast(struct pg_arena *arena,
-                                               const ProtobufCMessageDescriptor *desc,
-                                               const uint8_t *buf, size_t len, unsigned max_depth,
-                                               ProtobufCMessage **out);
+/* Unpacks @buf (@len bytes) as an ExportProfilesServiceRequest into @arena;
+ * *@out lives there. NUL bytes inside strings become 0xFF (never UTF-8), so
+ * the UTF-8 repair turns them into U+FFFD instead of protobuf-c cutting the
+ * string. On anything but OK, *@out is NULL and what was allocated stays in
+ * @arena. */
+enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const uint8_t *buf,
+                                                  size_t len, unsigned max_depth,
+                                                  struct pg_otlp_request **out);
 
 #endif

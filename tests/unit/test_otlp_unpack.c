@@ -81,9 +81,9 @@ static enum pg_otlp_unpack_result compare(const char *name, const uint8_t *b, si
 {
     struct pg_arena *a = pg_arena_create(0);
     ProtobufCAllocator alloc;
-    ProtobufCMessage *fast = NULL, *slow;
-    enum pg_otlp_unpack_result res =
-        pg_otlp_unpack_fast(a, &pg_otlp_request_descriptor, b, n, 64, &fast);
+    struct pg_otlp_request *freq = NULL;
+    enum pg_otlp_unpack_result res = pg_otlp_unpack_request(a, b, n, 64, &freq);
+    ProtobufCMessage *fast = freq ? &freq->base : NULL, *slow;
 
     pg_arena_protobuf_allocator(a, &alloc);
     slow = protobuf_c_message_unpack(&pg_otlp_request_descriptor, &alloc, n, b);
@@ -226,11 +226,9 @@ PG_TEST(test_wire_cases)
         if (i == 11) {
             /* a NUL differs from protobuf-c on purpose (it cuts the string there) */
             struct pg_arena *a = pg_arena_create(0);
-            ProtobufCMessage *m;
-            got = pg_otlp_unpack_fast(a, &pg_otlp_request_descriptor, cases[i].bytes, cases[i].n,
-                                      64, &m);
+            struct pg_otlp_request *r;
+            got = pg_otlp_unpack_request(a, cases[i].bytes, cases[i].n, 64, &r);
             if (got == PG_OTLP_UNPACK_OK) {
-                const struct pg_otlp_request *r = (const struct pg_otlp_request *)m;
                 CHECK_INT(r->dictionary->n_string_table, 2);
                 CHECK_STR(r->dictionary->string_table[0], "");
                 CHECK_STR(r->dictionary->string_table[1], "a\xff" "b");
@@ -249,7 +247,7 @@ PG_TEST(test_depth_and_cap)
         uint8_t deep[400];
     size_t n = 0;
     struct pg_arena *a;
-    ProtobufCMessage *m;
+    struct pg_otlp_request *m;
     /* a chain of AnyValue.array_value(5) { values(1) {...} } inside one attribute value */
     const size_t levels = 80;
     uint8_t inner[400];
@@ -285,11 +283,11 @@ PG_TEST(test_depth_and_cap)
     PG_REQUIRE(in + 6 < 128);
     CHECK_INT(compare("nested", deep, n), PG_OTLP_UNPACK_OK);
     a = pg_arena_create(0);
-    CHECK_INT(pg_otlp_unpack_fast(a, &pg_otlp_request_descriptor, deep, n, 8, &m),
+    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 8, &m),
               PG_OTLP_UNPACK_DECLINED);
     pg_arena_destroy(a);
     a = pg_arena_create(64); /* the arena's cap */
-    CHECK_INT(pg_otlp_unpack_fast(a, &pg_otlp_request_descriptor, deep, n, 64, &m),
+    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 64, &m),
               PG_OTLP_UNPACK_NOMEM);
     pg_arena_destroy(a);
 }
