@@ -19,7 +19,8 @@
 # request; large: CPU <= 2x the bare unpack, growth <= 3x the request, RSS
 # back within 10 % of idle. Figures only: nothing here fails on a ratio.
 # Env: DURATION (s, default 15), CONNS (4), STREAMS (8), N_LARGE (10),
-#      PG_BUILD_DIR (build), PPROFGATE_BIN, PG_OTELCOL.
+#      PG_BUILD_DIR (build), PPROFGATE_BIN, PG_OTELCOL, PG_LOOPS (the otlp
+#      receiver's `loops`; unset = its default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${PG_BUILD_DIR:-build}
@@ -73,6 +74,7 @@ write_configs() { # grpc-port http-port metrics-port
     cat > "$TMP/pg.yaml" <<YAML
 receivers:
   otlp:
+    ${PG_LOOPS:+loops: $PG_LOOPS}
     protocols:
       grpc: {endpoint: 127.0.0.1:$1, max_recv_msg_size_mib: 16}
       http: {endpoint: 127.0.0.1:$2}
