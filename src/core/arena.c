@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Arena implementation: a list of malloc'd chunks, bumped from the newest;
- * large requests get a chunk of their own so small ones keep packing. */
+ * Arena implementation: a list of chunks, bumped from the newest; large requests get a
+ * chunk of their own so small ones keep packing. Chunks up to POOL_MAX_CHUNK are malloc'd
+ * and recycled here; larger ones come from and go back to core/bufpool (kept resident
+ * between large requests, unmapped on its decay). */
 #include "core/arena.h"
+#include "core/bufpool.h"
 #include "core/thread_sched.h"
 
 #include <malloc.h>
@@ -88,6 +91,18 @@ struct pool {
 
 static struct pool g_pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* Gives a chunk's memory back where it came from: the buffer pool for chunks above the
+ * small classes, malloc otherwise. */
+static void chunk_free(struct chunk *c, size_t used)
+{
+    UNPOISON(chunk_data(c), c->size);
+    if (c->size > POOL_MAX_CHUNK) {
+        pg_bufpool_put(c, CHUNK_HDR + c->size, CHUNK_HDR + used);
+    } else {
+        free(c);
+    }
+}
+
 /* Class of a payload size, or -1 when it is not a pooled size. */
 static int pool_class(size_t size)
 {
@@ -136,8 +151,7 @@ static void pool_put_locked(struct chunk *c)
         g_pool.chunks[k] = c;
         g_pool.n[k]++;
     } else {
-        UNPOISON(chunk_data(c), c->size);
-        free(c);
+        chunk_free(c, c->size);
     }
 }
 
@@ -271,10 +285,10 @@ void pg_arena_malloc_setup(void)
     mallopt(M_TRIM_THRESHOLD, (int)TRIM_THRESHOLD);
 }
 
-/* A large arena whose last owner is a latency thread (the event loop) goes
- * back to the system on a thread of its own: unmapping tens of MiB and
- * malloc_trim took the loop 5-10 ms per large request (perf, bench/README.md
- * flood), every small push behind them waiting. */
+/* A large arena whose last owner is a latency thread (the event loop) is freed on a
+ * thread of its own: unmapping tens of MiB and malloc_trim took the loop 5-10 ms per
+ * large request (perf, bench/README.md flood); its chunks now mostly go to the buffer
+ * pool, but one that is full or under pressure still unmaps them. */
 #define REAPER_NICE 5
 #define REAPER_SLICE_NS (500u * 1000u)
 
@@ -283,7 +297,8 @@ static struct {
     pthread_cond_t cv;
     struct pg_arena *todo; /* linked through ->reap_next; owned */
     int state;             /* 0 not started, 1 running, -1 could not start */
-} g_reap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+    bool trim;             /* malloc_trim wanted, no arena to free */
+} g_reap = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, false};
 
 static void free_chunks(struct pg_arena *a)
 {
@@ -291,9 +306,13 @@ static void free_chunks(struct pg_arena *a)
 
     while (c != NULL) {
         struct chunk *next = c->next;
+        /* the head is written up to the bump pointer; the others as good as whole */
+        size_t used = c == a->head && a->b.cur >= chunk_data(c) &&
+                              a->b.cur <= chunk_data(c) + c->size
+                          ? (size_t)(a->b.cur - chunk_data(c))
+                          : c->size;
 
-        UNPOISON(chunk_data(c), c->size);
-        free(c);
+        chunk_free(c, used);
         c = next;
     }
     free(a);
@@ -307,11 +326,12 @@ static void *reaper_main(void *arg)
     for (;;) {
         struct pg_arena *list;
 
-        while (g_reap.todo == NULL) {
+        while (g_reap.todo == NULL && !g_reap.trim) {
             pthread_cond_wait(&g_reap.cv, &g_reap.mu);
         }
         list = g_reap.todo;
         g_reap.todo = NULL;
+        g_reap.trim = false;
         pthread_mutex_unlock(&g_reap.mu);
         while (list != NULL) {
             struct pg_arena *next = list->reap_next;
@@ -325,7 +345,8 @@ static void *reaper_main(void *arg)
     return NULL;
 }
 
-/* Hands @a (its cleanups already run) to the reaper; false when there is none. */
+/* Hands @a (its cleanups already run; NULL: only the trim) to the reaper; false when
+ * there is none. */
 static bool reap_later(struct pg_arena *a)
 {
     bool ok;
@@ -340,9 +361,13 @@ static bool reap_later(struct pg_arena *a)
         }
     }
     ok = g_reap.state == 1;
-    if (ok) {
+    if (ok && a != NULL) {
         a->reap_next = g_reap.todo;
         g_reap.todo = a;
+    } else if (ok) {
+        g_reap.trim = true;
+    }
+    if (ok) {
         pthread_cond_signal(&g_reap.cv);
     }
     pthread_mutex_unlock(&g_reap.mu);
@@ -361,13 +386,22 @@ void pg_arena_destroy(struct pg_arena *a)
         cl->fn(cl->data);
     }
     if (a->footprint > SMALL_ARENA) {
-        if (pg_sched_is_latency_thread() && reap_later(a)) {
+        bool loop = pg_sched_is_latency_thread();
+
+        /* Into the buffer pool at once when it has room (a few list appends, and the
+         * next request of this one may want the blocks now), else unmapped: on a latency
+         * thread by the reaper. */
+        if (loop && !pg_bufpool_room(a->footprint) && reap_later(a)) {
             return;
         }
         free_chunks(a);
-        /* A large request also freed many small blocks (hash tables under the mmap threshold,
-         * the body's socket buffers) scattered over the heaps: return their pages too. */
-        malloc_trim(0);
+        /* A large request also freed many small blocks (hash tables under the mmap
+         * threshold, socket buffers) over the heaps: return their pages now, off the loop.
+         * Leaving them to the pool's decay saved ~0.05 faults per KiB but kept each
+         * worker heap's share resident between pushes (+0.15-0.2x raw at the peak). */
+        if (!loop || !reap_later(NULL)) {
+            malloc_trim(0);
+        }
         return;
     }
     /* A small arena feeds this thread's cache, then the pool: its chunks and its header
@@ -437,7 +471,16 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
         }
         pthread_mutex_unlock(&g_pool.mu);
     }
-    if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
+    if (c == NULL && k < 0) {
+        /* Above the small classes: a resident block from the buffer pool, used whole. */
+        size_t got;
+
+        if (size > SIZE_MAX - CHUNK_HDR ||
+            (c = pg_bufpool_get(CHUNK_HDR + size, &got)) == NULL) {
+            return NULL;
+        }
+        size = got - CHUNK_HDR;
+    } else if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
         return NULL;
     }
     c->size = size;

@@ -28,6 +28,7 @@ static _Atomic uint64_t inflight_b;
 static _Atomic uint64_t rss_b;        /* last reading */
 static _Atomic int64_t rss_at_ns;     /* when it was taken; 0 = never */
 static _Atomic uint64_t peak_rss_b;
+static size_t (*_Atomic reclaim_fn)(void);  /* pg_memlimit_set_reclaim */
 
 static struct pg_metric *m_refused_inflight, *m_refused_rss, *m_refused_size;
 static atomic_bool metrics_ready;
@@ -131,6 +132,11 @@ static uint64_t current_rss(uint64_t soft)
     }
     rss = pg_memlimit_read_rss();
     if (soft != 0 && rss > soft) {
+        size_t (*fn)(void) = atomic_load(&reclaim_fn);
+
+        if (fn != NULL) {
+            fn();
+        }
         malloc_trim(0);
         rss = pg_memlimit_read_rss();
     }
@@ -138,6 +144,11 @@ static uint64_t current_rss(uint64_t soft)
     atomic_store(&rss_b, rss);
     atomic_store(&rss_at_ns, now);
     return rss;
+}
+
+void pg_memlimit_set_reclaim(size_t (*fn)(void))
+{
+    atomic_store(&reclaim_fn, fn);
 }
 
 uint64_t pg_memlimit_limit(void)

@@ -35,6 +35,11 @@ void pg_memlimit_release(size_t bytes);
  * on OOM (nothing charged then). */
 bool pg_memlimit_charge_arena(struct pg_arena *arena, size_t bytes);
 
+/* @fn gives back memory kept for reuse (core/bufpool) and returns the bytes: called,
+ * on whichever thread reads it, when an RSS reading is past the soft limit, before the
+ * heaps are trimmed and RSS read again. One slot; NULL clears it. Any thread. */
+void pg_memlimit_set_reclaim(size_t (*fn)(void));
+
 /* True when new work must be refused right now (RSS or in-flight bytes past
  * the soft limit); st gets the BUSY message. For the memory_limiter processor. */
 bool pg_memlimit_over(struct pg_status *st);

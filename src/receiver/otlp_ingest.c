@@ -176,6 +176,11 @@ void otlp_count_answer(struct otlp_loop *lp, enum otlp_transport t, int code, bo
     if (!pg_rxh_reason_log_ok(&rx->reasons, code + (int)t * 1000, reason, &suppressed)) {
         return;
     }
+    /* The Collector-shaped 415 body starts with its own code: said once. */
+    if (reason != NULL && code >= 100 && code <= 999 && reason[0] == '0' + code / 100 &&
+        reason[1] == '0' + code / 10 % 10 && reason[2] == '0' + code % 10 && reason[3] == ' ') {
+        reason += 4;
+    }
     if (server_error) {
         pg_log_warn(rx->log_name, "%s: answered %d: %s (peer=%s" PG_LOG_SUPPRESSED_FMT ")",
                     otlp_transport_names[t], code, reason ? reason : "", peer ? peer : "?",

@@ -7,13 +7,19 @@ gateway in a chroot built from docker/Dockerfile, as its user, read-only.
 1. docker/k8s-sidecar.yaml: the pod's env resolved by the kubelet's rules
    (fieldRefs, $(VAR) in order), the ConfigMap mounted where the manifest
    says, the emptyDir spool, the securityContext; the probes dial the pod IP;
-   the app container's env drives the real Node SDK pushing to localhost;
-   what reaches the node-local OTLP server (tests/node/grpc_server.mjs on the
-   node IP, port 4317 as written) must carry the decoded attributes and the
-   kubelet-expanded pod facts.
+   the app container's env, exactly as written, drives the real Node SDK in
+   its default mode (OTLP gRPC to localhost:4317, the sidecar's otlp
+   receiver), and the same env plus OTEL_PROFILES_EXPORTER=pprof pushes to
+   localhost:4040; what reaches the node-local OTLP server
+   (tests/node/grpc_server.mjs on the node IP) must carry the SDK's
+   attributes and the kubelet-expanded pod facts either way. The node IP is
+   127.0.0.1 here, in the pod's network namespace, where the sidecar holds
+   4317 itself: the test moves the node collector to NODE_OTLP_PORT by
+   substituting the port in OTLP_ENDPOINT ("$(NODE_IP):4317").
 2. The image's built-in config (docker/pprofgate.yaml) with the image's user,
    env, entrypoint and cmd and --read-only: pushes to the container's port
-   arrive decoded in its output.
+   arrive decoded in its output, and so does the SDK's default OTLP/gRPC
+   export to its port 4317.
 3. docs/security.md's recipe: config/sidecar-otlp.yaml mounted over the
    built-in config, a named volume on /var/lib/pprofgate, --read-only: the
    spool is created in the volume, pushes reach the OTLP server decoded, the
@@ -67,6 +73,9 @@ POD = {"name": "checkout-6b7d9c5f4-x2x9k", "namespace": "shop", "uid": "3f1c2a9e
        "node_name": "node-a", "pod_ip": "10.244.1.7", "host_ip": "127.0.0.1",
        "labels": {"app": "checkout"}, "annotations": {}}
 DOCKER_IP = "172.17.0.2"
+# The node collector's port in this test (the manifest's hostPort 4317 would
+# clash with the sidecar's own otlp receiver: here the node IP is 127.0.0.1).
+NODE_OTLP_PORT = 14317
 SDK_NAME = "@coralogix/opentelemetry-profiling"
 
 CLIENT = r"""
@@ -336,7 +345,17 @@ def k8s_sidecar():
     apps = [c for c in spec["containers"] if "pprofgate" not in c["image"]]
     res.check("k8s manifest: a pprofgate container and an app container", gw and apps)
     gw, app = gw[0], apps[0]
+    check_image_policy("k8s-sidecar.yaml", docs)
     k8s_native_sidecar(spec, gw, cms)
+    k8s_otlp_in(gw, app, cms)
+    # The node collector moves off 4317 (see NODE_OTLP_PORT): the one
+    # substitution the test makes in the manifest.
+    moved = [dict(e, value=e["value"].replace(":4317", f":{NODE_OTLP_PORT}"))
+             if e.get("name") == "OTLP_ENDPOINT" else e for e in gw.get("env", [])]
+    res.check("k8s: OTLP_ENDPOINT is $(NODE_IP):4317 as the comment says",
+              any(e.get("name") == "OTLP_ENDPOINT" and e.get("value") == "$(NODE_IP):4317"
+                  for e in gw.get("env", [])), gw.get("env"))
+    gw = dict(gw, env=moved)
     tmp = tempfile.mkdtemp(prefix="pg-k8s-")
     notes = []
     image = new_image(tmp, notes)
@@ -398,33 +417,61 @@ def k8s_sidecar():
             if kind in gw:
                 res.check(f"k8s: {kind} at the pod IP succeeds",
                           dp.wait_probe(gw[kind], POD["pod_ip"], ports, 10), read(log)[-1500:])
-        rc, out, err = run_app(app_env)
-        res.check("k8s: the app (real SDK, the manifest's env) pushed", rc == 0
-                  and "client done" in out and "export failed" not in err, (rc, err[-600:]))
-        got = server.wait(lambda a: a.get("service.name") == "checkout")
-        res.check("k8s: profiles reach the node-local OTLP server", len(got) > 0,
-                  (server.resources()[:2], read(log)[-1500:]))
-        if got:
-            a = got[0]
-            want = {"k8s.pod.name": POD["name"], "k8s.namespace.name": POD["namespace"],
-                    "k8s.node.name": POD["node_name"], "k8s.container.name": "app",
-                    "deployment.environment.name": "prod", "telemetry.sdk.name": SDK_NAME}
-            res.check("k8s: resource attributes decoded and expanded as the kubelet does",
-                      all(a.get(k) == v for k, v in want.items()),
-                      {k: a.get(k) for k in want})
-            res.check("k8s: no attribute left encoded or unexpanded",
-                      not [v for v in a.values() if isinstance(v, str) and ("$(" in v or "%2" in v
-                                                                            or "%40" in v)], a)
+        # The manifest's env as written: the SDK's default OTLP gRPC export;
+        # then the documented pprof push alternative, under its own name.
+        push_env = dict(app_env, OTEL_PROFILES_EXPORTER="pprof", OTEL_SERVICE_NAME="checkout-push",
+                        OTEL_EXPORTER_PPROF_ENDPOINT="http://localhost:4040/v1/pprof")
+        for mode, env_run, svc in (("default OTLP", app_env, "checkout"),
+                                   ("pprof push", push_env, "checkout-push")):
+            rc, out, err = run_app(env_run)
+            res.check(f"k8s {mode}: the app (real SDK, the manifest's env) exported", rc == 0
+                      and "client done" in out and "export failed" not in err, (rc, err[-600:]))
+            got = server.wait(lambda a: a.get("service.name") == svc)
+            res.check(f"k8s {mode}: profiles reach the node-local OTLP server through the "
+                      "sidecar", len(got) > 0, (server.resources()[:2], read(log)[-1500:]))
+            if got:
+                a = got[0]
+                want = {"k8s.pod.name": POD["name"], "k8s.namespace.name": POD["namespace"],
+                        "k8s.node.name": POD["node_name"], "k8s.container.name": "app",
+                        "deployment.environment.name": "prod", "telemetry.sdk.name": SDK_NAME}
+                res.check(f"k8s {mode}: resource attributes decoded and expanded as the "
+                          "kubelet does", all(a.get(k) == v for k, v in want.items()),
+                          {k: a.get(k) for k in want})
+                res.check(f"k8s {mode}: no attribute left encoded or unexpanded",
+                          not [v for v in a.values()
+                               if isinstance(v, str) and ("$(" in v or "%2" in v or "%40" in v)], a)
         k8s_termination(spec, gw, proc, ports, app_env, server, log)
         spools = [os.path.join(d, "file_storage") for d in spool_dirs]
         res.check("k8s: the spool lives on the emptyDir",
                   any(os.path.isdir(s) and os.listdir(s) for s in spools), spools)
         res.check("k8s: SIGTERM exits 0", stop(proc) == 0, read(log)[-1000:])
         res.check("k8s: no warning or error logged",
-                  "level=warn" not in read(log) and "level=error" not in read(log), read(log)[-1500:])
+                  "level=warn" not in read(log) and "level=error" not in read(log),
+                  [ln for ln in read(log).splitlines() if "level=warn" in ln
+                   or "level=error" in ln][:5])
     finally:
         stop(proc)
         server.close()
+
+
+def k8s_otlp_in(gw, app, cms):
+    """The SDK's defaults work in the pod: the sidecar's config has the otlp
+    receiver on localhost:4317 (gRPC) and :4318 (HTTP) in the pipeline, and the
+    app's env leaves the SDK in its default mode (OTLP gRPC to
+    http://localhost:4317)."""
+    cfg = sidecar_config(gw, cms)
+    protos = (((cfg.get("receivers") or {}).get("otlp") or {}).get("protocols") or {})
+    eps = {k: (v or {}).get("endpoint") for k, v in protos.items()}
+    res.check("k8s: the sidecar's otlp receiver takes gRPC on localhost:4317 and HTTP on :4318",
+              eps == {"grpc": "localhost:4317", "http": "localhost:4318"}, eps)
+    pipes = ((cfg.get("service") or {}).get("pipelines") or {}).values()
+    res.check("k8s: a pipeline takes the otlp receiver beside pprof",
+              any({"otlp", "pprof"} <= set(p.get("receivers", [])) for p in pipes), list(pipes))
+    env = dp.container_env(app, POD, cms)
+    ep = env.get("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    res.check("k8s: the app's SDK stays in its default mode (OTLP gRPC to localhost:4317)",
+              env.get("OTEL_PROFILES_EXPORTER", "otlp") in ("otlp", "otlp_grpc")
+              and ep in (None, "http://localhost:4317"), env)
 
 
 # ---- 2. the image's built-in config; 3. the security.md volume recipe --------------
@@ -482,13 +529,24 @@ def docker_runs():
         res.check("image: pushes arrive with the SDK's resource, decoded",
                   ok and "team=a,b" in text and f"telemetry.sdk.name={SDK_NAME}" in text
                   and "unknown_service" not in text, text[-1500:])
+        # docker run -p 4317:4317: the SDK's default OTLP/gRPC export, only
+        # its endpoint set (the published port on another host).
+        rc, out, err = run_app({"OTEL_SERVICE_NAME": "docker-otlp",
+                                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{DOCKER_IP}:4317"})
+        res.check("image: the SDK's default OTLP export reached the container",
+                  rc == 0 and "client done" in out and "export failed" not in err,
+                  (rc, err[-600:]))
+        res.check("image: OTLP exports arrive with the SDK's resource",
+                  wait_text(log, "service.name=docker-otlp"), read(log)[-1500:])
         res.check("image: SIGTERM exits 0", stop(proc) == 0, read(log)[-800:])
     finally:
         stop(proc)
 
     # 3. security.md: a named volume on /var/lib/pprofgate, sidecar-otlp.yaml mounted
-    server = OtlpServer(4317)
-    env = dict(image.env, OTLP_ENDPOINT="127.0.0.1:4317")
+    # The collector elsewhere: not on 4317, which the container's own otlp
+    # receiver takes in this shared network namespace.
+    server = OtlpServer(NODE_OTLP_PORT)
+    env = dict(image.env, OTLP_ENDPOINT=f"127.0.0.1:{NODE_OTLP_PORT}")
     log = os.path.join(tmp, "recipe.log")
     with open(log, "wb") as lf:
         proc = recipe.popen(argv, env, user, workdir=image.workdir, stdout=lf)
@@ -520,7 +578,7 @@ def docker_runs():
     # Without the volume, the read-only root refuses the spool, with the reason.
     log = os.path.join(tmp, "novol.log")
     with open(log, "wb") as lf:
-        proc = novol.popen(argv, dict(image.env, OTLP_ENDPOINT="127.0.0.1:4317"), user,
+        proc = novol.popen(argv, dict(image.env, OTLP_ENDPOINT=f"127.0.0.1:{NODE_OTLP_PORT}"), user,
                            workdir=image.workdir, stdout=lf)
     rc = proc.wait(20)
     text = read(log)

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from pg_harness import BIN, SOURCE_DIR, Results  # noqa: E402
 
 # The default config's ports: receiver, pprof extension, health_check, metrics.
-DEFAULT_PORTS = (4040, 1777, 13133, 8988)
+DEFAULT_PORTS = (4040, 4318, 1777, 13133, 8988)
 GATEWAY_URL = re.compile(r"http://localhost:(\d+)")
 NODE_MODULES = os.path.join(SOURCE_DIR, "tests", "node", "node_modules")
 
@@ -69,7 +69,7 @@ def main():
     res = Results()
     with open(os.path.join(SOURCE_DIR, "README.md")) as f:
         readme = f.read()
-    taken = [p for p in DEFAULT_PORTS if port_taken(p)]
+    taken = [p for p in DEFAULT_PORTS + (4317,) if port_taken(p)]
     if taken:
         print(f"NOT RUN: default port(s) {taken} in use on this host (make run still going?)",
               flush=True)
@@ -110,16 +110,30 @@ def main():
                                cwd=SOURCE_DIR, env=env, capture_output=True, text=True, timeout=40)
             res.check(f"wait loop returns once the gateway is up: {c[:70]}",
                       time.time() - t0 < 15 and "listening on" in log(), (r.stderr, log()[-800:]))
+        # Files the README makes before it posts them (request.pb): made in
+        # the test's own directory with this build's tool, not in the tree.
+        build_dir = os.path.join(SOURCE_DIR, os.environ.get("PG_BUILD_DIR", "build"))
+        for c in sh:
+            if "pg_pprof2otlp" in c and " -o " in c and not c.startswith("cmake"):
+                run = c.replace("build/tests/", os.path.join(build_dir, "tests") + "/")
+                run = run.replace("tests/fixtures/", os.path.join(SOURCE_DIR, "tests", "fixtures") + "/")
+                r = subprocess.run(["bash", "-c", run], cwd=tmp, env=env, capture_output=True,
+                                   text=True, timeout=60)
+                out = os.path.join(tmp, c.split(" -o ")[1].split()[0])
+                res.check(f"README command makes its file: {c[:80]}",
+                          r.returncode == 0 and os.path.getsize(out) > 100
+                          if os.path.exists(out) else False, (r.returncode, r.stderr[-400:]))
         for c in live:
             if c in waiter:
                 continue
             want = re.search(r"#\s*(\d{3})\s*$", c)  # "... # 204": the status it prints
             run = c
+            cwd = tmp if "@request.pb" in c else SOURCE_DIR
             if c.startswith("go tool pprof") and not go:
                 # Without Go, what go tool pprof would fetch: the heap profile.
                 url = re.search(r"http://localhost:\d+\S*", c).group(0)
                 run = f"curl -sf {url} | gzip -t && echo fetched"
-            r = subprocess.run(["bash", "-c", run], cwd=SOURCE_DIR, env=env, capture_output=True,
+            r = subprocess.run(["bash", "-c", run], cwd=cwd, env=env, capture_output=True,
                                text=True, timeout=240 if run.startswith("go ") else 60)
             ok = r.returncode == 0 and r.stdout.strip() != ""
             if want:

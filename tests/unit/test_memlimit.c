@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The memory budget: admission against the soft limit, release, arena-tied
  * charges, RSS-based refusal, and the memory_limiter processor's config. */
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 
 #include "pipeline/component.h"
 #include "core/arena.h"
+#include "core/bufpool.h"
 #include "core/memlimit.h"
 #include "core/thread_sched.h"
 #include "pg_test.h"
@@ -81,15 +81,6 @@ PG_TEST(test_arena_charge)
     CHECK_INT(pg_memlimit_inflight(), 0);
 }
 
-/* ASan's and TSan's allocators report no mmap'd bytes in mallinfo2(). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZER_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZER_MALLOC 1
-#endif
-#endif
-
 static void *destroy_on_loop(void *arg)
 {
     struct pg_arena *a = arg;
@@ -100,35 +91,48 @@ static void *destroy_on_loop(void *arg)
     return (void *)(uintptr_t)(pg_memlimit_inflight() == 0);
 }
 
-/* A large arena whose last owner is the event loop: its charge is released
- * at once and its chunks leave the process on the reaper thread. */
+/* A large arena whose last owner is the event loop: its charge is released at once; its
+ * chunks go to the buffer pool (core/bufpool) when it has room, else they leave the
+ * process on the reaper thread. */
 PG_TEST(test_arena_reaped_off_loop)
 {
-    struct pg_arena *a = pg_arena_create(0);
     const size_t big = 8 * MiB;
-    pthread_t t;
-    void *released = NULL;
 
-    pg_arena_malloc_setup(); /* as the gateway: blocks from 1 MiB up are mmap'd */
-    pg_memlimit_reset();
-    CHECK(a != NULL && pg_arena_alloc(a, big) != NULL);
-    CHECK(pg_memlimit_charge_arena(a, 100));
-#ifndef SANITIZER_MALLOC
-    size_t mapped = mallinfo2().hblkhd; /* the 8 MiB chunk is mmap'd */
-    CHECK(mapped >= big);
-#endif
-    CHECK(pthread_create(&t, NULL, destroy_on_loop, a) == 0);
-    CHECK(pthread_join(t, &released) == 0);
-    CHECK(released != NULL);
-    CHECK_INT(pg_memlimit_inflight(), 0);
-#ifndef SANITIZER_MALLOC
-    /* Bounded wait for the reaper. */
-    for (int i = 0; i < 500 && mallinfo2().hblkhd + big > mapped; i++) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    pg_arena_malloc_setup(); /* as the gateway */
+    for (int full = 0; full < 2; full++) {
+        struct pg_arena *a = pg_arena_create(0);
+        struct pg_bufpool_stats st;
+        pthread_t t;
+        void *released = NULL;
+        uint8_t *p = NULL;
+        uint64_t rss;
+
+        pg_memlimit_reset();
+        pg_bufpool_release();
+        pg_bufpool_configure(full ? MiB : 0, 0); /* full: no room for 8 MiB */
+        PG_REQUIRE(a != NULL && (p = pg_arena_alloc(a, big)) != NULL);
+        memset(p, 1, big);
+        CHECK(pg_memlimit_charge_arena(a, 100));
+        rss = pg_memlimit_read_rss();
+        CHECK(pthread_create(&t, NULL, destroy_on_loop, a) == 0);
+        CHECK(pthread_join(t, &released) == 0);
+        CHECK(released != NULL);
+        CHECK_INT(pg_memlimit_inflight(), 0);
+        pg_bufpool_stats(&st);
+        if (!full) {
+            CHECK(st.held >= big); /* kept, resident, for the next large request */
+            continue;
+        }
+        CHECK_INT(st.held, 0);
+        /* Bounded wait for the reaper to unmap it. */
+        for (int i = 0; i < 500 && pg_memlimit_read_rss() + big / 2 > rss; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        CHECK(pg_memlimit_read_rss() + big / 2 <= rss);
     }
-    CHECK(mallinfo2().hblkhd + big <= mapped);
-#endif
+    pg_bufpool_configure(0, 0);
+    pg_bufpool_release();
 }
 
 PG_TEST(test_rss_refusal)

@@ -182,8 +182,9 @@ if res.check("tls: certificates made (openssl)", make_certs(certs)):
             res.check("https, unknown CA: accepted by pprofgate (204)", status == 204, status)
             res.check("https, unknown CA: nothing reaches the collector",
                       len(read_json_lines(col.path("out.json"))) == before)
+            # One line when the outage begins (each attempt is at debug level).
             res.check("https, unknown CA: retried, logged as a TLS failure",
-                      re.search(r"failed \(tls: .*retrying", gw.log()) is not None,
+                      re.search(r"destination \w[\w ]* \(.*tls.*retrying", gw.log()) is not None,
                       gw.log()[-1200:])
     subprocess.run(["rm", "-rf", certs])
 
@@ -249,8 +250,10 @@ try:
                       s[0][2] == "/v1development/profiles" and
                       s[0][3] == "application/x-protobuf", s[0][2:4])
         log = gw.log()
-        res.check("throttled: the retries are logged with the status",
-                  "HTTP 503" in log and "HTTP 429" in log, log[-1200:])
+        # The outage's first failure is logged with its status, the recovery
+        # once; the attempts in between are at debug level.
+        res.check("throttled: the outage is logged with the status, and its end",
+                  "HTTP 503" in log and "delivering again after" in log, log[-1200:])
         res.check("throttled: no error logged", "level=error" not in log, log[-1200:])
 finally:
     srv.shutdown()
