@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/pb_wire.h"
+#include "core/utf8.h"
 #include "otlp/otlp.h"
 
 /* One-byte tags: field numbers 1..15. A type with a larger number, or a
@@ -146,6 +147,7 @@ static void build_tables(void)
 struct uctx {
     struct pg_arena *arena;
     unsigned depth, max_depth;
+    struct pg_otlp_unpack_info info;
 };
 
 static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
@@ -178,8 +180,16 @@ static enum pg_otlp_unpack_result read_str(struct uctx *u, struct pg_pb *r, char
     }
     memcpy(s, sub.p, n);
     s[n] = '\0';
-    for (char *q = s; (q = memchr(q, 0, (size_t)(s + n - q))) != NULL; q++) {
-        *q = (char)0xff;
+    if (memchr(s, 0, n) != NULL) {
+        for (char *q = s; (q = memchr(q, 0, (size_t)(s + n - q))) != NULL; q++) {
+            *q = (char)0xff;
+        }
+        u->info.suspect_strings++;
+    } else if (!pg_utf8_valid(s, n)) {
+        u->info.suspect_strings++;
+    }
+    if (n > u->info.longest_string) {
+        u->info.longest_string = n;
     }
     *dst = s;
     return PG_OTLP_UNPACK_OK;
@@ -424,9 +434,10 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
 
 enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const uint8_t *buf,
                                                   size_t len, unsigned max_depth,
-                                                  struct pg_otlp_request **out)
+                                                  struct pg_otlp_request **out,
+                                                  struct pg_otlp_unpack_info *info)
 {
-    struct uctx u = {arena, 0, max_depth};
+    struct uctx u = {arena, 0, max_depth, {0, 0}};
     const struct mtab *t;
     ProtobufCMessage *m;
     enum pg_otlp_unpack_result res;
@@ -440,6 +451,7 @@ enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const 
     res = unpack_message(&u, t, m, (struct pg_pb){buf, buf + len});
     if (res == PG_OTLP_UNPACK_OK) {
         *out = (struct pg_otlp_request *)m;
+        *info = u.info;
     }
     return res;
 }

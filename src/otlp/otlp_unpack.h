@@ -26,10 +26,15 @@ enum pg_otlp_unpack_result {
 /* Unpacks @buf (@len bytes) as an ExportProfilesServiceRequest into @arena;
  * *@out lives there. NUL bytes inside strings become 0xFF (never UTF-8), so
  * the UTF-8 repair turns them into U+FFFD instead of protobuf-c cutting the
- * string. On anything but OK, *@out is NULL and what was allocated stays in
- * @arena. */
+ * string. @info (filled on OK) says whether the strings need that repair.
+ * On anything but OK, *@out is NULL and what was allocated stays in @arena. */
+struct pg_otlp_unpack_info {
+    size_t suspect_strings; /* not valid UTF-8, or held a NUL: the repair has work */
+    size_t longest_string;  /* bytes of the longest string */
+};
 enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const uint8_t *buf,
                                                   size_t len, unsigned max_depth,
-                                                  struct pg_otlp_request **out);
+                                                  struct pg_otlp_request **out,
+                                                  struct pg_otlp_unpack_info *info);
 
 #endif

@@ -82,7 +82,8 @@ static enum pg_otlp_unpack_result compare(const char *name, const uint8_t *b, si
     struct pg_arena *a = pg_arena_create(0);
     ProtobufCAllocator alloc;
     struct pg_otlp_request *freq = NULL;
-    enum pg_otlp_unpack_result res = pg_otlp_unpack_request(a, b, n, 64, &freq);
+    struct pg_otlp_unpack_info info;
+    enum pg_otlp_unpack_result res = pg_otlp_unpack_request(a, b, n, 64, &freq, &info);
     ProtobufCMessage *fast = freq ? &freq->base : NULL, *slow;
 
     pg_arena_protobuf_allocator(a, &alloc);
@@ -227,11 +228,14 @@ PG_TEST(test_wire_cases)
             /* a NUL differs from protobuf-c on purpose (it cuts the string there) */
             struct pg_arena *a = pg_arena_create(0);
             struct pg_otlp_request *r;
-            got = pg_otlp_unpack_request(a, cases[i].bytes, cases[i].n, 64, &r);
+            struct pg_otlp_unpack_info info;
+            got = pg_otlp_unpack_request(a, cases[i].bytes, cases[i].n, 64, &r, &info);
             if (got == PG_OTLP_UNPACK_OK) {
                 CHECK_INT(r->dictionary->n_string_table, 2);
                 CHECK_STR(r->dictionary->string_table[0], "");
                 CHECK_STR(r->dictionary->string_table[1], "a\xff" "b");
+                CHECK_INT(info.suspect_strings, 1);
+                CHECK_INT(info.longest_string, 3);
             }
             pg_arena_destroy(a);
         }
@@ -248,6 +252,7 @@ PG_TEST(test_depth_and_cap)
     size_t n = 0;
     struct pg_arena *a;
     struct pg_otlp_request *m;
+    struct pg_otlp_unpack_info info;
     /* a chain of AnyValue.array_value(5) { values(1) {...} } inside one attribute value */
     const size_t levels = 80;
     uint8_t inner[400];
@@ -283,11 +288,11 @@ PG_TEST(test_depth_and_cap)
     PG_REQUIRE(in + 6 < 128);
     CHECK_INT(compare("nested", deep, n), PG_OTLP_UNPACK_OK);
     a = pg_arena_create(0);
-    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 8, &m),
+    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 8, &m, &info),
               PG_OTLP_UNPACK_DECLINED);
     pg_arena_destroy(a);
     a = pg_arena_create(64); /* the arena's cap */
-    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 64, &m),
+    CHECK_INT(pg_otlp_unpack_request(a, deep, n, 64, &m, &info),
               PG_OTLP_UNPACK_NOMEM);
     pg_arena_destroy(a);
 }
