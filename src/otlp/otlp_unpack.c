@@ -153,6 +153,25 @@ struct uctx {
 static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
                                                  ProtobufCMessage *m, struct pg_pb r);
 
+/* A length prefix and its range; protobuf-c reads a prefix of at most 5
+ * bytes (and a tag of at most 5), so a longer, overlong one is declined. */
+static bool len5(struct pg_pb *r, struct pg_pb *sub)
+{
+    const uint8_t *p = r->p;
+
+    if (r->end - p >= 5 && (p[0] & p[1] & p[2] & p[3] & p[4] & 0x80)) {
+        return false;
+    }
+    return pg_pb_len(r, sub);
+}
+
+static bool skip5(struct pg_pb *r, uint32_t wt)
+{
+    struct pg_pb sub;
+
+    return wt == PG_PB_LEN ? len5(r, &sub) : pg_pb_skip(r, wt);
+}
+
 /* A fresh message of @t's type in the arena, initialised as protobuf-c does. */
 static ProtobufCMessage *new_message(struct uctx *u, const struct mtab *t)
 {
@@ -171,7 +190,7 @@ static enum pg_otlp_unpack_result read_str(struct uctx *u, struct pg_pb *r, char
     size_t n;
     char *s;
 
-    if (!pg_pb_len(r, &sub)) {
+    if (!len5(r, &sub)) {
         return PG_OTLP_UNPACK_DECLINED;
     }
     n = (size_t)(sub.end - sub.p);
@@ -201,7 +220,7 @@ static enum pg_otlp_unpack_result read_bytes(struct uctx *u, struct pg_pb *r,
     struct pg_pb sub;
     ProtobufCBinaryData bd = {0, NULL};
 
-    if (!pg_pb_len(r, &sub)) {
+    if (!len5(r, &sub)) {
         return PG_OTLP_UNPACK_DECLINED;
     }
     bd.len = (size_t)(sub.end - sub.p);
@@ -222,7 +241,7 @@ static enum pg_otlp_unpack_result read_sub(struct uctx *u, const struct mtab *t,
     enum pg_otlp_unpack_result res;
     struct pg_pb sub;
 
-    if (!pg_pb_len(r, &sub) || u->depth >= u->max_depth) {
+    if (!len5(r, &sub) || u->depth >= u->max_depth) {
         return PG_OTLP_UNPACK_DECLINED;
     }
     u->depth++;
@@ -239,7 +258,7 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
     size_t n, bytes;
     uint64_t v;
 
-    if (*np != 0 || !pg_pb_len(r, &sub)) {
+    if (*np != 0 || !len5(r, &sub)) {
         return PG_OTLP_UNPACK_DECLINED; /* a second run of the same field: declined */
     }
     bytes = (size_t)(sub.end - sub.p);
@@ -284,24 +303,64 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
 }
 
 /* Counts the elements of each repeated message/string/bytes field from @r to
- * the end of the message; false when a field is unknown or cut short. */
+ * the end of the message; false when a field is cut short. */
 static bool count_unpacked(const struct mtab *t, struct pg_pb r, size_t *count)
 {
     uint32_t f, wt;
 
     while (r.p < r.end) {
-        if (!pg_pb_tag(&r, &f, &wt) || f >= UNPACK_SLOTS || t->s[f].kind == K_NONE ||
-            !pg_pb_skip(&r, wt)) {
+        if (!pg_pb_tag(&r, &f, &wt) || !skip5(&r, wt)) {
             return false;
         }
-        count[f] += t->s[f].kind >= K_R_STR;
+        if (f < UNPACK_SLOTS) { /* others are unknown, kept by the filling pass */
+            count[f] += t->s[f].kind >= K_R_STR;
+        }
     }
     return true;
+}
+
+/* A field @m's type does not know, kept as protobuf-c keeps it (its value's
+ * bytes after the tag, a length prefix included, copied), so it is packed
+ * again on the way out. @r is just past the tag. */
+static enum pg_otlp_unpack_result keep_unknown(struct uctx *u, ProtobufCMessage *m,
+                                              size_t *cap, uint32_t f, uint32_t wt,
+                                              struct pg_pb *r)
+{
+    const uint8_t *start = r->p;
+    ProtobufCMessageUnknownField *uf;
+
+    if (!skip5(r, wt)) {
+        return PG_OTLP_UNPACK_DECLINED; /* cut short, or a group */
+    }
+    if (m->n_unknown_fields == *cap) { /* rare: grow by doubling */
+        size_t ncap = *cap ? *cap * 2 : 4;
+        ProtobufCMessageUnknownField *grown;
+        if (ncap > UINT32_MAX ||
+            (grown = pg_arena_alloc(u->arena, ncap * sizeof(*grown))) == NULL) {
+            return PG_OTLP_UNPACK_NOMEM;
+        }
+        if (m->n_unknown_fields > 0) {
+            memcpy(grown, m->unknown_fields, m->n_unknown_fields * sizeof(*grown));
+        }
+        m->unknown_fields = grown;
+        *cap = ncap;
+    }
+    uf = &m->unknown_fields[m->n_unknown_fields];
+    uf->tag = f;
+    uf->wire_type = (ProtobufCWireType)wt;
+    uf->len = (size_t)(r->p - start);
+    if ((uf->data = pg_arena_alloc(u->arena, uf->len ? uf->len : 1)) == NULL) {
+        return PG_OTLP_UNPACK_NOMEM;
+    }
+    memcpy(uf->data, start, uf->len);
+    m->n_unknown_fields++;
+    return PG_OTLP_UNPACK_OK;
 }
 
 static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
                                                  ProtobufCMessage *m, struct pg_pb r)
 {
+    size_t ucap = 0; /* room in m->unknown_fields */
     size_t count[UNPACK_SLOTS];
     uint8_t *block[UNPACK_SLOTS]; /* a repeated message's elements, by field number */
     bool counted = false;
@@ -318,7 +377,19 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
         uint64_t v;
 
         sl = &t->s[(tag >> 3) & (UNPACK_SLOTS - 1)];
-        if (tag >= 0x80 || sl->kind == K_NONE || (tag & 7) != sl->wt) {
+        if (tag >= 0x80 || sl->kind == K_NONE) {
+            uint32_t f, wt;
+            r.p = at;
+            if (!pg_pb_tag(&r, &f, &wt) || r.p - at > 5 ||
+                (f < UNPACK_SLOTS && t->s[f].kind != K_NONE)) { /* a known field's long tag */
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            if ((res = keep_unknown(u, m, &ucap, f, wt, &r)) != PG_OTLP_UNPACK_OK) {
+                return res;
+            }
+            continue;
+        }
+        if ((tag & 7) != sl->wt) {
             return PG_OTLP_UNPACK_DECLINED;
         }
         if (sl->oneof) {

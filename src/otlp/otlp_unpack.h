@@ -15,10 +15,11 @@
 
 enum pg_otlp_unpack_result {
     PG_OTLP_UNPACK_OK = 0,
-    /* Not the plain case: an unknown field, a wire type its field cannot
-     * have (a repeated scalar not packed, too), a singular message twice
-     * (protobuf merges them), a packed field in two runs, nesting past
-     * @max_depth, malformed bytes. */
+    /* Not the plain case: a wire type its field cannot have (a repeated
+     * scalar not packed, too), a known field with a multi-byte tag, a
+     * singular message twice (protobuf merges them), a packed field in two
+     * runs, nesting past @max_depth, malformed bytes. (Unknown fields are
+     * kept, as protobuf-c keeps them.) */
     PG_OTLP_UNPACK_DECLINED,
     PG_OTLP_UNPACK_NOMEM, /* the arena refused (its cap, or no memory) */
 };

@@ -3,9 +3,10 @@
  * fixture translated and encoded, on the golden request, on hand-written
  * wire cases and on byte mutations of them, whenever the fast unpack takes
  * the bytes, protobuf-c takes them too and both re-pack (protobuf-c's packer)
- * to the same bytes; the cases it must decline (unknown field, wrong wire
- * type, a singular message twice, an unpacked repeated scalar, nesting past
- * the bound, truncation) are declined; a NUL inside a string becomes 0xFF. */
+ * to the same bytes (unknown fields kept alike); the cases it must decline
+ * (wrong wire type, a singular message twice, an unpacked repeated scalar,
+ * nesting past the bound, truncation) are declined; a NUL inside a string
+ * becomes 0xFF. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -202,7 +203,12 @@ PG_TEST(test_wire_cases)
     } cases[] = {
         {"empty", {0}, 0, PG_OTLP_UNPACK_OK},
         {"one key", {0x0a, 0x07, 0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x01, 'k'}, 9, PG_OTLP_UNPACK_OK},
-        {"unknown field", {0x0a, 0x02, 0x78, 0x01}, 4, PG_OTLP_UNPACK_DECLINED},
+        {"unknown field", {0x0a, 0x02, 0x78, 0x01}, 4, PG_OTLP_UNPACK_OK},
+        /* unknown fields of every wire type, one with a two-byte tag (field 100) */
+        {"unknown fields", {0x0a, 0x13, 0x78, 0x01, 0x79, 1, 2, 3, 4, 5, 6, 7, 8, 0x7a, 0x01, 'x',
+                            0xa0, 0x06, 0x05, 0x0a, 0x00},
+         21, PG_OTLP_UNPACK_OK},
+        {"known field, long tag", {0x0a, 0x03, 0x8a, 0x00, 0x00}, 5, PG_OTLP_UNPACK_DECLINED},
         {"wrong wire type", {0x0a, 0x02, 0x0a, 0x00, 0x08, 0x01}, 6, PG_OTLP_UNPACK_DECLINED},
         {"resource twice (merge)", {0x0a, 0x04, 0x0a, 0x00, 0x0a, 0x00}, 6,
          PG_OTLP_UNPACK_DECLINED},
@@ -218,13 +224,17 @@ PG_TEST(test_wire_cases)
         {"packed cut", {0x12, 0x05, 0x3a, 0x03, 0x0a, 0x01, 0x81}, 7, PG_OTLP_UNPACK_DECLINED},
         /* dictionary(2) { string_table(5) "", "a\0b" } */
         {"strings", {0x12, 0x07, 0x2a, 0x00, 0x2a, 0x03, 'a', 0, 'b'}, 9, PG_OTLP_UNPACK_OK},
+        /* protobuf-c reads at most 5 bytes of a tag or a length prefix */
+        {"tag of 6 bytes", {0x80, 0x97, 0x80, 0x97, 0x80, 0x00, 0x00}, 7, PG_OTLP_UNPACK_DECLINED},
+        {"length of 6 bytes", {0x12, 0x08, 0x2a, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00, 'a'}, 10,
+         PG_OTLP_UNPACK_DECLINED},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        enum pg_otlp_unpack_result got = i == 11 ? PG_OTLP_UNPACK_OK
+        enum pg_otlp_unpack_result got = i == 13 ? PG_OTLP_UNPACK_OK
                                                  : compare(cases[i].name, cases[i].bytes,
                                                            cases[i].n);
-        if (i == 11) {
+        if (i == 13) {
             /* a NUL differs from protobuf-c on purpose (it cuts the string there) */
             struct pg_arena *a = pg_arena_create(0);
             struct pg_otlp_request *r;
