@@ -25,6 +25,7 @@ static _Atomic uint64_t limit_b;      /* 0 = unlimited */
 static _Atomic uint64_t spike_b;
 static _Atomic int64_t check_ns = DEFAULT_CHECK_NS;
 static _Atomic uint64_t inflight_b;
+static _Atomic uint64_t replay_b;     /* of inflight_b, held by spool replays */
 static _Atomic uint64_t rss_b;        /* last reading */
 static _Atomic int64_t rss_at_ns;     /* when it was taken; 0 = never */
 static _Atomic uint64_t peak_rss_b;
@@ -37,6 +38,12 @@ static int64_t gauge_inflight(void *arg)
 {
     (void)arg;
     return (int64_t)atomic_load(&inflight_b);
+}
+
+static int64_t gauge_replay(void *arg)
+{
+    (void)arg;
+    return (int64_t)atomic_load(&replay_b);
 }
 
 static int64_t gauge_rss(void *arg)
@@ -63,6 +70,9 @@ static void metrics_init(void)
     pg_metric_gauge_fn("pprofgate_memory_inflight_bytes",
                        "Bytes held by requests in flight (compressed, inflated, translated)", NULL,
                        gauge_inflight, NULL);
+    pg_metric_gauge_fn("pprofgate_memory_replay_bytes",
+                       "Of the in-flight bytes, those a spool replay holds (read back, "
+                       "being sent, encoded copies)", NULL, gauge_replay, NULL);
     pg_metric_gauge_fn("pprofgate_process_rss_bytes", "Resident set size of the process", NULL,
                        gauge_rss, NULL);
 }
@@ -91,6 +101,7 @@ void pg_memlimit_reset(void)
     atomic_store(&spike_b, 0);
     atomic_store(&check_ns, DEFAULT_CHECK_NS);
     atomic_store(&inflight_b, 0);
+    atomic_store(&replay_b, 0);
     atomic_store(&rss_at_ns, 0);
 }
 
@@ -167,24 +178,57 @@ uint64_t pg_memlimit_inflight(void)
     return atomic_load(&inflight_b);
 }
 
+uint64_t pg_memlimit_rss_trimmed(uint64_t above)
+{
+    static _Atomic int64_t trimmed_at_ns;
+    uint64_t rss = pg_memlimit_read_rss();
+    int64_t now = pg_mono_ns();
+    int64_t at = atomic_load(&trimmed_at_ns);
+
+    /* At most once a second: a trim over a large heap takes the caller's
+     * loop milliseconds. */
+    if (rss > above && now - at >= 1000000000ll &&
+        atomic_compare_exchange_strong(&trimmed_at_ns, &at, now)) {
+        malloc_trim(0);
+        rss = pg_memlimit_read_rss();
+    }
+    note_peak(rss);
+    return rss;
+}
+
 uint64_t pg_memlimit_peak_rss(void)
 {
     note_peak(pg_memlimit_read_rss());
     return atomic_load(&peak_rss_b);
 }
 
+/* " (a spool replay holds 12.0 MiB of it)" when one holds any: a refusal
+ * while a backlog drains names the replay's share, and only with it. */
+static void replay_share(char *buf, size_t len)
+{
+    uint64_t r = atomic_load(&replay_b);
+
+    buf[0] = '\0';
+    if (r > 0) {
+        snprintf(buf, len, " (a spool replay holds %.1f MiB of it)", (double)r / MIB);
+    }
+}
+
 static bool refuse_rss(uint64_t soft, struct pg_status *st)
 {
     uint64_t rss = current_rss(soft);
+    char share[64];
+
     if (rss > soft) {
         if (m_refused_rss != NULL) {
             pg_metric_add(m_refused_rss, 1);
         }
+        replay_share(share, sizeof(share));
         pg_status_set(st, PG_ERR_BUSY,
-                      "memory limit reached: RSS %.1f MiB is over the soft limit %.1f MiB "
+                      "memory limit reached: RSS %.1f MiB%s is over the soft limit %.1f MiB "
                       "(limit_mib %.1f - spike_limit_mib %.1f); retry later",
-                      (double)rss / MIB, (double)soft / MIB, (double)pg_memlimit_limit() / MIB,
-                      (double)atomic_load(&spike_b) / MIB);
+                      (double)rss / MIB, share, (double)soft / MIB,
+                      (double)pg_memlimit_limit() / MIB, (double)atomic_load(&spike_b) / MIB);
         return true;
     }
     return false;
@@ -194,6 +238,7 @@ bool pg_memlimit_admit(size_t bytes, struct pg_status *st)
 {
     uint64_t soft = pg_memlimit_soft_limit();
     uint64_t cur;
+    char share[64];
 
     if (soft == 0) {
         atomic_fetch_add(&inflight_b, bytes);
@@ -217,10 +262,11 @@ bool pg_memlimit_admit(size_t bytes, struct pg_status *st)
             if (m_refused_inflight != NULL) {
                 pg_metric_add(m_refused_inflight, 1);
             }
+            replay_share(share, sizeof(share));
             pg_status_set(st, PG_ERR_BUSY,
-                          "memory limit reached: %.1f MiB in flight + %.1f MiB for this request "
-                          "would pass the soft limit of %.1f MiB; retry later",
-                          (double)cur / MIB, (double)bytes / MIB, (double)soft / MIB);
+                          "memory limit reached: %.1f MiB in flight%s + %.1f MiB for this "
+                          "request would pass the soft limit of %.1f MiB; retry later",
+                          (double)cur / MIB, share, (double)bytes / MIB, (double)soft / MIB);
             return false;
         }
     } while (!atomic_compare_exchange_weak(&inflight_b, &cur, cur + bytes));
@@ -232,14 +278,36 @@ void pg_memlimit_charge(size_t bytes)
     atomic_fetch_add(&inflight_b, bytes);
 }
 
-void pg_memlimit_release(size_t bytes)
+/* Never wraps below zero, whatever a caller's arithmetic did. */
+static void sub_floor(_Atomic uint64_t *v, size_t bytes)
 {
-    uint64_t cur = atomic_load(&inflight_b);
+    uint64_t cur = atomic_load(v);
     uint64_t next;
     do {
-        /* Never wrap below zero, whatever a caller's arithmetic did. */
         next = cur >= bytes ? cur - bytes : 0;
-    } while (!atomic_compare_exchange_weak(&inflight_b, &cur, next));
+    } while (!atomic_compare_exchange_weak(v, &cur, next));
+}
+
+void pg_memlimit_release(size_t bytes)
+{
+    sub_floor(&inflight_b, bytes);
+}
+
+void pg_memlimit_charge_replay(size_t bytes)
+{
+    atomic_fetch_add(&replay_b, bytes);
+    atomic_fetch_add(&inflight_b, bytes);
+}
+
+void pg_memlimit_release_replay(size_t bytes)
+{
+    sub_floor(&replay_b, bytes);
+    sub_floor(&inflight_b, bytes);
+}
+
+uint64_t pg_memlimit_replay(void)
+{
+    return atomic_load(&replay_b);
 }
 
 static void release_cb(void *arg)
@@ -269,12 +337,15 @@ bool pg_memlimit_over(struct pg_status *st)
     }
     cur = atomic_load(&inflight_b);
     if (cur > soft) {
+        char share[64];
+
         if (m_refused_inflight != NULL) {
             pg_metric_add(m_refused_inflight, 1);
         }
+        replay_share(share, sizeof(share));
         pg_status_set(st, PG_ERR_BUSY,
-                      "memory limit reached: %.1f MiB in flight is over the soft limit of "
-                      "%.1f MiB; retry later", (double)cur / MIB, (double)soft / MIB);
+                      "memory limit reached: %.1f MiB in flight%s is over the soft limit of "
+                      "%.1f MiB; retry later", (double)cur / MIB, share, (double)soft / MIB);
         return true;
     }
     return false;

@@ -44,11 +44,24 @@ void pg_memlimit_set_reclaim(size_t (*fn)(void));
  * the soft limit); st gets the BUSY message. For the memory_limiter processor. */
 bool pg_memlimit_over(struct pg_status *st);
 
+/* The part of the in-flight bytes a spool replay holds (read back, in
+ * flight, encoded and compressed copies): charged to the in-flight bytes
+ * like any other, and counted apart so a refusal can say how much of the
+ * memory is the replay's (its words never blame the replay without the
+ * figure). */
+void pg_memlimit_charge_replay(size_t bytes);
+void pg_memlimit_release_replay(size_t bytes);
+uint64_t pg_memlimit_replay(void);
+
 uint64_t pg_memlimit_inflight(void);
 uint64_t pg_memlimit_limit(void);
 uint64_t pg_memlimit_soft_limit(void);
 /* Current RSS in bytes from /proc/self/statm (fresh read); 0 if unknown. */
 uint64_t pg_memlimit_read_rss(void);
+/* RSS now; when it is above @above, freed heap is given back to the system
+ * first (at most once a second) and RSS read again. For a reader that holds
+ * back work (a spool replay) until the process has room. */
+uint64_t pg_memlimit_rss_trimmed(uint64_t above);
 /* The highest RSS seen by any check so far. */
 uint64_t pg_memlimit_peak_rss(void);
 /* Memory available to the process: the cgroup limit (v2 memory.max or v1

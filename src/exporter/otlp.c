@@ -7,47 +7,31 @@
  * endpoint, TLS, bearer token, a shared HTTP/2 connection, gRPC framing and
  * compression, and the mapping of gRPC statuses to retryable or permanent
  * (RetryInfo honoured). All on the main libevent loop. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include <nghttp2/nghttp2ver.h>
 
 #include "codec/gzip.h"
-#include "core/file_read.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_wire.h"
+#include "exporter/client_config.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/listener.h"
-#include "http/tls_client.h"
 #include "otlp/otlp_encode.h"
 #include "pipeline/component.h"
 
 /* ---- configuration ------------------------------------------------------- */
 
-struct ox_tls_cfg {
-    bool insecure;
-    char *ca_file;
-    char *cert_file;
-    char *key_file;
-    bool insecure_skip_verify;
-    char *server_name_override;
-};
-
 struct ox_keepalive_cfg {
     int64_t time;
     int64_t timeout;
-};
-
-struct ox_auth_cfg {
-    char *bearer_token_file;
 };
 
 enum ox_compression { OX_GZIP, OX_NONE };
@@ -58,10 +42,10 @@ struct ox_compression_params {
 
 struct ox_cfg {
     char *endpoint;
-    struct ox_tls_cfg tls;
+    struct pg_exp_tls_cfg tls;
     bool has_tls;
     struct pg_strmap headers;
-    struct ox_auth_cfg auth;
+    struct pg_exp_auth_cfg auth;
     bool has_auth;
     int compression;              /* enum ox_compression: index into compression_choices */
     struct ox_compression_params compression_params;
@@ -72,33 +56,11 @@ struct ox_cfg {
 
 static const char *const compression_choices[] = {"gzip", "none", NULL};
 
-static const struct pg_field tls_fields[] = {
-    PG_FIELD(struct ox_tls_cfg, "insecure", PG_FT_BOOL, insecure, "false",
-             "plaintext HTTP/2 (h2c); TLS is the default, as in the collector"),
-    PG_FIELD(struct ox_tls_cfg, "ca_file", PG_FT_STR, ca_file, NULL,
-             "PEM CA bundle to verify the server (default: system roots)"),
-    PG_FIELD(struct ox_tls_cfg, "cert_file", PG_FT_STR, cert_file, NULL,
-             "client certificate for mTLS (with key_file)"),
-    PG_FIELD(struct ox_tls_cfg, "key_file", PG_FT_STR, key_file, NULL, "client private key"),
-    PG_FIELD(struct ox_tls_cfg, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false",
-             "do not verify the server certificate"),
-    PG_FIELD(struct ox_tls_cfg, "server_name_override", PG_FT_STR, server_name_override, NULL,
-             "name for SNI and certificate verification instead of the endpoint host"),
-    PG_FIELD_END,
-};
-
 static const struct pg_field keepalive_fields[] = {
     PG_FIELD(struct ox_keepalive_cfg, "time", PG_FT_DURATION, time, "30s",
              "PING interval while exports are in flight; 0 = off"),
     PG_FIELD(struct ox_keepalive_cfg, "timeout", PG_FT_DURATION, timeout, "10s",
              "drop the connection when a PING is not answered within this"),
-    PG_FIELD_END,
-};
-
-static const struct pg_field auth_fields[] = {
-    PG_FIELD(struct ox_auth_cfg, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL,
-             "file holding a token sent as `authorization: Bearer <token>`; re-read when it "
-             "changes"),
     PG_FIELD_END,
 };
 
@@ -111,10 +73,10 @@ static const struct pg_field compression_params_fields[] = {
 static const struct pg_field otlp_fields[] = {
     PG_FIELD(struct ox_cfg, "endpoint", PG_FT_STR, endpoint, NULL,
              "host:port, http://host:port (plaintext) or https://host:port (TLS)"),
-    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "tls", tls, tls_fields, has_tls, NULL),
+    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "tls", tls, pg_exp_tls_fields, has_tls, NULL),
     PG_FIELD(struct ox_cfg, "headers", PG_FT_STRMAP, headers, NULL,
              "static metadata sent with every export (${env:VAR} expanded)"),
-    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "auth", auth, auth_fields, has_auth, NULL),
+    PG_FIELD_SECTION_PRESENT(struct ox_cfg, "auth", auth, pg_exp_auth_fields, has_auth, NULL),
     PG_FIELD_ENUM(struct ox_cfg, "compression", compression, "gzip", compression_choices,
                   "grpc-encoding of requests"),
     PG_FIELD_SECTION(struct ox_cfg, "compression_params", compression_params,
@@ -129,14 +91,6 @@ static const struct pg_field otlp_fields[] = {
 
 /* ---- state --------------------------------------------------------------- */
 
-struct ox_token {
-    char *path;
-    char *header; /* "Bearer <token>" (malloc) */
-    struct timespec mtime;
-    off_t size;
-    bool ok;
-};
-
 struct ox {
     struct pg_host *host;
     const char *id;
@@ -147,7 +101,7 @@ struct ox {
     bool tls;
     SSL_CTX *ssl_ctx;
     struct pg_grpc_conn *conn;
-    struct ox_token token;
+    struct pg_exp_token token;
     char user_agent[96];
     int gzip_level;         /* 1..9, from compression_params */
     struct pg_exph *helper; /* owned: queue, consumers, retries, persistent queue */
@@ -213,44 +167,6 @@ static bool parse_endpoint(struct ox *ex, struct pg_arena *a, const char *ep, st
     ex->host_name = pg_arena_strndup(a, host, strlen(host));
     ex->port = (int)port;
     return ex->host_name != NULL;
-}
-
-/* Re-reads the token file when its mtime or size changed. */
-static void token_refresh(struct ox *ex)
-{
-    struct ox_token *t = &ex->token;
-    struct stat sb;
-    char buf[8192];
-    size_t n;
-
-    if (t->path == NULL) {
-        return;
-    }
-    if (stat(t->path, &sb) != 0) {
-        if (t->ok) {
-            pg_log_warn(ex->log, "bearer_token_file %s: %s (keeping the last token)", t->path,
-                        strerror(errno));
-        }
-        return;
-    }
-    if (t->header != NULL && sb.st_mtim.tv_sec == t->mtime.tv_sec &&
-        sb.st_mtim.tv_nsec == t->mtime.tv_nsec && sb.st_size == t->size) {
-        return;
-    }
-    if (!pg_file_read_small(t->path, buf, sizeof(buf), PG_TRIM_SPACE, &n)) {
-        pg_log_warn(ex->log, "bearer_token_file %s: %s%s", t->path, strerror(errno),
-                    t->ok ? " (keeping the last token)" : "");
-        return;
-    }
-    free(t->header);
-    t->header = malloc(n + 8);
-    if (t->header != NULL) {
-        snprintf(t->header, n + 8, "Bearer %s", buf);
-    }
-    t->mtime = sb.st_mtim;
-    t->size = sb.st_size;
-    t->ok = t->header != NULL;
-    pg_log_info(ex->log, "loaded bearer token from %s", t->path);
 }
 
 /* ---- transport ------------------------------------------------------------- */
@@ -352,7 +268,7 @@ static enum pg_err ox_send(void *exporter, struct pg_exph_consumer *c, const uin
         hdrs[n++] = (struct pg_grpc_header){"grpc-encoding", "gzip"};
     }
     hdrs[n++] = (struct pg_grpc_header){"grpc-accept-encoding", "identity,gzip"};
-    token_refresh(ex);
+    pg_exp_token_refresh(&ex->token, ex->log);
     if (ex->token.header != NULL) {
         hdrs[n++] = (struct pg_grpc_header){"authorization", ex->token.header};
     }
@@ -405,7 +321,7 @@ static void ox_free(struct ox *ex)
     if (ex->ssl_ctx != NULL) {
         SSL_CTX_free(ex->ssl_ctx);
     }
-    free(ex->token.header);
+    pg_exp_token_free(&ex->token);
     free(ex);
 }
 
@@ -455,12 +371,10 @@ static enum pg_err ox_create(const struct pg_component_ctx *ctx, void **state)
         return PG_ERR_CONFIG;
     }
     if (ex->tls) {
-        struct pg_tls_client_config tc = {ex->cfg.tls.ca_file, ex->cfg.tls.cert_file,
-                                          ex->cfg.tls.key_file, ex->cfg.tls.insecure_skip_verify};
         struct pg_status st;
 
         pg_status_clear(&st);
-        ex->ssl_ctx = pg_tls_client_ctx_new(&tc, &st);
+        ex->ssl_ctx = pg_exp_tls_ctx_new(&ex->cfg.tls, &st);
         if (ex->ssl_ctx == NULL) {
             pg_diag_add(ctx->diag, ctx->config, path, "%s", pg_status_text(&st));
             free(ex);

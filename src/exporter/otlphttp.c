@@ -17,22 +17,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "codec/gzip.h"
 #include "codec/zstd.h"
 #include "core/arena.h"
 #include "core/clock.h"
-#include "core/file_read.h"
 #include "core/hostport.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/pb_wire.h"
+#include "exporter/client_config.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/client_post.h"
 #include "exporter/otlphttp.h"
-#include "http/tls_client.h"
 #include "otlp/otlp.h"
 #include "otlp/otlp_json.h"
 #include "pipeline/component.h"
@@ -47,19 +45,6 @@
 #define OH_MAX_RESPONSE (64 * 1024)
 
 /* ---- configuration ------------------------------------------------------- */
-
-struct oh_tls_cfg {
-    bool insecure;
-    char *ca_file;
-    char *cert_file;
-    char *key_file;
-    bool insecure_skip_verify;
-    char *server_name_override;
-};
-
-struct oh_auth_cfg {
-    char *bearer_token_file;
-};
 
 struct oh_compression_params {
     int64_t level;
@@ -76,9 +61,9 @@ enum oh_encoding { OH_PROTO, OH_JSON };
 struct oh_cfg {
     char *endpoint;
     char *profiles_endpoint;
-    struct oh_tls_cfg tls;
+    struct pg_exp_tls_cfg tls;
     struct pg_strmap headers;
-    struct oh_auth_cfg auth;
+    struct pg_exp_auth_cfg auth;
     bool has_auth;
     int compression; /* enum oh_compression */
     struct oh_compression_params compression_params;
@@ -91,28 +76,6 @@ struct oh_cfg {
 
 static const char *const compression_choices[] = {"gzip", "zstd", "none", NULL};
 static const char *const encoding_choices[] = {"proto", "json", NULL};
-
-static const struct pg_field tls_fields[] = {
-    PG_FIELD(struct oh_tls_cfg, "insecure", PG_FT_BOOL, insecure, "false",
-             "accepted and without effect, as in the collector: the scheme decides"),
-    PG_FIELD(struct oh_tls_cfg, "ca_file", PG_FT_STR, ca_file, NULL,
-             "PEM CA bundle to verify the server (default: system roots)"),
-    PG_FIELD(struct oh_tls_cfg, "cert_file", PG_FT_STR, cert_file, NULL,
-             "client certificate for mTLS (with key_file)"),
-    PG_FIELD(struct oh_tls_cfg, "key_file", PG_FT_STR, key_file, NULL, "client private key"),
-    PG_FIELD(struct oh_tls_cfg, "insecure_skip_verify", PG_FT_BOOL, insecure_skip_verify, "false",
-             "do not verify the server certificate"),
-    PG_FIELD(struct oh_tls_cfg, "server_name_override", PG_FT_STR, server_name_override, NULL,
-             "name for SNI and certificate verification instead of the endpoint host"),
-    PG_FIELD_END,
-};
-
-static const struct pg_field auth_fields[] = {
-    PG_FIELD(struct oh_auth_cfg, "bearer_token_file", PG_FT_STR, bearer_token_file, NULL,
-             "file holding a token sent as `Authorization: Bearer <token>`; re-read when it "
-             "changes"),
-    PG_FIELD_END,
-};
 
 static const struct pg_field compression_params_fields[] = {
     PG_FIELD(struct oh_compression_params, "level", PG_FT_INT, level, "0",
@@ -136,11 +99,11 @@ static const struct pg_field otlphttp_fields[] = {
              "base URL http(s)://host:port[/prefix]; /v1development/profiles is appended"),
     PG_FIELD(struct oh_cfg, "profiles_endpoint", PG_FT_STR, profiles_endpoint, NULL,
              "the full URL to POST to, used as is (instead of endpoint)"),
-    PG_FIELD_SECTION(struct oh_cfg, "tls", tls, tls_fields,
+    PG_FIELD_SECTION(struct oh_cfg, "tls", tls, pg_exp_tls_fields,
                      "used for https:// endpoints; http:// is plaintext"),
     PG_FIELD(struct oh_cfg, "headers", PG_FT_STRMAP, headers, NULL,
              "static headers sent with every request (${env:VAR} expanded)"),
-    PG_FIELD_SECTION_PRESENT(struct oh_cfg, "auth", auth, auth_fields, has_auth, NULL),
+    PG_FIELD_SECTION_PRESENT(struct oh_cfg, "auth", auth, pg_exp_auth_fields, has_auth, NULL),
     PG_FIELD_ENUM(struct oh_cfg, "compression", compression, "gzip", compression_choices,
                   "Content-Encoding of requests"),
     PG_FIELD_SECTION(struct oh_cfg, "compression_params", compression_params,
@@ -167,14 +130,6 @@ static const struct pg_field otlphttp_fields[] = {
 
 /* ---- state --------------------------------------------------------------- */
 
-struct oh_token {
-    char *path;
-    char *header; /* "Bearer <token>" (malloc) */
-    struct timespec mtime;
-    off_t size;
-    bool ok;
-};
-
 struct oh {
     struct pg_host *host;
     const char *id;
@@ -186,7 +141,7 @@ struct oh {
     bool tls;
     SSL_CTX *ssl_ctx;
     struct pg_http_pool *pool;
-    struct oh_token token;
+    struct pg_exp_token token;
     char user_agent[96];
     int level;              /* the compressor's level */
     struct pg_exph *helper; /* owned */
@@ -279,44 +234,6 @@ static bool parse_url(struct oh *ex, struct pg_arena *a, const char *url, const 
         }
     }
     return ex->host_name != NULL && ex->path != NULL;
-}
-
-/* Re-reads the token file when its mtime or size changed. */
-static void token_refresh(struct oh *ex)
-{
-    struct oh_token *t = &ex->token;
-    struct stat sb;
-    char buf[8192];
-    size_t n;
-
-    if (t->path == NULL) {
-        return;
-    }
-    if (stat(t->path, &sb) != 0) {
-        if (t->ok) {
-            pg_log_warn(ex->log, "bearer_token_file %s: %s (keeping the last token)", t->path,
-                        strerror(errno));
-        }
-        return;
-    }
-    if (t->header != NULL && sb.st_mtim.tv_sec == t->mtime.tv_sec &&
-        sb.st_mtim.tv_nsec == t->mtime.tv_nsec && sb.st_size == t->size) {
-        return;
-    }
-    if (!pg_file_read_small(t->path, buf, sizeof(buf), PG_TRIM_SPACE, &n)) {
-        pg_log_warn(ex->log, "bearer_token_file %s: %s%s", t->path, strerror(errno),
-                    t->ok ? " (keeping the last token)" : "");
-        return;
-    }
-    free(t->header);
-    t->header = malloc(n + 8);
-    if (t->header != NULL) {
-        snprintf(t->header, n + 8, "Bearer %s", buf);
-    }
-    t->mtime = sb.st_mtim;
-    t->size = sb.st_size;
-    t->ok = t->header != NULL;
-    pg_log_info(ex->log, "loaded bearer token from %s", t->path);
 }
 
 /* ---- the body ---------------------------------------------------------------- */
@@ -553,7 +470,7 @@ static enum pg_err oh_send(void *exporter, struct pg_exph_consumer *c, const uin
         hdrs[n++] = (struct pg_http_header){"Content-Encoding",
                                             compression_choices[ex->cfg.compression]};
     }
-    token_refresh(ex);
+    pg_exp_token_refresh(&ex->token, ex->log);
     if (ex->token.header != NULL) {
         hdrs[n++] = (struct pg_http_header){"Authorization", ex->token.header};
     }
@@ -605,7 +522,7 @@ static void oh_free(struct oh *ex)
     if (ex->ssl_ctx != NULL) {
         SSL_CTX_free(ex->ssl_ctx);
     }
-    free(ex->token.header);
+    pg_exp_token_free(&ex->token);
     free(ex);
 }
 
@@ -664,12 +581,10 @@ static enum pg_err oh_create(const struct pg_component_ctx *ctx, void **state)
         return PG_ERR_CONFIG;
     }
     if (ex->tls) {
-        struct pg_tls_client_config tc = {ex->cfg.tls.ca_file, ex->cfg.tls.cert_file,
-                                          ex->cfg.tls.key_file, ex->cfg.tls.insecure_skip_verify};
         struct pg_status st;
 
         pg_status_clear(&st);
-        ex->ssl_ctx = pg_tls_client_ctx_new(&tc, &st);
+        ex->ssl_ctx = pg_exp_tls_ctx_new(&ex->cfg.tls, &st);
         if (ex->ssl_ctx == NULL) {
             pg_diag_add(ctx->diag, ctx->config, path, "%s", pg_status_text(&st));
             free(ex);

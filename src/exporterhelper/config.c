@@ -53,6 +53,10 @@ const struct pg_field pg_exph_queue_fields[] = {
     PG_FIELD(struct pg_exph_queue_config, "storage", PG_FT_STR, storage, NULL,
              "id of a file_storage extension: accepted requests are spooled to disk until "
              "delivered; only requests being sent are held in memory"),
+    PG_FIELD(struct pg_exph_queue_config, "replay_memory", PG_FT_BYTES, replay_memory, "0",
+             "with storage: memory the replay of a previous run's backlog may hold (records read "
+             "back, their encoded and compressed copies in flight), shrinking while live pushes "
+             "hold memory; 0 = half of memory_limiter's soft limit (64MiB without one)"),
     PG_FIELD_END,
 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The consumers (num_consumers): each takes one item at a time (the previous
- * run's backlog first, then the queue head), sends its parts one after the
+ * run's backlog and this run's queue alternately), sends its parts one after the
  * other through the exporter's send(), retries retryable outcomes with
  * backoff (the destination's delay honoured) and, when a request merged from
  * several pushes is rejected for good, bisects it so one bad push cannot
@@ -124,6 +124,13 @@ void pg_exph_consumer_release(struct pg_exph_consumer *c)
     pg_exph_item_free(h, c->item);
     c->item = NULL;
     h->busy--;
+    c->replay_len = 0;
+    if (c->replay_bytes > 0) {
+        pg_exph_replay_charge(c, 0);
+        if (h->pump_ev != NULL) {
+            event_active(h->pump_ev, 0, 0); /* the replay held back by its budget */
+        }
+    }
     if (c->win_bytes > 0) {
         h->win_used -= c->win_bytes;
         pg_memlimit_release((size_t)c->win_bytes);
@@ -287,58 +294,73 @@ void pg_exph_send_done(struct pg_exph_consumer *c, const struct pg_exph_result *
     pg_exph_unlock(h);
 }
 
-/* Takes the next item for @c: the previous run's backlog first (one record
- * per take, so this run's pushes queue behind it), then the queue head.
- * False when there is none, or the persistent queue's window is full or
- * replay is paused (a release or the replay timer pumps again). */
-static bool take(struct pg_exph_consumer *c)
+/* Takes the previous run's next record for @c, within the replay's budget. */
+static bool take_replayed(struct pg_exph_consumer *c)
 {
     struct pg_exph *h = c->h;
 
-    if (h->spool != NULL && !h->replay_done) {
-        uint64_t nid;
-        size_t nlen;
-
-        if (!h->shutting_down && h->win_used > 0 &&
-            pg_spool_peek_replay(h->spool, h->replay_after, &nid, &nlen) &&
-            h->win_used + nlen > h->win_limit) {
-            return false;
-        }
-        c->item = h->shutting_down ? NULL : pg_exph_replay_take(h);
-        if (c->item == NULL && !h->replay_done && !h->shutting_down) {
-            return false;
-        }
+    if (!pg_exph_replay_room(h)) {
+        return false;
     }
+    c->item = pg_exph_replay_take(h);
     if (c->item == NULL) {
-        if (h->q_head == NULL) {
+        return false;
+    }
+    h->live_turn = true;
+    c->replay_len = c->item->raw_len;
+    if (h->max_request_bytes > 0 && c->replay_len > h->max_request_bytes) {
+        c->rss_before = pg_memlimit_read_rss(); /* to learn what decoding it takes */
+    }
+    pg_exph_replay_charge(c, pg_exph_replay_footprint(h, c->item->raw_len));
+    return true;
+}
+
+/* Takes this run's queue head for @c, its records within the window. */
+static bool take_live(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+
+    if (h->q_head == NULL) {
+        return false;
+    }
+    if (h->spool != NULL && h->q_head->n_spool_ids > 0) {
+        uint64_t need = 0;
+
+        for (size_t i = 0; i < h->q_head->n_spool_ids; i++) {
+            need += pg_spool_record_len(h->spool, h->q_head->spool_ids[i]);
+        }
+        if (h->win_used > 0 && h->win_used + need > h->win_limit) {
             return false;
         }
-        if (h->spool != NULL && h->q_head->n_spool_ids > 0) {
-            uint64_t need = 0;
-
-            for (size_t i = 0; i < h->q_head->n_spool_ids; i++) {
-                need += pg_spool_record_len(h->spool, h->q_head->spool_ids[i]);
-            }
-            if (h->win_used > 0 && h->win_used + need > h->win_limit) {
-                return false;
-            }
-            c->win_bytes = need;
-        }
-        c->item = h->q_head;
-        h->q_head = c->item->next;
-        if (h->q_head == NULL) {
-            h->q_tail = NULL;
-        }
-        h->q_len--;
+        c->win_bytes = need;
+        h->win_used += need;
+        pg_memlimit_charge((size_t)need);
     }
-    if (c->item->raw != NULL) {
-        c->win_bytes = c->item->raw_len; /* replayed: read already */
+    c->item = h->q_head;
+    h->q_head = c->item->next;
+    if (h->q_head == NULL) {
+        h->q_tail = NULL;
     }
-    if (c->win_bytes > 0) {
-        h->win_used += c->win_bytes;
-        pg_memlimit_charge((size_t)c->win_bytes);
-    }
+    h->q_len--;
+    h->live_turn = false;
     return true;
+}
+
+/* Takes the next item for @c. While the previous run's backlog replays,
+ * its records and this run's queue alternate (live_turn), so new pushes
+ * are not sent after the whole backlog; either goes alone when the other
+ * has nothing or no room (the replay's budget, the window). False when
+ * there is nothing to take now (a release or the replay timer pumps
+ * again). At shutdown the replay stops: the rest waits for the next start. */
+static bool take(struct pg_exph_consumer *c)
+{
+    struct pg_exph *h = c->h;
+    bool replaying = h->spool != NULL && !h->replay_done && !h->shutting_down;
+
+    if (!replaying) {
+        return take_live(c);
+    }
+    return h->live_turn ? take_live(c) || take_replayed(c) : take_replayed(c) || take_live(c);
 }
 
 /* Sends the current part, or finishes the item and picks up the next. */
@@ -369,6 +391,7 @@ static void consumer_run(struct pg_exph_consumer *c)
             return;
         }
         h->busy++;
+        c->prep_bytes = 0;
         /* Encoding and splitting the taken item is the heavy part: pushes
          * from the loops queue meanwhile. */
         pg_exph_unlock(h);
@@ -376,6 +399,8 @@ static void consumer_run(struct pg_exph_consumer *c)
         pg_exph_lock(h);
         if (!prepared) {
             pg_exph_consumer_release(c);
+        } else if (c->replay_bytes > 0) {
+            pg_exph_replay_prepared(c);
         }
     }
 }

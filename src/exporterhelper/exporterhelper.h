@@ -4,8 +4,9 @@
  * batch and storage, shutdown_timeout), the bounded sending queue drained by
  * num_consumers consumers, merging pushes into batches, splitting requests
  * over a byte cap, retrying with backoff, the persistent queue on a
- * file_storage spool (replayed at start, read back through a bounded memory
- * window) and the exporter metrics. An exporter brings only its transport:
+ * file_storage spool (this run's records read back through a bounded memory
+ * window; the previous run's replayed at start within a memory budget of its
+ * own, alternating with this run's) and the exporter metrics. An exporter brings only its transport:
  * it turns one encoded OTLP request into a body and sends it, then reports
  * SENT, RETRYABLE (with the server's delay) or PERMANENT.
  * pg_exph_consume() and pg_exph_would_block() may be called from any
@@ -43,6 +44,7 @@ struct pg_exph_queue_config {
     struct pg_exph_batch_config batch;
     bool has_batch;
     char *storage; /* id of a file_storage extension, or NULL */
+    uint64_t replay_memory; /* bytes a replay of the spool may hold; 0 = derived */
     int sizer;     /* enum pg_exph_sizer: the unit of queue_size */
 };
 

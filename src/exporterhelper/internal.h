@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "core/spool.h"
 #include "exporterhelper/exporterhelper.h"
@@ -56,6 +57,13 @@ struct pg_exph_consumer {
     bool in_call;
     bool abandoned;     /* dropped by the abort while its send was on the wire */
     uint64_t win_bytes; /* spooled bytes its item holds, charged to h->win_used */
+    /* A replayed item's footprint (read back, encoded, compressed; an
+     * estimate until prepared, then its bodies), charged to h->replay_used
+     * and to memory_limiter as the replay's. */
+    uint64_t replay_bytes;
+    size_t replay_len;   /* stored bytes of the replayed record it holds */
+    uint64_t prep_bytes; /* set by pg_exph_prepare(): its arena and the bodies */
+    uint64_t rss_before; /* RSS when it took its replayed record */
 };
 
 /* Threads: consume() and would_block() run on any receiver loop; everything
@@ -115,11 +123,29 @@ struct pg_exph {
     uint64_t replay_after;  /* replay cursor: last record id taken */
     bool replay_done;
     size_t replayed;
-    /* The in-memory window of a persistent queue: stored bytes read back and
-     * held by consumers (replayed or queued), charged to memory_limiter's
-     * in-flight bytes too. A consumer takes a record only while it fits,
-     * except when the window is empty (a larger record is sent alone). */
+    /* The in-memory window of this run's queued records: stored bytes read
+     * back and held by consumers, charged to memory_limiter's in-flight
+     * bytes too. A consumer takes a record only while it fits, except when
+     * the window is empty (a larger record is sent alone). */
     uint64_t win_limit, win_used;
+    /* The replay's own budget (persistent_queue.c): what replayed items hold
+     * in all (replay_used) plus every other in-flight byte of the process
+     * stays under replay_limit, so live pushes keep the rest of the soft
+     * limit. live_turn: the next take prefers this run's queue (the two
+     * alternate while both have work). */
+    uint64_t replay_limit, replay_used;
+    bool live_turn;
+    /* Peak memory per stored byte of a replayed record that is decoded and
+     * split (over max_request_bytes), in 1/16: starts at a measured 12x,
+     * raised to the largest seen. */
+    uint64_t split_ratio16;
+    int64_t replay_alone_since_ns; /* a record over the budget waits for room since */
+    /* Replay progress, for the log and the metrics. */
+    uint64_t replay_total, replay_total_bytes, replay_read_bytes;
+    int64_t replay_start_ns, replay_log_ns;
+    struct pg_log_ratelimit replay_pause_rl;
+    struct pg_metric *m_replay_left, *m_replay_left_bytes, *m_replay_mem;
+    struct pg_metric *m_replayed, *m_replayed_bytes;
 };
 
 /* queue.c */
@@ -153,6 +179,18 @@ enum pg_err pg_exph_spool_encode(struct pg_exph *h, struct pg_batch *batch,
                                  struct pg_arena **arena, uint8_t **enc, size_t *enc_len,
                                  struct pg_status *st);
 void pg_exph_window_init(struct pg_exph *h);
+void pg_exph_replay_start(struct pg_exph *h);
+/* Whether a consumer may take the next replayed record now (false: the
+ * replay budget, memory_limiter or RSS leaves no room; a release or the
+ * replay timer pumps again). */
+bool pg_exph_replay_room(struct pg_exph *h);
 struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h);
+/* What a replayed record of @len stored bytes takes in memory until sent. */
+uint64_t pg_exph_replay_footprint(const struct pg_exph *h, size_t len);
+/* Replayed item's footprint: @c charges @bytes in all from now (the
+ * estimate when taken, its bodies once prepared, 0 when released). */
+void pg_exph_replay_charge(struct pg_exph_consumer *c, uint64_t bytes);
+/* After @c prepared its replayed record: learn its peak, charge its bodies. */
+void pg_exph_replay_prepared(struct pg_exph_consumer *c);
 
 #endif

@@ -336,11 +336,29 @@ full:
                              "flight)",
                              h->id, h->q_len, h->busy);
     }
-    return pg_status_set(st, PG_ERR_BUSY,
-                         "exporter %s: sending queue is full (%s sizer, queue_size %" PRIu64
-                         "%s)",
-                         h->id, pg_exph_sizer_name(h->sizer), h->q_limit,
-                         h->spool != NULL ? ", counted on disk" : "");
+    {
+        char backlog[96] = "";
+
+        if (h->spool != NULL) {
+            struct pg_spool_stats ss;
+
+            /* The previous run's backlog counts against queue_size too: say
+             * how much of it is left, so a full queue during a replay reads
+             * as what it is. */
+            pg_spool_get_stats(h->spool, &ss);
+            if (ss.replay_pending > 0) {
+                snprintf(backlog, sizeof(backlog),
+                         ", counted on disk, %" PRIu64 " request(s) of it left by the previous run",
+                         ss.replay_pending);
+            } else {
+                snprintf(backlog, sizeof(backlog), ", counted on disk");
+            }
+        }
+        return pg_status_set(st, PG_ERR_BUSY,
+                             "exporter %s: sending queue is full (%s sizer, queue_size %" PRIu64
+                             "%s)",
+                             h->id, pg_exph_sizer_name(h->sizer), h->q_limit, backlog);
+    }
 }
 
 /* Any loop's thread. With storage the push is encoded first, outside the
@@ -474,8 +492,9 @@ enum pg_err pg_exph_start(struct pg_exph *h, struct event_base *base, struct pg_
         pg_spool_get_stats(h->spool, &ss);
         pg_log_info(h->log,
                     "persistent queue on %s: %" PRIu64 " request(s) (%" PRIu64
-                    " bytes) to replay, read back into a bounded window",
+                    " bytes) to replay, read back within a memory budget",
                     h->cfg->queue.storage, ss.replay_pending, ss.pending_bytes);
+        pg_exph_replay_start(h);
     }
     pg_exph_update_gauges(h);
     h->started = true;

@@ -213,6 +213,12 @@ bool pg_exph_prepare(struct pg_exph_consumer *c)
             goto fail;
         }
     }
+    /* What preparing took at its peak: the records read back, the decoded
+     * and split model, the bodies (the replay's budget learns from it). */
+    c->prep_bytes = pg_arena_footprint(arena);
+    for (size_t i = 0; i < c->n_parts; i++) {
+        c->prep_bytes += c->parts[i].len;
+    }
     pg_arena_destroy(arena);
     for (size_t i = 0; i < n_loaded; i++) {
         free(loaded[i]);

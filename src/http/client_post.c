@@ -30,7 +30,10 @@ struct post_call {
     struct post_conn *conn;          /* NULL while queued */
     struct evhttp_request *req;      /* owned by evhttp once made */
     struct event *timer;             /* owned: the whole-call deadline */
-    struct pg_http_post post;        /* borrowed fields: the caller's */
+    struct pg_http_post post;        /* path and body borrowed (the caller's until the
+                                      * callback); headers point into hdrs */
+    struct pg_http_header *hdrs;     /* owned: the headers and their strings, one block (a
+                                      * queued call starts after the caller's frame is gone) */
     pg_http_post_fn done;
     void *arg;
     uint8_t *body;                   /* owned: the kept response bytes */
@@ -197,7 +200,36 @@ static void call_free(struct post_call *c)
         event_free(c->timer);
     }
     free(c->body);
+    free(c->hdrs);
     free(c);
+}
+
+/* Copies @req's headers, names and values into one block owned by @c. */
+static bool copy_headers(struct post_call *c, const struct pg_http_post *req)
+{
+    size_t bytes = req->n_headers * sizeof(struct pg_http_header);
+    char *strs;
+
+    for (size_t i = 0; i < req->n_headers; i++) {
+        bytes += strlen(req->headers[i].name) + strlen(req->headers[i].value) + 2;
+    }
+    if (req->n_headers == 0) {
+        return true;
+    }
+    c->hdrs = malloc(bytes);
+    if (c->hdrs == NULL) {
+        return false;
+    }
+    strs = (char *)(c->hdrs + req->n_headers);
+    for (size_t i = 0; i < req->n_headers; i++) {
+        size_t nl = strlen(req->headers[i].name) + 1, vl = strlen(req->headers[i].value) + 1;
+
+        c->hdrs[i].name = memcpy(strs, req->headers[i].name, nl);
+        c->hdrs[i].value = memcpy(strs + nl, req->headers[i].value, vl);
+        strs += nl + vl;
+    }
+    c->post.headers = c->hdrs;
+    return true;
 }
 
 /* The connection @c used is free again (or retired); the queue moves on. */
@@ -438,6 +470,11 @@ enum pg_err pg_http_pool_post(struct pg_http_pool *p, const struct pg_http_post 
     }
     c->pool = p;
     c->post = *req;
+    if (!copy_headers(c, req)) {
+        event_free(c->timer);
+        free(c);
+        return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
+    }
     c->done = done;
     c->arg = arg;
     c->ev_error = -1;

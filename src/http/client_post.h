@@ -37,7 +37,7 @@ struct pg_http_pool_opts {
 
 struct pg_http_post {
     const char *path;           /* "/v1development/profiles" (with any query) */
-    const struct pg_http_header *headers;
+    const struct pg_http_header *headers; /* copied by pg_http_pool_post (names and values) */
     size_t n_headers;
     const uint8_t *body;        /* borrowed until the callback */
     size_t len;

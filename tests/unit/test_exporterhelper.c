@@ -4,9 +4,11 @@
  * rejection, retry_on_failure disabled, a full queue refused to the caller,
  * a push larger than the whole queue, bisect of a rejected merged batch,
  * splitting under max_request_bytes with the exporter's body, abandoning a
- * send on stop, replay of a persistent queue by a new helper, and pushes
- * from several threads while the loop sends (memory and persistent queue;
- * label "threads": ThreadSanitizer runs this file). Retry
+ * send on stop, replay of a persistent queue by a new helper, the replay's
+ * memory budget (what it holds, live bytes shrinking it, live items taken
+ * beside it), and pushes from several threads while the loop sends (memory
+ * and persistent queue, and during a replay while receivers admit and
+ * release memory; label "threads": ThreadSanitizer runs this file). Retry
  * intervals are 0, so nothing waits on the clock: the loop only runs until
  * the work is done (bounded in iterations). */
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include <event2/thread.h>
 
 #include "core/config.h"
+#include "core/memlimit.h"
 #include "core/metrics.h"
 #include "core/storage.h"
 #include "exporterhelper/exporterhelper.h"
@@ -50,6 +53,7 @@ struct fake {
     const char *poison;         /* reject a request naming this service.name */
     bool hold;                  /* keep the sends unanswered (in held[]) */
     size_t max_body;            /* largest body seen (without the prefix) */
+    uint64_t replay_peak;       /* most memory a replay held at a send */
     /* observed */
     int sends;
     bool bad_body;              /* a body without make_body's prefix */
@@ -122,6 +126,9 @@ static enum pg_err fake_send(void *exporter, struct pg_exph_consumer *c, const u
 
     (void)st;
     f->sends++;
+    if (pg_memlimit_replay() > f->replay_peak) {
+        f->replay_peak = pg_memlimit_replay();
+    }
     if (len < 1 || body[0] != 'F') {
         f->bad_body = true;
     } else if (len - 1 > f->max_body) {
@@ -633,6 +640,252 @@ PG_TEST(persistent_pushes_from_several_threads)
     drop_spool("file_storage/exphmt", dir);
 }
 
+/* ---- the replay's memory budget -------------------------------------------- */
+
+#define REPLAY_RECORDS 8
+#define REPLAY_SAMPLES 4000
+
+/* Encoded size of the records replay_spool() writes. */
+static size_t replay_record_len(void)
+{
+    struct pg_batch *b = tb_batch(1, REPLAY_SAMPLES, 20, "svc", 500);
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_status st;
+    uint8_t *enc = NULL;
+    size_t len = 0;
+
+    CHECK(a != NULL && pg_batch_encode(b, a, &enc, &len, &st) == PG_ERR_OK);
+    pg_arena_destroy(a);
+    pg_batch_unref(b);
+    return len;
+}
+
+/* Registers storage @name in a new directory (*@dir) and leaves
+ * REPLAY_RECORDS records there for the next helper, as a killed run does. */
+static void replay_spool(const char *name, char *dir, size_t dir_len, const char *yaml)
+{
+    struct pg_spool_options opt;
+    struct fake f;
+
+    snprintf(dir, dir_len, "/tmp/pg_test_exph.XXXXXX");
+    PG_REQUIRE(mkdtemp(dir) != NULL);
+    memset(&opt, 0, sizeof(opt));
+    opt.dir = dir;
+    opt.fsync = PG_SPOOL_FSYNC_NEVER;
+    PG_REQUIRE(pg_storage_register(name, &opt));
+    PG_REQUIRE(fake_open(&f, "fake/replay0", yaml, 0));
+    f.hold = true;
+    for (unsigned i = 0; i < REPLAY_RECORDS; i++) {
+        CHECK_INT(push(&f, REPLAY_SAMPLES, "svc", 500 + i), PG_ERR_OK);
+    }
+    fake_close(&f); /* not sent: all stay on disk */
+}
+
+static int64_t gauge(const struct fake *f, const char *name)
+{
+    return pg_metric_value(pg_metric_gauge(name, "test", f->labels));
+}
+
+/* Runs the loop for up to @ms of wall time (the replay's pause timer is
+ * 250 ms), or until @f holds @held sends. */
+static void run_for(struct fake *f, int ms, int held)
+{
+    for (int i = 0; i < ms / 5 && f->n_held < held; i++) {
+        event_base_loop(f->base, EVLOOP_NONBLOCK);
+        usleep(5000);
+    }
+}
+
+static void answer_held(struct fake *f)
+{
+    struct pg_exph_result ok = {.outcome = PG_EXPH_SENT, .retry_after_ns = -1, .status = "OK",
+                                .message = ""};
+    int n = f->n_held;
+
+    f->n_held = 0;
+    for (int i = 0; i < n; i++) {
+        pg_exph_send_done(f->held[i], &ok);
+    }
+}
+
+/* Budget 3 records' worth: the replay takes records while what it holds
+ * (a record as read and its body until prepared, then the body) and every
+ * other in-flight byte fit; bytes a receiver holds shrink it to nothing;
+ * this run's pushes are taken beside a replay whose budget is full; all
+ * arrives once answered, and the progress metrics end at 0. */
+PG_TEST(replay_budget_bounds_what_the_replay_holds)
+{
+    char dir[64], yaml[256];
+    size_t len = replay_record_len();
+    /* A record charges 2 x len + 256 KiB until prepared, then its body. */
+    uint64_t budget = 3 * (uint64_t)len + 2 * len + (256u << 10);
+    struct fake f;
+
+    snprintf(yaml, sizeof(yaml),
+             NO_WAIT "sending_queue: {storage: file_storage/exphrb, replay_memory: %llu}\n",
+             (unsigned long long)budget);
+    replay_spool("file_storage/exphrb", dir, sizeof(dir), yaml);
+    pg_memlimit_reset();
+    pg_memlimit_configure(256u << 20, 32u << 20, 0);
+
+    /* A receiver holds most of the budget: nothing is replayed. */
+    pg_memlimit_charge((size_t)(budget - len));
+    PG_REQUIRE(fake_open(&f, "fake/replay1", yaml, 0));
+    f.hold = true;
+    run_for(&f, 300, 1);
+    CHECK_INT(f.n_held, 0);
+    CHECK_INT(gauge(&f, "pprofgate_exporter_replay_pending_requests"), REPLAY_RECORDS);
+    /* Its bytes released: the replay resumes (the pause timer) and holds
+     * three records: a fourth being read would pass the budget by 3 bytes. */
+    pg_memlimit_release((size_t)(budget - len));
+    run_for(&f, 1000, 8);
+    CHECK_INT(f.n_held, 3);
+    CHECK(pg_memlimit_replay() <= budget);
+    CHECK(pg_memlimit_inflight() <= budget);
+    CHECK_INT(gauge(&f, "pprofgate_exporter_replay_memory_bytes"), (int64_t)pg_memlimit_replay());
+    CHECK_INT(gauge(&f, "pprofgate_exporter_replay_pending_requests"), REPLAY_RECORDS - 3);
+    /* This run's pushes do not wait behind the backlog. */
+    CHECK_INT(push(&f, 7, "live", 900), PG_ERR_OK);
+    CHECK_INT(push(&f, 7, "live", 901), PG_ERR_OK);
+    run_for(&f, 200, 5);
+    CHECK_INT(f.n_held, 5);
+    /* Answered: the rest of the backlog follows, within the budget. */
+    for (int round = 0; round < 10 && !pg_exph_idle(f.h); round++) {
+        answer_held(&f);
+        run_for(&f, 300, 8);
+        CHECK(pg_memlimit_replay() <= budget);
+    }
+    answer_held(&f);
+    run_until(&f, REPLAY_RECORDS * REPLAY_SAMPLES + 14);
+    CHECK_INT(sent(&f), REPLAY_RECORDS * REPLAY_SAMPLES + 14);
+    CHECK_INT(f.sends, REPLAY_RECORDS + 2);
+    CHECK_INT(pg_memlimit_replay(), 0);
+    CHECK_INT(gauge(&f, "pprofgate_exporter_replay_pending_requests"), 0);
+    CHECK_INT(gauge(&f, "pprofgate_exporter_replay_memory_bytes"), 0);
+    CHECK_INT(counter(&f, "pprofgate_exporter_replayed_requests"), REPLAY_RECORDS);
+    fake_close(&f);
+    CHECK_INT(pg_memlimit_inflight(), 0);
+    pg_memlimit_reset();
+    expect_no_replay("fake/replay2", yaml);
+    drop_spool("file_storage/exphrb", dir);
+}
+
+/* A refusal while a replay holds memory says how much is the replay's. */
+PG_TEST(refusal_names_the_replays_share)
+{
+    struct pg_status st;
+
+    pg_memlimit_reset();
+    pg_memlimit_configure(10u << 20, 2u << 20, 0);
+    pg_memlimit_charge_replay(6u << 20);
+    pg_status_clear(&st);
+    CHECK(!pg_memlimit_admit(3u << 20, &st));
+    CHECK(strstr(pg_status_text(&st), "a spool replay holds 6.0 MiB of it") != NULL);
+    pg_memlimit_release_replay(6u << 20);
+    CHECK_INT(pg_memlimit_replay(), 0);
+    CHECK_INT(pg_memlimit_inflight(), 0);
+    pg_status_clear(&st);
+    pg_memlimit_charge(9u << 20);
+    CHECK(!pg_memlimit_admit(3u << 20, &st));
+    CHECK(strstr(pg_status_text(&st), "replay") == NULL); /* not blamed without a share */
+    pg_memlimit_reset();
+}
+
+/* A queue full of the previous run's backlog says so in the refusal. */
+PG_TEST(full_queue_names_the_backlog)
+{
+    char dir[64];
+    const char *yaml = NO_WAIT "sending_queue: {storage: file_storage/exphfq, queue_size: 8}\n";
+    struct fake f;
+    struct pg_batch *b;
+    struct pg_status st;
+
+    replay_spool("file_storage/exphfq", dir, sizeof(dir), yaml);
+    PG_REQUIRE(fake_open(&f, "fake/replayfq", yaml, 0));
+    b = tb_batch(1, 5, 20, "live", 77);
+    pg_status_clear(&st);
+    CHECK_INT(pg_exph_consume(f.h, b, &st), PG_ERR_BUSY);
+    CHECK(strstr(pg_status_text(&st), "8 request(s) of it left by the previous run") != NULL);
+    pg_batch_unref(b);
+    fake_close(&f);
+    drop_spool("file_storage/exphfq", dir);
+}
+
+/* Receiver threads push and admit/release memory while the loop replays a
+ * backlog within a small budget: every record of both runs is sent once,
+ * the budget is never passed, and nothing stays charged. */
+struct admitter {
+    int *running;
+    int admitted;
+};
+
+static void *admitter_main(void *arg)
+{
+    struct admitter *a = arg;
+
+    while (__atomic_load_n(a->running, __ATOMIC_ACQUIRE) > 0) {
+        struct pg_status st;
+
+        pg_status_clear(&st);
+        if (pg_memlimit_admit(64u << 10, &st)) {
+            a->admitted++;
+            pg_memlimit_release(64u << 10);
+        }
+    }
+    return NULL;
+}
+
+PG_TEST(replay_while_threads_push)
+{
+    char dir[64], yaml[256];
+    size_t len = replay_record_len();
+    uint64_t budget = 2 * (uint64_t)len + 2 * len + (256u << 10);
+    struct fake f;
+    struct pusher ps[2];
+    pthread_t th[3];
+    struct admitter adm;
+    int running = 2, ok = 0;
+
+    evthread_use_pthreads();
+    snprintf(yaml, sizeof(yaml),
+             NO_WAIT "sending_queue: {storage: file_storage/exphrt, replay_memory: %llu}\n",
+             (unsigned long long)budget);
+    replay_spool("file_storage/exphrt", dir, sizeof(dir), yaml);
+    pg_memlimit_reset();
+    pg_memlimit_configure(256u << 20, 32u << 20, 0);
+    PG_REQUIRE(fake_open(&f, "fake/replayt", yaml, 0));
+    adm = (struct admitter){.running = &running};
+    for (unsigned i = 0; i < 2; i++) {
+        ps[i] = (struct pusher){.f = &f, .idx = 10 + i, .running = &running};
+        PG_REQUIRE(pthread_create(&th[i], NULL, pusher_main, &ps[i]) == 0);
+    }
+    PG_REQUIRE(pthread_create(&th[2], NULL, admitter_main, &adm) == 0);
+    while (__atomic_load_n(&running, __ATOMIC_ACQUIRE) > 0) {
+        event_base_loop(f.base, EVLOOP_NONBLOCK);
+    }
+    for (unsigned i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        ok += ps[i].ok;
+        CHECK_INT(ps[i].other, 0);
+    }
+    for (int i = 0; i < 400 && sent(&f) < REPLAY_RECORDS * REPLAY_SAMPLES + ok * PUSH_SAMPLES;
+         i++) {
+        run_for(&f, 5, 1);
+    }
+    CHECK(ok > 0);
+    CHECK_INT(sent(&f), REPLAY_RECORDS * REPLAY_SAMPLES + ok * PUSH_SAMPLES);
+    CHECK_INT(f.sends, REPLAY_RECORDS + ok);
+    CHECK(f.replay_peak > 0 && f.replay_peak <= budget);
+    CHECK_INT(pg_memlimit_replay(), 0);
+    fake_close(&f);
+    CHECK_INT(pg_memlimit_inflight(), 0);
+    pg_memlimit_reset();
+    expect_no_replay("fake/replayt2", yaml);
+    drop_spool("file_storage/exphrt", dir);
+}
+
 PG_TEST(config_checks)
 {
     static const char *const bad[] = {
@@ -667,4 +920,7 @@ PG_TEST_MAIN(PG_CASE(retryable_then_sent), PG_CASE(permanent_dropped_not_retried
              PG_CASE(bisect_drops_only_the_rejected_push), PG_CASE(split_under_max_request_bytes),
              PG_CASE(persistent_queue_replayed_by_the_next_helper),
              PG_CASE(pushes_from_several_threads), PG_CASE(persistent_pushes_from_several_threads),
+             PG_CASE(replay_budget_bounds_what_the_replay_holds),
+             PG_CASE(refusal_names_the_replays_share), PG_CASE(full_queue_names_the_backlog),
+             PG_CASE(replay_while_threads_push),
              PG_CASE(config_checks))

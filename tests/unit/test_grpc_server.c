@@ -894,6 +894,73 @@ PG_TEST(too_many_pings_goaway)
     rig_stop(&r);
 }
 
+/* SETTINGS floods (issue 23's hostile list): thousands of SETTINGS the
+ * client never reads the ACKs of, and one SETTINGS frame with more entries
+ * than max_settings; each closes only its own connection, and a real call
+ * on a fresh connection still works. */
+PG_TEST(settings_floods_closed)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_conn *cli;
+    struct result res;
+    static const uint8_t body[] = "after the flood";
+    enum { BATCH = 1000, MAX_BATCHES = 3000 };
+    uint8_t *out = malloc(64 + BATCH * 9);
+    struct raw_seen seen = {0};
+    size_t n;
+    int fd, rcv = 4096, batches = 0;
+    bool closed = false;
+
+    PG_REQUIRE(out != NULL);
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    /* 1. SETTINGS whose ACKs the client never reads (~400 batches here): once the socket and
+     * the pump's output are full, nghttp2's queue of owed ACKs passes
+     * max_outbound_ack and the connection is dropped (not buffered). */
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    n = preface(out);
+    CHECK(raw_send(&r, fd, out, n));
+    for (int i = 0; i < BATCH; i++) {
+        frame_hd(out + (size_t)i * 9, 0, NGHTTP2_SETTINGS, 0, 0);
+    }
+    while (!closed && batches++ < MAX_BATCHES) {
+        closed = !raw_send(&r, fd, out, BATCH * 9);
+        pump(&r, 1, NULL);
+    }
+    CHECK(closed || raw_until_closed(&r, fd, 3000, &seen));
+    CHECK(batches < MAX_BATCHES);
+    CHECK_INT(r.events[PG_GRPC_CLOSED_PROTOCOL], 1);
+    close(fd);
+    /* 2. One SETTINGS frame with 40 entries, past the 32 allowed. */
+    fd = raw_connect(&r);
+    PG_REQUIRE(fd >= 0);
+    n = preface(out);
+    n += frame_hd(out + n, 40 * 6, NGHTTP2_SETTINGS, 0, 0);
+    for (int i = 0; i < 40; i++, n += 6) {
+        out[n] = 0;
+        out[n + 1] = NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS;
+        memset(out + n + 2, 0, 3);
+        out[n + 5] = (uint8_t)(i + 1);
+    }
+    CHECK(raw_send(&r, fd, out, n));
+    CHECK(raw_until_closed(&r, fd, 3000, &seen));
+    CHECK_INT(seen.goaway_code, NGHTTP2_ENHANCE_YOUR_CALM);
+    close(fd);
+    /* The server still serves. */
+    CHECK_INT(r.n_headers, 0);
+    cli = client_new(&r, NULL);
+    call_run(&r, cli, ECHO_PATH, body, sizeof(body), false, NULL, &res);
+    CHECK_INT(res.code, PG_GRPC_OK);
+    CHECK_INT(res.resp_len, sizeof(body));
+    pg_grpc_conn_free(cli);
+    pump(&r, 50, NULL);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
+    free(out);
+    rig_stop(&r);
+}
+
 /* HEADERS of a gRPC call on @sid, HPACK-coded by nghttp2's deflater. */
 static size_t call_headers(nghttp2_hd_deflater *dfl, uint8_t *p, size_t cap, uint32_t sid,
                            bool end_stream)
@@ -1476,6 +1543,7 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
              PG_CASE(max_concurrent_streams_honoured), PG_CASE(tls_with_alpn),
              PG_CASE(silent_connection_closed_by_handshake_timeout),
              PG_CASE(garbage_and_http1_closed_as_protocol), PG_CASE(too_many_pings_goaway),
+             PG_CASE(settings_floods_closed),
              PG_CASE(streams_opened_and_reset), PG_CASE(streams_past_the_limit_refused), PG_CASE(slow_message_call_read_timeout), PG_CASE(unary_cardinality),
              PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
              PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish), PG_CASE(stop_accepting_two_step_goaway),
