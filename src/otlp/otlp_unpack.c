@@ -155,17 +155,17 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
 
 /* A length prefix and its range; protobuf-c reads a prefix of at most 5
  * bytes (and a tag of at most 5), so a longer, overlong one is declined. */
-static bool len5(struct pg_pb *r, struct pg_pb *sub)
+static inline bool len5(struct pg_pb *r, struct pg_pb *sub)
 {
     const uint8_t *p = r->p;
 
-    if (r->end - p >= 5 && (p[0] & p[1] & p[2] & p[3] & p[4] & 0x80)) {
+    if (p < r->end && p[0] >= 0x80 && r->end - p >= 5 && (p[1] & p[2] & p[3] & p[4] & 0x80)) {
         return false;
     }
     return pg_pb_len(r, sub);
 }
 
-static bool skip5(struct pg_pb *r, uint32_t wt)
+static inline bool skip5(struct pg_pb *r, uint32_t wt)
 {
     struct pg_pb sub;
 
