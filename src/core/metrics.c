@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Metric registry: series in a mutex-guarded list (created rarely), values
+ * Metric registry: series in mutex-guarded hash tables (created rarely), values
  * updated with relaxed atomics (often); counters in per-thread shards. */
 #include "core/metrics.h"
 
@@ -23,11 +23,24 @@ struct shard {
     char pad[LINE - sizeof(int64_t)];
 };
 
-struct pg_metric {
-    struct pg_metric *next;
+/* Series of one name share a family (HELP, TYPE, the exposition group). */
+struct family {
+    char *name;                   /* owned */
+    char *help;                   /* owned */
     enum metric_type type;
-    char *name;
-    char *help;
+    uint64_t hash;
+    struct pg_metric *head, *tail; /* its series, in registration order */
+    struct family *next;          /* registration order */
+    struct family *hnext;         /* chain in fam_tab */
+};
+
+struct pg_metric {
+    struct family *fam;     /* borrowed from the registry */
+    struct pg_metric *prev, *next; /* in the family, registration order */
+    struct pg_metric *hnext;       /* chain in ser_tab */
+    uint64_t hash;          /* of name + labels */
+    enum metric_type type;
+    const char *name;       /* the family's, borrowed */
     char *labels;
     int64_t value;          /* gauges */
     struct shard *shards;   /* counters: SHARDS, owned */
@@ -41,10 +54,48 @@ struct pg_metric {
     void *fn_arg;
 };
 
+/* Thousands of scrape targets register and drop series at run time, so a
+ * series is found by a hash of name + labels and a family by a hash of its
+ * name (chained tables that double when full): registration and removal are
+ * O(1) under reg_lock, and exposition keeps registration order. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pg_metric *reg_head;
-static struct pg_metric *reg_tail;
+static struct family *fam_head, *fam_tail;
+static struct family **fam_tab;
+static size_t fam_cap, fam_n;
+static struct pg_metric **ser_tab;
+static size_t ser_cap, ser_n;
 static struct pg_metric sink;
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; s != NULL && *s; s++) {
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static uint64_t name_hash(const char *name)
+{
+    return fnv(1469598103934665603ULL, name);
+}
+
+static uint64_t series_hash(const char *name, const char *labels)
+{
+    /* 0xff cannot occur in a name: it separates the name from the labels. */
+    return fnv((name_hash(name) ^ 0xff) * 1099511628211ULL, labels);
+}
+
+/* FNV's low bits depend only on the low bits of each byte, so label sets
+ * that differ in a few digits would share buckets: a finaliser spreads them. */
+static size_t bucket(uint64_t h, size_t cap)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return (size_t)(h & (cap - 1));
+}
 
 static int same(const char *a, const char *b)
 {
@@ -56,8 +107,6 @@ static int same(const char *a, const char *b)
 
 static void metric_free(struct pg_metric *m)
 {
-    free(m->name);
-    free(m->help);
     free(m->labels);
     free(m->bounds);
     free(m->counts);
@@ -65,29 +114,144 @@ static void metric_free(struct pg_metric *m)
     free(m);
 }
 
+/* Doubles the series table; false (table unchanged) on OOM. */
+static bool grow_series(void)
+{
+    size_t cap = ser_cap ? ser_cap * 2 : 256;
+    struct pg_metric **t = calloc(cap, sizeof(*t));
+
+    if (t == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < ser_cap; i++) {
+        for (struct pg_metric *m = ser_tab[i], *nx; m != NULL; m = nx) {
+            nx = m->hnext;
+            m->hnext = t[bucket(m->hash, cap)];
+            t[bucket(m->hash, cap)] = m;
+        }
+    }
+    free(ser_tab);
+    ser_tab = t;
+    ser_cap = cap;
+    return true;
+}
+
+static bool grow_families(void)
+{
+    size_t cap = fam_cap ? fam_cap * 2 : 64;
+    struct family **t = calloc(cap, sizeof(*t));
+
+    if (t == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < fam_cap; i++) {
+        for (struct family *f = fam_tab[i], *nx; f != NULL; f = nx) {
+            nx = f->hnext;
+            f->hnext = t[bucket(f->hash, cap)];
+            t[bucket(f->hash, cap)] = f;
+        }
+    }
+    free(fam_tab);
+    fam_tab = t;
+    fam_cap = cap;
+    return true;
+}
+
+/* The family @name, created (appended to the exposition order) on first use.
+ * Families live as long as the process: names are a fixed set in the code. */
+static struct family *family_get(enum metric_type type, const char *name, const char *help)
+{
+    uint64_t h = name_hash(name);
+    struct family *f;
+
+    for (f = fam_cap ? fam_tab[bucket(h, fam_cap)] : NULL; f != NULL; f = f->hnext) {
+        if (f->hash == h && strcmp(f->name, name) == 0) {
+            return f;
+        }
+    }
+    if ((fam_n >= fam_cap && !grow_families()) || (f = calloc(1, sizeof(*f))) == NULL) {
+        return NULL;
+    }
+    f->name = strdup(name);
+    f->help = strdup(help ? help : "");
+    if (f->name == NULL || f->help == NULL) {
+        free(f->name);
+        free(f->help);
+        free(f);
+        return NULL;
+    }
+    f->type = type;
+    f->hash = h;
+    f->hnext = fam_tab[bucket(h, fam_cap)];
+    fam_tab[bucket(h, fam_cap)] = f;
+    fam_n++;
+    if (fam_tail == NULL) {
+        fam_head = f;
+    } else {
+        fam_tail->next = f;
+    }
+    fam_tail = f;
+    return f;
+}
+
+static struct pg_metric *series_find(const char *name, const char *labels, uint64_t h)
+{
+    for (struct pg_metric *m = ser_cap ? ser_tab[bucket(h, ser_cap)] : NULL; m != NULL;
+         m = m->hnext) {
+        if (m->hash == h && strcmp(m->name, name) == 0 && same(m->labels, labels)) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/* Unlinks @m from the table and its family; the caller frees it. */
+static void series_unlink(struct pg_metric *m)
+{
+    struct pg_metric **pp = &ser_tab[bucket(m->hash, ser_cap)];
+
+    while (*pp != m) {
+        pp = &(*pp)->hnext;
+    }
+    *pp = m->hnext;
+    ser_n--;
+    if (m->prev != NULL) {
+        m->prev->next = m->next;
+    } else {
+        m->fam->head = m->next;
+    }
+    if (m->next != NULL) {
+        m->next->prev = m->prev;
+    } else {
+        m->fam->tail = m->prev;
+    }
+}
+
 static struct pg_metric *lookup_or_add(enum metric_type type, const char *name, const char *help,
                                        const char *labels, const double *buckets, size_t nb)
 {
     struct pg_metric *m;
+    struct family *f;
+    uint64_t h;
 
     if (labels != NULL && labels[0] == '\0') {
         labels = NULL;
     }
+    h = series_hash(name, labels);
     pthread_mutex_lock(&reg_lock);
-    for (m = reg_head; m != NULL; m = m->next) {
-        if (strcmp(m->name, name) == 0 && same(m->labels, labels)) {
-            pthread_mutex_unlock(&reg_lock);
-            return m;
-        }
+    if ((m = series_find(name, labels, h)) != NULL) {
+        pthread_mutex_unlock(&reg_lock);
+        return m;
     }
-    m = calloc(1, sizeof(*m));
-    if (m == NULL) {
+    if ((ser_n >= ser_cap && !grow_series()) || (f = family_get(type, name, help)) == NULL ||
+        (m = calloc(1, sizeof(*m))) == NULL) {
         pthread_mutex_unlock(&reg_lock);
         return &sink;
     }
     m->type = type;
-    m->name = strdup(name);
-    m->help = strdup(help ? help : "");
+    m->fam = f;
+    m->name = f->name;
+    m->hash = h;
     m->labels = labels ? strdup(labels) : NULL;
     if (type == M_HISTOGRAM) {
         m->n_buckets = nb;
@@ -103,20 +267,24 @@ static struct pg_metric *lookup_or_add(enum metric_type type, const char *name, 
             memset(m->shards, 0, SHARDS * sizeof(struct shard));
         }
     }
-    if (m->name == NULL || m->help == NULL || (labels && m->labels == NULL) ||
+    if ((labels && m->labels == NULL) ||
         (type == M_HISTOGRAM && (m->bounds == NULL || m->counts == NULL)) ||
         (type == M_COUNTER && m->shards == NULL)) {
         metric_free(m);
         pthread_mutex_unlock(&reg_lock);
         return &sink;
     }
-    /* Appended so series of one family stay together when registered together. */
-    if (reg_tail == NULL) {
-        reg_head = reg_tail = m;
+    m->hnext = ser_tab[bucket(h, ser_cap)];
+    ser_tab[bucket(h, ser_cap)] = m;
+    ser_n++;
+    /* Appended: a family's series render in registration order. */
+    m->prev = f->tail;
+    if (f->tail == NULL) {
+        f->head = m;
     } else {
-        reg_tail->next = m;
-        reg_tail = m;
+        f->tail->next = m;
     }
+    f->tail = m;
     pthread_mutex_unlock(&reg_lock);
     return m;
 }
@@ -289,60 +457,68 @@ static bool labels_extend(const char *labels, const char *want)
 
 size_t pg_metrics_remove(const char *name_prefix, const char *labels)
 {
-    size_t removed = 0;
-    struct pg_metric *prev = NULL;
+    size_t removed = 0, np = strlen(name_prefix);
 
     if (labels == NULL || labels[0] == '\0') {
         return 0;
     }
     pthread_mutex_lock(&reg_lock);
-    for (struct pg_metric *m = reg_head; m != NULL;) {
-        struct pg_metric *next = m->next;
-
-        if (strncmp(m->name, name_prefix, strlen(name_prefix)) == 0 &&
-            labels_extend(m->labels, labels)) {
-            if (prev == NULL) {
-                reg_head = next;
-            } else {
-                prev->next = next;
-            }
-            if (reg_tail == m) {
-                reg_tail = prev;
-            }
-            metric_free(m);
-            removed++;
-        } else {
-            prev = m;
+    for (struct family *f = fam_head; f != NULL; f = f->next) {
+        if (strncmp(f->name, name_prefix, np) != 0) {
+            continue;
         }
-        m = next;
+        for (struct pg_metric *m = f->head, *nx; m != NULL; m = nx) {
+            nx = m->next;
+            if (labels_extend(m->labels, labels)) {
+                series_unlink(m);
+                metric_free(m);
+                removed++;
+            }
+        }
     }
     pthread_mutex_unlock(&reg_lock);
     return removed;
 }
 
+void pg_metric_remove(struct pg_metric *m)
+{
+    if (m == NULL || m == &sink) {
+        return;
+    }
+    pthread_mutex_lock(&reg_lock);
+    series_unlink(m);
+    pthread_mutex_unlock(&reg_lock);
+    metric_free(m);
+}
+
+size_t pg_metrics_series(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&reg_lock);
+    n = ser_n;
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
 void pg_metrics_render(FILE *out)
 {
     pthread_mutex_lock(&reg_lock);
-    /* The text format wants every series of a family in one group, under
-     * one HELP/TYPE: walk families in first-registered order. */
-    for (struct pg_metric *m = reg_head; m != NULL; m = m->next) {
-        bool first = true;
-        for (struct pg_metric *p = reg_head; p != m; p = p->next) {
-            if (strcmp(p->name, m->name) == 0) {
-                first = false;
-                break;
-            }
-        }
-        if (!first) {
+    /* The text format wants every series of a family in one group under one
+     * HELP/TYPE; a family whose series were all removed is left out. */
+    for (struct family *f = fam_head; f != NULL; f = f->next) {
+        if (f->head == NULL) {
             continue;
         }
-        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
-                type_name(m->type));
-        for (struct pg_metric *q = m; q != NULL; q = q->next) {
-            if (strcmp(q->name, m->name) == 0) {
-                render_series(out, q);
-            }
+        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
+                type_name(f->type));
+        for (struct pg_metric *m = f->head; m != NULL; m = m->next) {
+            render_series(out, m);
         }
     }
+    /* Cardinality, visible: scrape targets and their churn show up here. */
+    fprintf(out, "# HELP pprofgate_metric_series Series in this registry (each scrape target "
+                 "adds about 7).\n# TYPE pprofgate_metric_series gauge\n"
+                 "pprofgate_metric_series %zu\n", ser_n);
     pthread_mutex_unlock(&reg_lock);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Self-telemetry: a process-wide registry of counters, gauges and histograms,
- * rendered as Prometheus text. Series are created once (at create/start) and
+ * rendered as Prometheus text. Series are found by hash (registration and
+ * removal O(1), for thousands of scrape targets), created once and
  * updated lock-free with atomics on the hot path (counters in cache-line shards
  * that threads add to without sharing, summed when read). */
 #ifndef PG_CORE_METRICS_H
@@ -36,11 +37,17 @@ void pg_metric_gauge_fn(const char *name, const char *help, const char *labels, 
 /* Removes and frees the series whose name starts with @name_prefix and whose
  * label text is @labels or begins with @labels followed by more labels
  * (`job="a"` matches `job="a",reason="x"`, not `job="ab"`). For series of
- * things that go away (scrape targets): the caller guarantees nobody still
- * holds a pointer to a removed series. Returns how many were removed. */
+ * things that go away: the caller guarantees nobody still holds a pointer to
+ * a removed series. Walks the families of @name_prefix (O(their series)).
+ * Returns how many were removed. */
 size_t pg_metrics_remove(const char *name_prefix, const char *labels);
+/* Removes and frees one series in O(1) (same caller guarantee). NULL is a no-op. */
+void pg_metric_remove(struct pg_metric *m);
+/* How many series the registry holds (cardinality). */
+size_t pg_metrics_series(void);
 
-/* Writes the whole registry in Prometheus text format 0.0.4. */
+/* Writes the whole registry in Prometheus text format 0.0.4, then the gauge
+ * pprofgate_metric_series (how many series it holds). */
 void pg_metrics_render(FILE *out);
 
 #endif

@@ -142,6 +142,7 @@ struct pg_exph {
     int64_t replay_alone_since_ns; /* a record over the budget waits for room since */
     /* Replay progress, for the log and the metrics. */
     uint64_t replay_total, replay_total_bytes, replay_read_bytes;
+    bool replay_sized;   /* totals read after a background scan of the spool ended */
     int64_t replay_start_ns, replay_log_ns;
     struct pg_log_ratelimit replay_pause_rl;
     struct pg_metric *m_replay_left, *m_replay_left_bytes, *m_replay_mem;

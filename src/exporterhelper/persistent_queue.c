@@ -73,7 +73,18 @@ void pg_exph_window_init(struct pg_exph *h)
                 "persistent queue: at most %" PRIu64 " bytes of this run's spooled "
                 "requests read back into memory at a time (one larger request alone)",
                 h->win_limit);
-    if (h->replay_total > 0) {
+    if (h->replay_total == 0 && pg_spool_recovering(h->spool)) {
+        /* A large earlier spool is indexed in the background: its size is
+         * known when the scan ends, the budget now. */
+        pg_log_info(h->log,
+                    "replay of the previous run's spool (still being indexed) may hold %.1f MiB "
+                    "(sending_queue::replay_memory%s), less what live pushes hold; "
+                    "this run's pushes are sent alternately with it",
+                    (double)h->replay_limit / MIB,
+                    h->cfg->queue.replay_memory == 0
+                        ? (soft > 0 ? ": half of memory_limiter's soft limit" : ": default")
+                        : "");
+    } else if (h->replay_total > 0) {
         pg_log_info(h->log,
                     "replay of %" PRIu64 " request(s) (%.1f MiB) may hold %.1f MiB "
                     "(sending_queue::replay_memory%s), less what live pushes hold; "
@@ -312,9 +323,33 @@ struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h)
     struct pg_exph_item *it;
 
     pg_status_clear(&st);
+    if (h->replay_total == 0 && !h->replay_sized && !pg_spool_recovering(h->spool)) {
+        /* The background scan has ended: what it found is the backlog
+         * (progress lines and the pending gauges count against it). */
+        struct pg_spool_stats ss;
+
+        pg_spool_get_stats(h->spool, &ss);
+        h->replay_sized = true;
+        h->replay_total = ss.replay_pending + h->replayed;
+        h->replay_total_bytes = ss.pending_bytes;
+        if (ss.replay_pending > 0) {
+            pg_log_info(h->log, "the spool's scan found %" PRIu64 " request(s) (%.1f MiB) of the "
+                        "previous run to replay", ss.replay_pending,
+                        (double)ss.pending_bytes / MIB);
+        }
+    }
     if (pg_spool_next_replay(h->spool, h->replay_after, &id, &data, &len, &st) != PG_ERR_OK) {
         pg_log_error(h->log, "replay stopped: %s", pg_status_text(&st));
         h->replay_done = true;
+        return NULL;
+    }
+    if (data == NULL && pg_spool_recovering(h->spool)) {
+        /* The earlier run's segments are still being indexed: look again. */
+        struct timeval tv = {0, 250000};
+
+        if (h->replay_timer != NULL) {
+            evtimer_add(h->replay_timer, &tv);
+        }
         return NULL;
     }
     if (data == NULL) {

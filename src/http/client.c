@@ -21,12 +21,17 @@
 #include "core/clock.h"
 #include "http/tls_client.h"
 
+/* Go's http.Transport gives up after this many 1xx responses. */
+#define MAX_CONTINUE 5
+
 struct pg_http_call {
     struct event_base *base;          /* borrowed */
     struct evhttp_connection *evcon;  /* owned */
     struct evhttp_request *req;       /* owned by evcon until the callback */
     struct event *timer;              /* owned: the whole-request deadline */
     struct event *reaper;             /* owned: frees the call outside evhttp */
+    struct event *poke;               /* owned: resumes reading after a 100 Continue */
+    int n_continue;                   /* 100 Continue responses seen */
     pg_http_done_fn done;
     void *arg;
     bool finished;                    /* done() ran or was cancelled */
@@ -74,8 +79,8 @@ static unsigned long conn_tls_error(const struct pg_http_call *c)
     return e;
 }
 
-static const char *const fail_names[] = {"ok", "connect", "timeout", "too_large", "read",
-                                         "tls", "internal"};
+static const char *const fail_names[] = {"ok",  "connect",  "timeout",     "too_large",
+                                         "read", "tls",     "internal", "bad_response"};
 
 const char *pg_http_fail_name(enum pg_http_fail f)
 {
@@ -94,6 +99,9 @@ static void reap(evutil_socket_t fd, short what, void *arg)
     if (c->timer != NULL) {
         event_free(c->timer);
     }
+    if (c->poke != NULL) {
+        event_free(c->poke);
+    }
     event_free(c->reaper);
     free(c);
 }
@@ -104,6 +112,9 @@ static void schedule_reap(struct pg_http_call *c)
 
     if (c->timer != NULL) {
         event_del(c->timer);
+    }
+    if (c->poke != NULL) {
+        event_del(c->poke);
     }
     event_add(c->reaper, &zero);
 }
@@ -135,21 +146,37 @@ static void finish(struct pg_http_call *c, struct evhttp_request *req)
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
 
         r.status = evhttp_request_get_response_code(req);
-        r.len = evbuffer_get_length(in);
-        r.body = r.len ? evbuffer_pullup(in, -1) : NULL;
-        r.go_pprof = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Go-Pprof");
-        r.location = evhttp_find_header(evhttp_request_get_input_headers(req), "Location");
-        if (r.len > 0 && r.body == NULL) {
-            r.fail = PG_HTTP_INTERNAL;
-            snprintf(r.why, sizeof(r.why), "out of memory for the body");
+        if (r.status < 100 || r.status > 999) {
+            /* evhttp keeps what atoi made of the code (a 20-digit one is -1). */
+            r.fail = PG_HTTP_BAD_RESPONSE;
+            r.status = 0;
+            snprintf(r.why, sizeof(r.why), "invalid status line (the code is not 3 digits)");
+        } else {
+            r.len = evbuffer_get_length(in);
+            r.body = r.len ? evbuffer_pullup(in, -1) : NULL;
+            r.go_pprof = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Go-Pprof");
+            r.location = evhttp_find_header(evhttp_request_get_input_headers(req), "Location");
+            if (r.len > 0 && r.body == NULL) {
+                r.fail = PG_HTTP_INTERNAL;
+                snprintf(r.why, sizeof(r.why), "out of memory for the body");
+            }
         }
     } else if (r.fail == PG_HTTP_OK) {
         unsigned long e = conn_tls_error(c);
 
         r.fail = PG_HTTP_CONNECT;
-        if (c->ev_error == EVREQ_HTTP_DATA_TOO_LONG) {
+        if (c->ev_error == EVREQ_HTTP_DATA_TOO_LONG && c->why[0] != 'H') {
+            /* The limit hit before the headers ended is the header cap. */
+            r.fail = PG_HTTP_BAD_RESPONSE;
+            snprintf(r.why, sizeof(r.why), "response header block larger than 64 KiB");
+        } else if (c->ev_error == EVREQ_HTTP_DATA_TOO_LONG) {
             r.fail = PG_HTTP_TOO_LARGE;
             snprintf(r.why, sizeof(r.why), "response body larger than the size cap");
+        } else if (c->ev_error == EVREQ_HTTP_INVALID_HEADER) {
+            /* An HTTP/0.9-style reply, a bad status line, a negative or
+             * malformed Content-Length: the target answered, wrongly. */
+            r.fail = PG_HTTP_BAD_RESPONSE;
+            snprintf(r.why, sizeof(r.why), "invalid status line or header in the response (or a header block over 64 KiB)");
         } else if (c->req != NULL && c->ev_error == EVREQ_HTTP_EOF && c->fail == PG_HTTP_OK &&
                    c->why[0] == 'H') {
             r.fail = PG_HTTP_READ; /* headers were seen ("HEADERS"): closed mid-body */
@@ -172,12 +199,41 @@ static void on_error(enum evhttp_request_error err, void *arg)
     c->ev_error = (int)err;
 }
 
-/* evhttp calls this once headers arrived: marks that a response started. */
+/* After a 100 Continue evhttp waits for its (empty) request output to
+ * drain before it reads again, which never signals: the final response
+ * already buffered would wait for more bytes and meet EOF. Poking the write
+ * side makes evhttp go back to reading what it holds. */
+static void on_continue(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_http_call *c = arg;
+    struct bufferevent *bev;
+
+    (void)fd;
+    (void)what;
+    if (!c->finished && c->evcon != NULL &&
+        (bev = evhttp_connection_get_bufferevent(c->evcon)) != NULL) {
+        bufferevent_trigger(bev, EV_WRITE, 0);
+    }
+}
+
+/* evhttp calls this once headers arrived: marks that a response started.
+ * 100 Continue is skipped as Go's client skips 1xx, and like Go (at most 5)
+ * a target that keeps sending them is refused. */
 static int on_headers(struct evhttp_request *req, void *arg)
 {
     struct pg_http_call *c = arg;
 
-    (void)req;
+    if (evhttp_request_get_response_code(req) == 100) {
+        if (++c->n_continue > MAX_CONTINUE) {
+            c->fail = PG_HTTP_BAD_RESPONSE;
+            snprintf(c->why, sizeof(c->why), "too many 1xx informational responses (over %d)",
+                     MAX_CONTINUE);
+            return -1;
+        }
+        /* Active now, so it runs before the loop polls again (and sees EOF). */
+        event_active(c->poke, EV_TIMEOUT, 0);
+        return 0;
+    }
     snprintf(c->why, sizeof(c->why), "HEADERS");
     return 0;
 }
@@ -207,7 +263,7 @@ static void on_done(struct evhttp_request *req, void *arg)
 {
     struct pg_http_call *c = arg;
 
-    if (req != NULL) {
+    if (req != NULL && c->fail == PG_HTTP_OK) {
         c->why[0] = '\0';
     }
     finish(c, req);
@@ -258,7 +314,8 @@ struct pg_http_call *pg_http_get(struct event_base *base, const struct pg_http_g
     c->ev_error = -1;
     c->reaper = event_new(base, -1, 0, reap, c);
     c->timer = evtimer_new(base, on_timeout, c);
-    if (c->reaper == NULL || c->timer == NULL) {
+    c->poke = evtimer_new(base, on_continue, c);
+    if (c->reaper == NULL || c->timer == NULL || c->poke == NULL) {
         goto nomem;
     }
     if (o->ssl_ctx != NULL) {
@@ -344,6 +401,9 @@ fail:
     }
     if (c->reaper != NULL) {
         event_free(c->reaper);
+    }
+    if (c->poke != NULL) {
+        event_free(c->poke);
     }
     free(c);
     return NULL;

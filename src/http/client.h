@@ -25,6 +25,7 @@ enum pg_http_fail {
     PG_HTTP_READ,         /* connection closed mid-body */
     PG_HTTP_TLS,
     PG_HTTP_INTERNAL,
+    PG_HTTP_BAD_RESPONSE, /* bytes came back that are not an HTTP/1.x response we accept */
 };
 
 struct pg_http_header {

@@ -15,6 +15,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_unpack.h"
 #include "otlp/otlp_utf8.h"
 
 /* Message nesting the wire walk allows (protobuf-c's unpack recurses once per level; a
@@ -339,6 +340,10 @@ static enum pg_err ww_message(struct wwalk *w, const ProtobufCMessageDescriptor 
 
 /* ---- decode ---------------------------------------------------------------- */
 
+static enum pg_err validate_req(struct pg_arena *arena, struct pg_otlp_request *req,
+                                const struct pg_otlp_limits *limits, bool strings_ok,
+                                struct pg_otlp_decode_stats *stats, struct pg_status *st);
+
 enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t len,
                            const struct pg_otlp_decode_opts *opts,
                            struct pg_otlp_request **out, struct pg_otlp_decode_stats *stats,
@@ -348,6 +353,8 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
     struct wwalk w;
     ProtobufCAllocator alloc;
     struct pg_otlp_request *req;
+    struct pg_otlp_unpack_info info;
+    bool strings_ok = false; /* the fast unpack saw every string fine */
     enum pg_err err;
     uint8_t *copy = NULL;
 
@@ -361,6 +368,24 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
             return pg_status_set(st, PG_ERR_MALFORMED, "otlp: no request bytes");
         }
         buf = (const uint8_t *)""; /* an empty request; no arithmetic on NULL below */
+    }
+    /* The plain case (every field known, the current layout's wire types) in one pass;
+     * anything else takes the checked path below, which says what is wrong. */
+    switch (pg_otlp_unpack_request(arena, buf, len, WIRE_MAX_DEPTH, &req, &info)) {
+    case PG_OTLP_UNPACK_OK: {
+        const struct pg_otlp_limits *lim = opts != NULL ? opts->limits : NULL;
+        strings_ok = info.suspect_strings == 0 &&
+                     (lim == NULL || lim->max_string_bytes == 0 ||
+                      info.longest_string <= lim->max_string_bytes);
+        goto validate;
+    }
+    case PG_OTLP_UNPACK_NOMEM:
+        if (pg_arena_hit_cap(arena)) {
+            goto nomem;
+        }
+        break; /* not the cap: let protobuf-c try */
+    case PG_OTLP_UNPACK_DECLINED:
+        break;
     }
     stats->version = pg_otlp_wire_version_detect(buf, len);
     if (stats->version != PG_OTLP_WIRE_CURRENT) {
@@ -428,9 +453,11 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
                              "(truncated or malformed protobuf)",
                              len);
     }
+validate:
     {
         enum pg_otlp_wire_version v = stats->version;
-        err = pg_otlp_validate(arena, req, opts != NULL ? opts->limits : NULL, stats, st);
+        err = validate_req(arena, req, opts != NULL ? opts->limits : NULL, strings_ok, stats,
+                           st);
         stats->version = v;
     }
     if (err != PG_ERR_OK) {
@@ -648,9 +675,12 @@ static enum pg_err resolve_refs(struct pg_arena *a, struct pg_otlp_request *req)
     return err;
 }
 
-enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req,
-                             const struct pg_otlp_limits *limits,
-                             struct pg_otlp_decode_stats *stats, struct pg_status *st)
+/* pg_otlp_validate; @strings_ok: every string is known valid UTF-8 within
+ * max_string_bytes already (the fast unpack looked at each as it copied it),
+ * so the walk over the strings is skipped. */
+static enum pg_err validate_req(struct pg_arena *arena, struct pg_otlp_request *req,
+                                const struct pg_otlp_limits *limits, bool strings_ok,
+                                struct pg_otlp_decode_stats *stats, struct pg_status *st)
 {
     struct pg_otlp_decode_stats local;
     struct swalk w;
@@ -660,17 +690,19 @@ enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req
         stats = &local;
     }
     memset(stats, 0, sizeof(*stats));
-    memset(&w, 0, sizeof(w));
-    w.arena = arena;
-    w.max_bytes = limits != NULL ? limits->max_string_bytes : 0;
-    w.st = st;
-    err = fix_message(&w, &req->base);
-    stats->utf8_repaired = w.repaired;
-    if (w.bad != 0) {
-        pg_utf8_note(w.bad, "received OTLP request");
-    }
-    if (err != PG_ERR_OK) {
-        return err;
+    if (!strings_ok) {
+        memset(&w, 0, sizeof(w));
+        w.arena = arena;
+        w.max_bytes = limits != NULL ? limits->max_string_bytes : 0;
+        w.st = st;
+        err = fix_message(&w, &req->base);
+        stats->utf8_repaired = w.repaired;
+        if (w.bad != 0) {
+            pg_utf8_note(w.bad, "received OTLP request");
+        }
+        if (err != PG_ERR_OK) {
+            return err;
+        }
     }
     /* An empty export (no resource_profiles) has nothing to check and may lack the
      * dictionary. */
@@ -697,4 +729,11 @@ enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req
         }
     }
     return PG_ERR_OK;
+}
+
+enum pg_err pg_otlp_validate(struct pg_arena *arena, struct pg_otlp_request *req,
+                             const struct pg_otlp_limits *limits,
+                             struct pg_otlp_decode_stats *stats, struct pg_status *st)
+{
+    return validate_req(arena, req, limits, false, stats, st);
 }

@@ -203,7 +203,7 @@ const struct pg_field pg_otlp_rx_fields[] = {
     PG_FIELD(struct otlp_cfg, "convert_v1_9", PG_FT_BOOL, convert_v1_9, "false",
              "accept requests in the OTLP Profiles v1.9 layout by converting them (pprofgate; "
              "else refused naming the version)"),
-    PG_FIELD_RANGE(struct otlp_cfg, "loops", PG_FT_INT, loops, "1", 0, MAX_LOOPS,
+    PG_FIELD_RANGE(struct otlp_cfg, "loops", PG_FT_INT, loops, "0", 0, MAX_LOOPS,
                    "event loops (threads) serving both protocols, each on its own SO_REUSEPORT "
                    "socket (pprofgate; 0 = one per usable CPU, at most 8; 1 = the main loop only)"),
     PG_FIELD_END,

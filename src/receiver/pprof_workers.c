@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The pprof receiver's translation jobs: a body is decoded and translated
- * inline on the loop (small pushes) or on a pool of worker threads, then
+ * inline on the loop (small pushes) or on a pool of worker threads (two
+ * lanes by estimated cost: cheap jobs first, one worker kept for them), then
  * delivered to the pipeline and answered on the thread of the loop that read
  * it (each loop has its own held queue and done list); while an
  * exporter with block_on_overflow is full, finished jobs wait in the held
  * queue, unanswered, oldest first. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,10 @@
  * SDK push costs ~150 us, less than the hand-off, and it never queues behind
  * a large profile (small pushes keep their latency under a flood). */
 #define INLINE_MAX_BODY (64 * 1024)
+/* What a job costs grows with what it inflates to, not with what arrived: a
+ * 23 KB gzip body can inflate to 12 MB (1e6 samples, ~1.7 s of CPU). Jobs
+ * estimated above this go to the pool's large lane, never inline. */
+#define SMALL_COST ((size_t)1 << 20)
 
 /* Worker threads: a locked todo list in (from every loop), and out a
  * locked done list per loop (rx_loop.done) with an eventfd that wakes that
@@ -32,7 +38,13 @@
 struct rx_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct rx_job *todo, **todo_tail; /* under mu */
+    /* Two lanes, under mu: small jobs first, and one worker (of two or
+     * more) only ever runs small ones, so a cheap push never waits behind
+     * expensive ones. */
+    struct rx_job *todo, **todo_tail;   /* small */
+    struct rx_job *big, **big_tail;     /* large (by estimated cost) */
+    size_t big_running;
+    const char **big_peers;             /* n_threads: the peers of running large jobs */
     bool stop;                        /* under mu */
     pthread_t *threads;
     size_t n_threads;
@@ -393,6 +405,51 @@ void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
  * ~3 ms, paid at every wakeup of a request). */
 #define WORKER_SLICE_NS (500u * 1000u)
 
+/* Under mu: may one more worker start a large job? Not the last free one. */
+static bool big_allowed(const struct rx_pool *pool)
+{
+    return pool->n_threads < 2 || pool->big_running + 1 < pool->n_threads;
+}
+
+/* Same client: "ip:port" up to the last colon (a connection's port differs). */
+static bool same_host(const char *a, const char *b)
+{
+    const char *ca = a != NULL ? strrchr(a, ':') : NULL, *cb = b != NULL ? strrchr(b, ':') : NULL;
+
+    if (ca == NULL || cb == NULL) {
+        return a == b;
+    }
+    return ca - a == cb - b && memcmp(a, b, (size_t)(ca - a)) == 0;
+}
+
+/* Under mu, big lane not empty: the oldest job of the client with the fewest
+ * large jobs running, so one client looping expensive bodies over many
+ * connections gets a share of the workers, not all of them. */
+static struct rx_job *take_big(struct rx_pool *pool)
+{
+    struct rx_job **best = NULL, *job;
+    size_t best_n = SIZE_MAX;
+
+    for (struct rx_job **pp = &pool->big; *pp != NULL && best_n > 0; pp = &(*pp)->next) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < pool->big_running; i++) {
+            n += same_host(pool->big_peers[i], (*pp)->md.peer_addr);
+        }
+        if (n < best_n) {
+            best_n = n;
+            best = pp;
+        }
+    }
+    job = *best;
+    *best = job->next;
+    if (pool->big_tail == &job->next) {
+        pool->big_tail = best;
+    }
+    pool->big_peers[pool->big_running++] = job->md.peer_addr;
+    return job;
+}
+
 static void *worker_main(void *arg)
 {
     struct rx *rx = arg;
@@ -404,23 +461,45 @@ static void *worker_main(void *arg)
         struct rx_job *job;
         bool wake;
 
+        bool big = false;
+
         pthread_mutex_lock(&pool->mu);
-        while (pool->todo == NULL && !pool->stop) {
+        while (pool->todo == NULL && !pool->stop &&
+               (pool->big == NULL || !big_allowed(pool))) {
             pthread_cond_wait(&pool->cv, &pool->mu);
         }
         if (pool->stop) {
             pthread_mutex_unlock(&pool->mu);
             return NULL;
         }
-        job = pool->todo;
-        pool->todo = job->next;
-        if (pool->todo == NULL) {
-            pool->todo_tail = &pool->todo;
+        if (pool->todo != NULL) {
+            job = pool->todo;
+            pool->todo = job->next;
+            if (pool->todo == NULL) {
+                pool->todo_tail = &pool->todo;
+            }
+        } else {
+            job = take_big(pool);
+            big = true;
         }
         pthread_mutex_unlock(&pool->mu);
 
         job->next = NULL;
         job_run(rx, job);
+        if (big) {
+            pthread_mutex_lock(&pool->mu);
+            for (size_t i = 0; i < pool->big_running; i++) {
+                if (pool->big_peers[i] == job->md.peer_addr) {
+                    pool->big_peers[i] = pool->big_peers[pool->big_running - 1];
+                    break;
+                }
+            }
+            pool->big_running--;
+            if (pool->big != NULL) {
+                pthread_cond_broadcast(&pool->cv); /* a waiting worker may take it now */
+            }
+            pthread_mutex_unlock(&pool->mu);
+        }
 
         {
             struct rx_loop *lp = job->loop;
@@ -495,9 +574,11 @@ enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *s
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
     pool->todo_tail = &pool->todo;
+    pool->big_tail = &pool->big;
     pool->threads = calloc(n, sizeof(*pool->threads));
+    pool->big_peers = calloc(n + 1, sizeof(*pool->big_peers));
     rx->pool = pool;
-    if (pool->threads == NULL) {
+    if (pool->threads == NULL || pool->big_peers == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
                              rx->log_name, strerror(errno));
     }
@@ -535,8 +616,10 @@ void pg_rx_pool_destroy(struct rx *rx)
     for (size_t i = 0; i < pool->n_threads; i++) {
         pthread_join(pool->threads[i], NULL);
     }
-    for (size_t l = 0; l <= rx->n_loops; l++) {
-        struct rx_job *list = l < rx->n_loops ? rx->loops[l].done : pool->todo;
+    for (size_t l = 0; l <= rx->n_loops + 1; l++) {
+        struct rx_job *list = l < rx->n_loops    ? rx->loops[l].done
+                              : l == rx->n_loops ? pool->todo
+                                                 : pool->big;
 
         if (l < rx->n_loops) {
             rx->loops[l].done = NULL;
@@ -567,6 +650,7 @@ void pg_rx_pool_destroy(struct rx *rx)
     pthread_cond_destroy(&pool->cv);
     pthread_mutex_destroy(&pool->mu);
     free(pool->threads);
+    free(pool->big_peers);
     free(pool);
     rx->pool = NULL;
 }
@@ -586,18 +670,43 @@ bool pg_rx_job_queued(const struct rx *rx, size_t len)
     return rx->pool != NULL && len > INLINE_MAX_BODY;
 }
 
+/* What @job will inflate to, known before inflating: a gzip body's last four
+ * bytes hold its uncompressed size (mod 2^32; the decoder's caps bound the
+ * rest). Other bodies: their length. */
+static size_t job_cost(const struct rx_job *job)
+{
+    const uint8_t *b = job->raw;
+    size_t n = job->len;
+
+    if (b != NULL && n >= 18 && b[0] == 0x1f && b[1] == 0x8b) {
+        size_t isize = (size_t)b[n - 4] | (size_t)b[n - 3] << 8 | (size_t)b[n - 2] << 16 |
+                       (size_t)b[n - 1] << 24;
+
+        return isize > n ? isize : n;
+    }
+    return n;
+}
+
 void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job)
 {
     struct rx *rx = lp->rx;
 
-    if (pg_rx_job_queued(rx, job->len)) {
+    size_t cost = job_cost(job);
+
+    if (pg_rx_job_queued(rx, job->len) || (rx->pool != NULL && cost > SMALL_COST)) {
         struct rx_pool *pool = rx->pool;
 
         __atomic_add_fetch(&pool->in_flight, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&pool->mu);
-        *pool->todo_tail = job;
-        pool->todo_tail = &job->next;
-        pthread_cond_signal(&pool->cv);
+        if (cost > SMALL_COST) {
+            *pool->big_tail = job;
+            pool->big_tail = &job->next;
+            pthread_cond_broadcast(&pool->cv); /* only some workers may take it */
+        } else {
+            *pool->todo_tail = job;
+            pool->todo_tail = &job->next;
+            pthread_cond_signal(&pool->cv);
+        }
         pthread_mutex_unlock(&pool->mu);
         return;
     }

@@ -45,6 +45,7 @@ struct pg_file_sd {
     struct pg_scraper *s;                /* borrowed */
     const struct pg_scrape_config *cfg;  /* borrowed */
     struct event *timer;                 /* owned */
+    struct event *first;                 /* owned: the first read, once on the loop */
     struct watched *w;                   /* owned */
     size_t n, cap;
     struct pg_metric *m_reads, *m_failures;
@@ -337,7 +338,7 @@ enum pg_err pg_file_sd_start(struct pg_scraper *s, struct event_base *base,
                              struct pg_status *st)
 {
     struct pg_file_sd *f;
-    struct timeval tv = {POLL_MS / 1000, (POLL_MS % 1000) * 1000};
+    struct timeval tv = {POLL_MS / 1000, (POLL_MS % 1000) * 1000}, zero = {0, 0};
     bool any = false;
 
     *out = NULL;
@@ -363,7 +364,13 @@ enum pg_err pg_file_sd_start(struct pg_scraper *s, struct event_base *base,
         pg_file_sd_free(f);
         return pg_status_set(st, PG_ERR_INTERNAL, "cannot arm the file_sd timer");
     }
-    poll_files(f); /* the first targets now, not a second later */
+    /* The first read runs on the loop at once, not here: a file of thousands
+     * of targets must not delay the listeners or the signal handlers. */
+    f->first = evtimer_new(base, on_poll, f);
+    if (f->first == NULL || evtimer_add(f->first, &zero) != 0) {
+        pg_file_sd_free(f);
+        return pg_status_set(st, PG_ERR_INTERNAL, "cannot arm the file_sd timer");
+    }
     *out = f;
     return PG_ERR_OK;
 }
@@ -375,6 +382,9 @@ void pg_file_sd_free(struct pg_file_sd *f)
     }
     if (f->timer != NULL) {
         event_free(f->timer);
+    }
+    if (f->first != NULL) {
+        event_free(f->first);
     }
     for (size_t i = 0; i < f->n; i++) {
         free(f->w[i].path);

@@ -23,6 +23,7 @@
 #include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
+#include "scrape/htab.h"
 
 #define LOG_NAME "receiver/pprof/k8s_sd"
 #define NS 1000000000LL
@@ -118,8 +119,7 @@ struct watcher {
     int watch_status;
     bool relist, failed;
     char fail_why[300];
-    char **sources;                         /* owned: pod sources synced */
-    size_t n_sources, cap_sources;
+    struct pg_strset sources;               /* owned: pod sources synced (a set: pod churn is O(1) each) */
     int backoff_ms;
     int64_t started_ns;                     /* when the current request began */
     struct event *retry;                    /* owned */
@@ -160,40 +160,16 @@ static void wlog_fail(struct watcher *w, const char *reason, const char *fmt, ..
                 reason, (double)w->backoff_ms / 1000);
 }
 
-static bool source_known(struct watcher *w, const char *src, size_t *idx)
-{
-    for (size_t i = 0; i < w->n_sources; i++) {
-        if (strcmp(w->sources[i], src) == 0) {
-            *idx = i;
-            return true;
-        }
-    }
-    return false;
-}
-
 static void source_add(struct watcher *w, const char *src)
 {
-    size_t i;
-
-    if (source_known(w, src, &i)) {
-        return;
-    }
-    if (!PG_VEC_GROW(NULL, w->sources, w->cap_sources, w->n_sources, 16, 0)) {
-        return;
-    }
-    if ((w->sources[w->n_sources] = strdup(src)) != NULL) {
-        w->n_sources++;
+    if (!pg_strset_add(&w->sources, src)) {
+        pg_log_warn(LOG_NAME, "out of memory remembering %s", src);
     }
 }
 
 static void source_del(struct watcher *w, const char *src)
 {
-    size_t i;
-
-    if (source_known(w, src, &i)) {
-        free(w->sources[i]);
-        w->sources[i] = w->sources[--w->n_sources];
-    }
+    pg_strset_del(&w->sources, src);
 }
 
 struct sync_ctx {
@@ -271,12 +247,21 @@ static const char *status_reason(int status, char *buf, size_t cap)
     return buf;
 }
 
+/* Relist: a pod source synced before that the new list lacks loses its targets. */
+static void drop_unlisted(void *arg, const char *src)
+{
+    struct watcher *w = arg;
+
+    if (!pg_strset_has(&w->sources, src)) {
+        pg_scraper_sync(w->k->s, w->job, src, NULL, 0);
+    }
+}
+
 static void handle_list(struct watcher *w, const struct pg_http_response *r)
 {
     struct json_object *doc, *items;
     char why[300], rbuf[32];
-    char **old;
-    size_t n_old;
+    struct pg_strset old;
 
     if (r->status != 200) {
         snprintf(why, sizeof(why), "list: HTTP %d", r->status);
@@ -298,21 +283,12 @@ static void handle_list(struct watcher *w, const struct pg_http_response *r)
                                              : "");
     /* Pods from before that are gone now lose their targets. */
     old = w->sources;
-    n_old = w->n_sources;
-    w->sources = NULL;
-    w->n_sources = w->cap_sources = 0;
+    memset(&w->sources, 0, sizeof(w->sources));
     for (size_t i = 0; i < json_object_array_length(items); i++) {
         pod_upsert(w, json_object_array_get_idx(items, i));
     }
-    for (size_t i = 0; i < n_old; i++) {
-        size_t idx;
-
-        if (!source_known(w, old[i], &idx)) {
-            pg_scraper_sync(w->k->s, w->job, old[i], NULL, 0);
-        }
-        free(old[i]);
-    }
-    free(old);
+    pg_strset_each(&old, drop_unlisted, w);
+    pg_strset_free(&old);
     pg_log_info(LOG_NAME, "job %s: listed %zu pods%s%s (resourceVersion %s)",
                 w->k->cfg->jobs[w->job].job_name, json_object_array_length(items),
                 w->ns[0] ? " in " : "", w->ns, w->rv);
@@ -701,10 +677,7 @@ void pg_k8s_sd_free(struct pg_k8s_sd *k)
             SSL_CTX_free(w->ssl);
         }
         pg_k8s_stream_free(&w->stream);
-        for (size_t s = 0; s < w->n_sources; s++) {
-            free(w->sources[s]);
-        }
-        free(w->sources);
+        pg_strset_free(&w->sources);
     }
     free(k->w);
     free(k);

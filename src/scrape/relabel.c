@@ -58,6 +58,35 @@ const struct pg_field pg_relabel_fields[] = {
 
 /* ---- RE2 syntax subset ------------------------------------------------ */
 
+/* True when @p ("{...") is a repeat {n}, {n,} or {n,m} with a count over
+ * 1000, which RE2 (and so Prometheus) refuses. A "{" that forms no repeat is
+ * a literal in RE2 and is left alone. */
+static bool repeat_over_limit(const char *p)
+{
+    unsigned long v[2] = {0, 0};
+    int nv = 0;
+
+    for (p++; nv < 2; p++) {
+        const char *start = p;
+
+        while (isdigit((unsigned char)*p)) {
+            v[nv] = v[nv] < 100000 ? v[nv] * 10 + (unsigned long)(*p - '0') : v[nv];
+            p++;
+        }
+        if (p == start && !(nv == 1 && *p == '}')) {
+            return false; /* "{,5}" or "{x": not a repeat */
+        }
+        nv++;
+        if (*p == '}') {
+            return v[0] > 1000 || v[1] > 1000;
+        }
+        if (*p != ',' || nv == 2) {
+            return false;
+        }
+    }
+    return false;
+}
+
 const char *pg_relabel_re2_check(const char *re)
 {
     bool in_class = false;
@@ -75,6 +104,17 @@ const char *pg_relabel_re2_check(const char *re)
             if (c == 'K' || c == 'G' || c == 'R' || c == 'X' || c == 'N' || c == 'h' || c == 'H' ||
                 c == 'v' || c == 'V' || c == 'Z' || c == 'c' || c == 'o') {
                 return "escape not supported by RE2";
+            }
+            if ((c == 'p' || c == 'P' || c == 'x') && p[2] == '{') {
+                /* \p{Greek}, \x{263a}: the braces belong to the escape,
+                 * not a repeat (nor a possessive "}+" after it). */
+                const char *close = strchr(p + 3, '}');
+
+                if (close == NULL) {
+                    return "missing closing } in an escape";
+                }
+                p = close;
+                continue;
             }
             p++;
             continue;
@@ -112,6 +152,9 @@ const char *pg_relabel_re2_check(const char *re)
         }
         if (*p == '(' && p[1] == '*') {
             return "verbs are not supported (RE2 syntax)";
+        }
+        if (*p == '{' && repeat_over_limit(p)) {
+            return "repeat count over 1000 (RE2's limit)";
         }
         if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') && p[1] == '+') {
             return "possessive quantifiers are not supported (RE2 syntax)";

@@ -23,6 +23,7 @@
 #include "pipeline/receiver_metrics.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/utf8.h"
 #include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
@@ -134,7 +135,6 @@ static void target_free(struct pg_scrape_target *t)
     }
     pg_labels_free(&t->labels);
     pg_labels_free(&t->attrs);
-    free(t->source);
     free(t->url);
     free(t->host);
     free(t->path_query);
@@ -318,7 +318,8 @@ bool pg_scrape_query(char *pq, size_t cap, const struct pg_strmap *params,
 /* Builds one target from a group entry and a profile: the Parca label order
  * (job, __scheme__, __name__, __profile_path__, __param_*), relabeling, then
  * address checks, instance and the URL. NULL when dropped (counted). */
-static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, const char *source,
+static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji,
+                                   struct pg_scrape_source *src,
                                    const struct pg_scrape_tg_target *tg,
                                    const struct pg_scrape_profile *p, size_t *dropped)
 {
@@ -392,7 +393,8 @@ static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, co
     snprintf(url, sizeof(url), "%s://%s%s", scheme, addr, pq);
     t->url = strdup(url);
     t->path_query = strdup(pq);
-    t->source = strdup(source);
+    t->src = src;
+    t->source = src->name;
     /* Drop the "__" labels now that the URL is built. */
     for (size_t i = 0; i < l.n;) {
         if (strncmp(l.v[i].name, "__", 2) == 0) {
@@ -410,7 +412,7 @@ static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, co
         }
     }
     t->labels = l;
-    if (t->url == NULL || t->path_query == NULL || t->source == NULL ||
+    if (t->url == NULL || t->path_query == NULL ||
         !pg_scrape_resource_labels(&t->labels, job->is_remote, &t->attrs)) {
         target_free(t);
         return NULL;
@@ -421,6 +423,94 @@ static struct pg_scrape_target *build_target(struct pg_scraper *s, size_t ji, co
     }
     t->identity = pg_labels_hash(&t->labels) ^ t->url_hash;
     return t;
+}
+
+/* ---- indexes: metric groups and sources ------------------------------------ */
+
+static struct pg_scrape_mgroup *mgroup_ref(struct pg_scraper *s, const char *labels)
+{
+    uint64_t h = pg_hash_str(PG_HASH_SEED, labels);
+    struct pg_scrape_mgroup *g;
+
+    for (struct pg_hnode *e = pg_htab_chain(&s->mgroups, h); e != NULL; e = e->next) {
+        g = (struct pg_scrape_mgroup *)e;
+        if (e->hash == h && strcmp(g->labels, labels) == 0) {
+            g->refs++;
+            return g;
+        }
+    }
+    if ((g = calloc(1, sizeof(*g))) == NULL || (g->labels = strdup(labels)) == NULL ||
+        !pg_htab_add(&s->mgroups, &g->h, h)) {
+        if (g != NULL) {
+            free(g->labels);
+        }
+        free(g);
+        return NULL; /* its series then stay until the process ends */
+    }
+    g->refs = 1;
+    return g;
+}
+
+/* Drops one reference; the last removes the group's series (@remove) and frees it. */
+static void mgroup_unref(struct pg_scraper *s, struct pg_scrape_mgroup *g, bool remove)
+{
+    if (g == NULL || --g->refs > 0) {
+        return;
+    }
+    for (size_t i = 0; remove && i < g->n_series; i++) {
+        pg_metric_remove(g->series[i]);
+    }
+    pg_htab_del(&s->mgroups, &g->h);
+    free(g->series);
+    free(g->labels);
+    free(g);
+}
+
+void pg_scrape_track_series(struct pg_scrape_target *t, struct pg_metric *m)
+{
+    struct pg_scrape_mgroup *g = t->mg;
+
+    if (g == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < g->n_series; i++) {
+        if (g->series[i] == m) {
+            return;
+        }
+    }
+    if (PG_VEC_GROW(NULL, g->series, g->cap_series, g->n_series, 8, 0)) {
+        g->series[g->n_series++] = m;
+    }
+}
+
+static struct pg_scrape_source *source_get(struct pg_scraper *s, size_t ji, const char *name)
+{
+    uint64_t h = pg_hash_str(PG_HASH_SEED ^ ji, name);
+    struct pg_scrape_source *src;
+
+    for (struct pg_hnode *e = pg_htab_chain(&s->sources, h); e != NULL; e = e->next) {
+        src = (struct pg_scrape_source *)e;
+        if (e->hash == h && src->job_index == ji && strcmp(src->name, name) == 0) {
+            return src;
+        }
+    }
+    if ((src = calloc(1, sizeof(*src))) == NULL || (src->name = strdup(name)) == NULL ||
+        !pg_htab_add(&s->sources, &src->h, h)) {
+        if (src != NULL) {
+            free(src->name);
+        }
+        free(src);
+        return NULL;
+    }
+    src->job_index = ji;
+    return src;
+}
+
+static void source_free(struct pg_scraper *s, struct pg_scrape_source *src)
+{
+    pg_htab_del(&s->sources, &src->h);
+    free(src->name);
+    free(src);
 }
 
 static void target_begin(struct pg_scrape_target *t)
@@ -435,6 +525,7 @@ static void target_begin(struct pg_scrape_target *t)
     metric_value(pv, sizeof(pv), t->prof->name);
     snprintf(t->mlabels, sizeof(t->mlabels), "receiver=\"%s\",job=\"%s\",instance=\"%s\",profile=\"%s\"",
              s->receiver_id, jv, iv, pv);
+    t->mg = mgroup_ref(s, t->mlabels);
     t->m_up = pg_metric_gauge("pprofgate_scrape_target_up",
                               "1 when the target's last scrape delivered a profile, else 0.",
                               t->mlabels);
@@ -456,6 +547,12 @@ static void target_begin(struct pg_scrape_target *t)
                                      t->mlabels);
     t->m_scrapes = pg_metric_counter("pprofgate_scrape_requests_total",
                                      "Scrape requests sent.", t->mlabels);
+    pg_scrape_track_series(t, t->m_up);
+    pg_scrape_track_series(t, t->m_dur);
+    pg_scrape_track_series(t, t->m_bytes);
+    pg_scrape_track_series(t, t->m_samples);
+    pg_scrape_track_series(t, t->m_skipped);
+    pg_scrape_track_series(t, t->m_scrapes);
     t->timer = evtimer_new(s->host->base, on_tick, t);
     if (t->timer == NULL) {
         return;
@@ -478,12 +575,7 @@ static void target_begin(struct pg_scrape_target *t)
 static void update_job_gauges(struct pg_scraper *s, size_t ji)
 {
     struct pg_scrape_job_state *js = &s->jobs[ji];
-    size_t active = 0;
 
-    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
-        active += t->job_index == ji;
-    }
-    js->active = active;
     if (js->m_active == NULL) {
         char jv[128], l[256];
 
@@ -501,122 +593,181 @@ static void update_job_gauges(struct pg_scraper *s, size_t ji)
     pg_metric_set(js->m_dropped, (int64_t)js->dropped);
 }
 
-/* Records what relabeling dropped from @source; the job's total is the sum. */
-static void set_drops(struct pg_scrape_job_state *js, const char *source, size_t n)
-{
-    size_t i;
+/* ---- pacing ----------------------------------------------------------------- */
 
-    for (i = 0; i < js->n_drops && strcmp(js->drops[i].source, source) != 0; i++) {
-    }
-    if (i == js->n_drops && n > 0) {
-        if (!PG_VEC_GROW(NULL, js->drops, js->cap_drops, js->n_drops, 4, 0)) {
-            return;
-        }
-        if ((js->drops[i].source = strdup(source)) == NULL) {
-            return;
-        }
-        js->n_drops++;
-    }
-    if (i < js->n_drops) {
-        js->drops[i].dropped = n;
-        if (n == 0) {
-            free(js->drops[i].source);
-            js->drops[i] = js->drops[--js->n_drops];
-        }
-    }
-    js->dropped = 0;
-    for (i = 0; i < js->n_drops; i++) {
-        js->dropped += js->drops[i].dropped;
+static void run_op(struct pg_scraper *s, struct pg_scrape_op op)
+{
+    if (op.free) {
+        /* A gone target's series go with it (pod churn must not grow
+         * /metrics), unless a live target has the same job/instance/profile:
+         * the metric group is shared, so a re-sourced target keeps its counters. */
+        mgroup_unref(s, op.t->mg, true);
+        target_free(op.t);
+    } else if (s->started && !s->stopped) {
+        target_begin(op.t);
     }
 }
 
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_scraper *s = arg;
+    struct timeval zero = {0, 0};
+
+    (void)fd;
+    (void)what;
+    for (size_t k = 0; k < PACE_SLICE && s->ops_head < s->n_ops; k++) {
+        run_op(s, s->ops[s->ops_head++]);
+    }
+    if (s->ops_head < s->n_ops) {
+        evtimer_add(s->pace, &zero); /* the rest after the loop's other events */
+    } else {
+        s->ops_head = s->n_ops = 0;
+    }
+}
+
+/* Queues @t's begin or free; done at once when no pacing timer exists. */
+static void queue_op(struct pg_scraper *s, struct pg_scrape_target *t, bool free_it)
+{
+    struct pg_scrape_op op = {t, free_it};
+    struct timeval zero = {0, 0};
+
+    if (s->pace == NULL && s->host != NULL && s->host->base != NULL) {
+        s->pace = evtimer_new(s->host->base, on_pace, s);
+    }
+    if (s->pace == NULL || !PG_VEC_GROW(NULL, s->ops, s->cap_ops, s->n_ops, 256, 0)) {
+        run_op(s, op);
+        return;
+    }
+    s->ops[s->n_ops++] = op;
+    if (!evtimer_pending(s->pace, NULL)) {
+        evtimer_add(s->pace, &zero);
+    }
+}
+
+/* Same target: same source, identity and URL, not yet claimed by this sync. */
+static struct pg_scrape_target *find_known(struct pg_scraper *s, const struct pg_scrape_target *t)
+{
+    for (struct pg_hnode *e = pg_htab_chain(&s->index, t->identity); e != NULL; e = e->next) {
+        struct pg_scrape_target *o = (struct pg_scrape_target *)e;
+
+        if (o != t && e->hash == t->identity && o->src == t->src && !o->marked &&
+            strcmp(o->url, t->url) == 0) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Replaces the targets of one source. Costs what the source held and holds
+ * (hash lookups), not what the scraper holds: a pod event or one file group
+ * among thousands stays cheap. */
 void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
                      const struct pg_scrape_tg_target *tg, size_t n)
 {
     const struct pg_scrape_job *job = &s->cfg->jobs[ji];
-    struct pg_scrape_target *fresh = NULL, *gone = NULL, **pp;
+    struct pg_scrape_job_state *js = &s->jobs[ji];
+    struct pg_scrape_source *src = source_get(s, ji, source);
+    struct pg_scrape_target *fresh = NULL, *gone = NULL, *kept = NULL;
     size_t added = 0, removed = 0, dropped = 0;
 
-    for (struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
+    if (src == NULL) {
+        pg_log_warn(LOG_NAME, "job %s: %s: out of memory; targets unchanged", job->job_name,
+                    source);
+        return;
+    }
+    for (struct pg_scrape_target *t = src->targets; t != NULL; t = t->next_src) {
         t->marked = false;
     }
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < job->n_profiles; k++) {
-            struct pg_scrape_target *t;
-            bool known = false;
+            struct pg_scrape_target *t, *o;
 
             if (!job->profiles[k].enabled) {
                 continue;
             }
-            t = build_target(s, ji, source, &tg[i], &job->profiles[k], &dropped);
+            t = build_target(s, ji, src, &tg[i], &job->profiles[k], &dropped);
             if (t == NULL) {
                 continue;
             }
-            for (struct pg_scrape_target *o = s->targets; o != NULL; o = o->next) {
-                if (o->job_index == ji && o->identity == t->identity && !o->marked &&
-                    strcmp(o->source, source) == 0 && strcmp(o->url, t->url) == 0) {
-                    o->marked = true;
-                    known = true;
-                    break;
-                }
+            if ((o = find_known(s, t)) != NULL) {
+                o->marked = true;
+                target_free(t);
+                continue;
             }
-            if (known) {
+            if (!pg_htab_add(&s->index, &t->h, t->identity)) {
                 target_free(t);
                 continue;
             }
             t->marked = true;
-            t->next = fresh;
+            t->next_src = fresh;
             fresh = t;
         }
     }
-    /* Unlink this source's targets that are gone (freed below). */
-    for (pp = &s->targets; *pp != NULL;) {
-        struct pg_scrape_target *t = *pp;
+    /* This source's targets that are gone leave every index (freed below). */
+    while (src->targets != NULL) {
+        struct pg_scrape_target *t = src->targets;
 
-        if (t->job_index == ji && !t->marked && strcmp(t->source, source) == 0) {
-            *pp = t->next;
-            t->next = gone;
-            gone = t;
-            removed++;
-        } else {
-            pp = &t->next;
+        src->targets = t->next_src;
+        if (t->marked) {
+            t->next_src = kept;
+            kept = t;
+            continue;
         }
+        pg_htab_del(&s->index, &t->h);
+        if (t->timer != NULL) {
+            event_del(t->timer); /* no more ticks while it waits to be freed */
+        }
+        t->pending = false;
+        if (t->prev != NULL) {
+            t->prev->next = t->next;
+        } else {
+            s->targets = t->next;
+        }
+        if (t->next != NULL) {
+            t->next->prev = t->prev;
+        }
+        t->next_src = gone;
+        gone = t;
+        removed++;
     }
+    src->targets = kept;
     while (fresh != NULL) {
         struct pg_scrape_target *t = fresh;
 
-        fresh = t->next;
+        fresh = t->next_src;
+        t->next_src = src->targets;
+        src->targets = t;
+        t->prev = NULL;
         t->next = s->targets;
+        if (s->targets != NULL) {
+            s->targets->prev = t;
+        }
         s->targets = t;
         if (s->started && !s->stopped) {
-            target_begin(t);
+            queue_op(s, t, false);
         }
         added++;
     }
-    /* A gone target's series go with it (pod churn must not grow /metrics),
-     * unless a live target has the same job/instance/profile: it shares
-     * them, so a relabeled or re-sourced target keeps its counters. */
+    /* Freed after the begins queued above: a new target that shares a gone
+     * one's labels takes its metric group first. */
     while (gone != NULL) {
         struct pg_scrape_target *t = gone;
-        bool shared = false;
 
-        gone = t->next;
-        for (const struct pg_scrape_target *o = s->targets; o != NULL && !shared && t->mlabels[0];
-             o = o->next) {
-            shared = strcmp(o->mlabels, t->mlabels) == 0;
-        }
-        if (t->mlabels[0] != '\0' && !shared) {
-            pg_metrics_remove("pprofgate_scrape_", t->mlabels);
-        }
-        target_free(t);
+        gone = t->next_src;
+        queue_op(s, t, true);
     }
-    set_drops(&s->jobs[ji], source, dropped);
+    src->n_targets = src->n_targets + added - removed;
+    js->active = js->active + added - removed;
+    js->dropped = js->dropped - src->dropped + dropped;
+    src->dropped = dropped;
+    if (src->n_targets == 0 && src->dropped == 0) {
+        source_free(s, src);
+    }
     update_job_gauges(s, ji);
     if (added || removed) {
         pg_log_info(LOG_NAME, "job %s: %s: %zu targets added, %zu removed (%zu active, %zu dropped "
                               "by relabeling)",
-                    job->job_name, source, added, removed, s->jobs[ji].active,
-                    s->jobs[ji].dropped);
+                    job->job_name, source, added, removed, js->active, js->dropped);
     }
 }
 
@@ -714,20 +865,38 @@ void pg_scraper_destroy(struct pg_scraper *s)
             break;
         }
     }
+    /* Pending begins are dropped (their targets are in the list below);
+     * pending frees are done. */
+    for (size_t i = s->ops_head; i < s->n_ops; i++) {
+        if (s->ops[i].free) {
+            mgroup_unref(s, s->ops[i].t->mg, false);
+            target_free(s->ops[i].t);
+        }
+    }
+    free(s->ops);
+    if (s->pace != NULL) {
+        event_free(s->pace);
+    }
+    /* The series stay: a reloaded scraper with the same targets continues them. */
     while (s->targets != NULL) {
         struct pg_scrape_target *t = s->targets;
 
         s->targets = t->next;
+        mgroup_unref(s, t->mg, false);
         target_free(t);
     }
+    for (size_t i = 0; i < s->sources.cap; i++) {
+        while (s->sources.b[i] != NULL) {
+            source_free(s, (struct pg_scrape_source *)s->sources.b[i]);
+        }
+    }
+    pg_htab_free(&s->sources);
+    pg_htab_free(&s->index);
+    pg_htab_free(&s->mgroups);
     for (size_t i = 0; i < s->cfg->n_jobs; i++) {
         if (s->jobs[i].ssl != NULL) {
             SSL_CTX_free(s->jobs[i].ssl);
         }
-        for (size_t k = 0; k < s->jobs[i].n_drops; k++) {
-            free(s->jobs[i].drops[k].source);
-        }
-        free(s->jobs[i].drops);
     }
     free(s->jobs);
     free(s);
@@ -738,13 +907,23 @@ void pg_scraper_destroy(struct pg_scraper *s)
 static void json_str(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            fprintf(out, "\\%c", *p);
-        } else if (*p < 0x20) {
-            fprintf(out, "\\u%04x", *p);
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p);
+
+    /* JSON must be UTF-8: a byte that starts no valid sequence is U+FFFD. */
+    for (size_t i = 0; i < n;) {
+        size_t k = pg_utf8_seq(p + i, n - i);
+
+        if (k == 0) {
+            fputs("\\ufffd", out);
+            i++;
+        } else if (p[i] == '"' || p[i] == '\\') {
+            fprintf(out, "\\%c", p[i++]);
+        } else if (p[i] < 0x20 || p[i] == 0x7f) {
+            fprintf(out, "\\u%04x", p[i++]);
         } else {
-            fputc(*p, out);
+            fwrite(p + i, 1, k, out);
+            i += k;
         }
     }
     fputc('"', out);

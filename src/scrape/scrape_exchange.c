@@ -20,6 +20,7 @@
 #include "pipeline/batch.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/utf8.h"
 #include "core/vec.h"
 #include "http/tls_client.h"
 #include "http/client.h"
@@ -29,6 +30,38 @@
 
 /* ---- one scrape ---------------------------------------------------------- */
 
+/* @src into @dst (capped, always terminated), every byte that starts no
+ * valid UTF-8 sequence, and every control byte, as the four characters \xHH. */
+static void escape_bytes(char *dst, size_t cap, const char *src)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *p = (const uint8_t *)src;
+    size_t n = strlen(src), o = 0;
+
+    for (size_t i = 0; i < n;) {
+        size_t k = pg_utf8_seq(p + i, n - i);
+
+        if (k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
+            if (o + 4 >= cap) {
+                break;
+            }
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[p[i] >> 4];
+            dst[o++] = hex[p[i] & 15];
+            i++;
+            continue;
+        }
+        if (o + k >= cap) {
+            break;
+        }
+        memcpy(dst + o, p + i, k);
+        o += k;
+        i += k;
+    }
+    dst[o] = '\0';
+}
+
 static void record_failure(struct pg_scrape_target *t, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -37,17 +70,22 @@ static void record_failure(struct pg_scrape_target *t, const char *reason, const
     char l[1200];
     va_list ap;
     bool was_up = t->health != 0;
+    struct pg_metric *m;
 
     snprintf(l, sizeof(l), "%s,reason=\"%s\"", t->mlabels, reason);
-    pg_metric_add(pg_metric_counter("pprofgate_scrape_failures_total",
-                                    "Failed scrapes by reason (timeout, connect, tls, read, "
-                                    "http_4xx, http_5xx, busy, empty, parse, too_large, "
-                                    "no_sample_type, pipeline).",
-                                    l),
-                  1);
+    m = pg_metric_counter("pprofgate_scrape_failures_total",
+                          "Failed scrapes by reason (timeout, connect, tls, read, "
+                          "bad_response, http_4xx, http_5xx, busy, empty, parse, too_large, "
+                          "no_sample_type, pipeline).",
+                          l);
+    pg_metric_add(m, 1);
+    pg_scrape_track_series(t, m); /* removed with the target's other series */
     va_start(ap, fmt);
-    vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
+    vsnprintf(l, sizeof(l), fmt, ap);
     va_end(ap);
+    /* What a target sent (a Location, a body excerpt) reaches /targets and
+     * the log: bytes that are not printable UTF-8 are written as \xHH. */
+    escape_bytes(t->last_error, sizeof(t->last_error), l);
     t->health = 0;
     pg_metric_set(t->m_up, 0);
     /* Log transitions at warn, repeats at debug: a dead target does not

@@ -152,12 +152,12 @@ enum pg_err pg_spool_open(const struct pg_spool_options *opt, struct pg_spool **
                 strerror(errno));
         }
     }
-    err = pg_spool_scan_dir(s, st);
+    err = pg_spool_recover(s, st);
     if (err != PG_ERR_OK) {
         pg_spool_close(s);
         return err;
     }
-    s->boot_id = s->next_id;
+    s->boot_id = s->next_id; /* in a background recovery: above every earlier id */
     s->last_sync_ns = pg_mono_ns();
     if (s->stats.replay_pending > 0 || s->stats.corrupt > 0 || s->stats.truncated > 0) {
         pg_log_info(pg_spool_lname(s),
@@ -186,6 +186,7 @@ void pg_spool_close(struct pg_spool *s)
     if (s == NULL) {
         return;
     }
+    pg_spool_recover_join(s); /* before anything the scan would merge into */
     if (s->dirty) {
         (void)sync_active(s);
     }

@@ -62,6 +62,13 @@ struct pg_spool_stats {
 
 struct pg_spool;
 
+/* True while a large spool left by an earlier run is still being indexed in
+ * the background (pg_spool_open returned at once). Meanwhile appends get ids
+ * above every earlier one in new segments, and replay finds nothing yet: a
+ * replayer that sees this should retry later, not stop. So data accepted
+ * during recovery is sent first, the earlier backlog once the scan ends. */
+bool pg_spool_recovering(struct pg_spool *s);
+
 /* Opens (creating) the spool directory, takes an exclusive lock on it (a
  * second process gets PG_ERR_BUSY), and indexes every segment. The caller
  * owns *@out: pg_spool_close(). Thread-safe afterwards (one mutex). */

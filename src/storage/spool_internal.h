@@ -55,6 +55,12 @@ struct pg_spool {
     uint64_t next_id, next_seq;
     uint64_t boot_id;   /* ids below this were found at open */
     struct pg_spool_stats stats;
+    /* Background recovery of a large earlier spool (spool_recover.c). */
+    bool recovering;           /* atomic: the scan runs; its segments come later */
+    bool recover_stop;         /* atomic: close asks the scan to end */
+    const bool *stop;          /* the scan's own spool: the owner's recover_stop */
+    pthread_t recover_thread;  /* valid while recover_started */
+    bool recover_started;
 };
 
 void pg_spool_put32(uint8_t *p, uint32_t v);
@@ -77,5 +83,10 @@ void pg_spool_seg_remove(struct pg_spool *s, size_t idx);
 void pg_spool_mark_acked(struct pg_spool *s, struct pg_spool_seg *g, struct pg_spool_rec *r);
 bool pg_spool_pread_full(int fd, void *buf, size_t n, uint64_t off);
 enum pg_err pg_spool_scan_dir(struct pg_spool *s, struct pg_status *st);
+/* Lists the segments and recovers them now, or (a large spool) on a thread
+ * while appends go on: see pg_spool_recovering(). */
+enum pg_err pg_spool_recover(struct pg_spool *s, struct pg_status *st);
+/* Ends a background recovery (close): its partial index is dropped. */
+void pg_spool_recover_join(struct pg_spool *s);
 
 #endif
