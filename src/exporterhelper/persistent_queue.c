@@ -40,6 +40,31 @@ enum pg_err pg_exph_spool_encode(struct pg_exph *h, struct pg_batch *batch,
 /* Progress lines at most this often while a replay runs. */
 #define PROGRESS_EVERY_NS (10LL * 1000000000LL)
 
+/* The replay's budget, once its backlog is known (or while a background
+ * scan of a large earlier spool still runs). */
+static void replay_budget_log(struct pg_exph *h)
+{
+    const char *why = h->cfg->queue.replay_memory != 0 ? ""
+                      : pg_memlimit_soft_limit() > 0 ? ": half of memory_limiter's soft limit"
+                                                     : ": default";
+
+    if (h->replay_total == 0 && pg_spool_recovering(h->spool)) {
+        /* Its size is known when the scan ends, the budget now. */
+        pg_log_info(h->log,
+                    "replay of the previous run's spool (still being indexed) may hold %.1f MiB "
+                    "(sending_queue::replay_memory%s), less what live pushes hold; "
+                    "this run's pushes are sent alternately with it",
+                    (double)h->replay_limit / MIB, why);
+    } else if (h->replay_total > h->replayed) {
+        pg_log_info(h->log,
+                    "replay of %" PRIu64 " request(s) (%.1f MiB) may hold %.1f MiB "
+                    "(sending_queue::replay_memory%s), less what live pushes hold; "
+                    "this run's pushes are sent alternately with it",
+                    h->replay_total - h->replayed, (double)h->replay_total_bytes / MIB,
+                    (double)h->replay_limit / MIB, why);
+    }
+}
+
 /* Set once every component started (memory_limiter starts after exporters).
  * The window of this run's queued records: 64 MiB, at most the bytes budget
  * and a quarter of memory_limiter's soft limit. The replay's budget:
@@ -73,28 +98,7 @@ void pg_exph_window_init(struct pg_exph *h)
                 "persistent queue: at most %" PRIu64 " bytes of this run's spooled "
                 "requests read back into memory at a time (one larger request alone)",
                 h->win_limit);
-    if (h->replay_total == 0 && pg_spool_recovering(h->spool)) {
-        /* A large earlier spool is indexed in the background: its size is
-         * known when the scan ends, the budget now. */
-        pg_log_info(h->log,
-                    "replay of the previous run's spool (still being indexed) may hold %.1f MiB "
-                    "(sending_queue::replay_memory%s), less what live pushes hold; "
-                    "this run's pushes are sent alternately with it",
-                    (double)h->replay_limit / MIB,
-                    h->cfg->queue.replay_memory == 0
-                        ? (soft > 0 ? ": half of memory_limiter's soft limit" : ": default")
-                        : "");
-    } else if (h->replay_total > 0) {
-        pg_log_info(h->log,
-                    "replay of %" PRIu64 " request(s) (%.1f MiB) may hold %.1f MiB "
-                    "(sending_queue::replay_memory%s), less what live pushes hold; "
-                    "this run's pushes are sent alternately with it",
-                    h->replay_total, (double)h->replay_total_bytes / MIB,
-                    (double)h->replay_limit / MIB,
-                    h->cfg->queue.replay_memory == 0
-                        ? (soft > 0 ? ": half of memory_limiter's soft limit" : ": default")
-                        : "");
-    }
+    replay_budget_log(h);
 }
 
 /* At start, after the spool is open: what the previous run left. */
@@ -332,11 +336,7 @@ struct pg_exph_item *pg_exph_replay_take(struct pg_exph *h)
         h->replay_sized = true;
         h->replay_total = ss.replay_pending + h->replayed;
         h->replay_total_bytes = ss.pending_bytes;
-        if (ss.replay_pending > 0) {
-            pg_log_info(h->log, "the spool's scan found %" PRIu64 " request(s) (%.1f MiB) of the "
-                        "previous run to replay", ss.replay_pending,
-                        (double)ss.pending_bytes / MIB);
-        }
+        replay_budget_log(h); /* now with what the scan found */
     }
     if (pg_spool_next_replay(h->spool, h->replay_after, &id, &data, &len, &st) != PG_ERR_OK) {
         pg_log_error(h->log, "replay stopped: %s", pg_status_text(&st));
