@@ -67,7 +67,6 @@ static inline bool rig_start(struct rig *r, const struct pg_component_ops *ops, 
     r->host.base = r->base;
     r->host.version = "test";
     r->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    pg_diag_init(&r->diag);
     if (r->cfg == NULL || r->cfg->diag.n > 0 ||
         rig_component_create(ops, r->cfg, &r->host, r->id, &r->diag, &r->state) != PG_ERR_OK) {
         for (size_t i = 0; i < r->diag.n; i++) {
