@@ -299,6 +299,190 @@ static void warn_metadata(struct pg_service *svc)
     }
 }
 
+/* service::extensions: marks each listed extension used (instantiated first, in start order). */
+static void list_extensions(struct pg_service *svc, const struct pg_cfg_node *service)
+{
+    struct pg_diag *diag = svc->diag;
+    const struct pg_cfg_node *exts = pg_cfg_get(service, "extensions");
+
+    if (exts != NULL && exts->kind != PG_CFG_NULL) {
+        if (exts->kind != PG_CFG_SEQ) {
+            pg_diag_add(diag, exts, "service::extensions", "expected a list of extension ids");
+        } else {
+            for (size_t i = 0; i < exts->n; i++) {
+                struct def *d = find_def(svc, PG_KIND_EXTENSION, exts->items[i]->value);
+                if (d == NULL) {
+                    pg_diag_add(diag, exts->items[i], "service::extensions",
+                                "extension \"%s\" is not defined under extensions:%s; "
+                                "defined: %s",
+                                exts->items[i]->value,
+                                closest_def(svc, PG_KIND_EXTENSION, exts->items[i]->value),
+                                defined_ids(svc, PG_KIND_EXTENSION));
+                    continue;
+                }
+                if (d->used) {
+                    continue;
+                }
+                d->used = true;
+            }
+        }
+    }
+}
+
+/* The id lists of every pipeline under service::pipelines, per pipeline (parallel arrays,
+ * in the service arena). */
+struct pipe_lists {
+    struct def ***recv, ***proc, ***exp;
+    size_t *n_recv, *n_proc, *n_exp;
+};
+
+/* Parses service::pipelines into svc->pipes and @pl; false when out of memory. */
+static bool parse_pipelines(struct pg_service *svc, const struct pg_cfg_node *pipes,
+                            struct pipe_lists *pl)
+{
+    struct pg_diag *diag = svc->diag;
+
+    svc->pipes = pg_arena_calloc(svc->arena, pipes->n, sizeof(struct pipeline));
+    pl->recv = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
+    pl->proc = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
+    pl->exp = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
+    pl->n_recv = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
+    pl->n_proc = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
+    pl->n_exp = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
+    if (!svc->pipes || !pl->recv || !pl->proc || !pl->exp || !pl->n_recv || !pl->n_proc ||
+        !pl->n_exp) {
+        return false;
+    }
+    for (size_t i = 0; i < pipes->n; i++) {
+        const char *pid = pipes->keys[i]->value;
+        const struct pg_cfg_node *pn = pipes->items[i];
+        static const char *const pipe_keys[] = {"receivers", "processors", "exporters", NULL};
+        char *ppath = pg_arena_sprintf(svc->arena, "service::pipelines::%s", pid);
+        if (strncmp(pid, "profiles", 8) != 0 || (pid[8] != '\0' && pid[8] != '/') ||
+            !id_ok(pid)) {
+            pg_diag_add(diag, pipes->keys[i], "service::pipelines",
+                        "pipeline \"%s\": pprofgate handles profiles pipelines only "
+                        "(profiles or profiles/<name>)",
+                        pid);
+            continue;
+        }
+        if (pn == NULL || pn->kind != PG_CFG_MAP) {
+            pg_diag_add(diag, pn ? pn : pipes->keys[i], ppath,
+                        "expected a mapping with receivers, processors and exporters");
+            continue;
+        }
+        service_check_keys(svc, pn, ppath, pipe_keys);
+        pl->recv[i] =
+            pipe_list(svc, pn, pid, "receivers", PG_KIND_RECEIVER, &pl->n_recv[i], true);
+        pl->proc[i] =
+            pipe_list(svc, pn, pid, "processors", PG_KIND_PROCESSOR, &pl->n_proc[i], false);
+        pl->exp[i] = pipe_list(svc, pn, pid, "exporters", PG_KIND_EXPORTER, &pl->n_exp[i], true);
+        svc->pipes[svc->n_pipes].id = pg_arena_strdup(svc->arena, pid);
+        svc->n_pipes++;
+    }
+    return true;
+}
+
+/* service::telemetry::metrics::address: the telemetry_metrics extension, in the spare
+ * definition slot, its config made from the address (and the section's auth). */
+static void add_metrics_endpoint(struct pg_service *svc,
+                                 const struct pg_component_ops *const *reg, size_t n_reg,
+                                 const struct pg_cfg_node *service,
+                                 const struct pg_cfg_node *metrics_node)
+{
+    struct pg_diag *diag = svc->diag;
+    struct pg_config *cfg = svc->cfg;
+    const struct pg_component_ops *mops =
+        pg_component_find(reg, n_reg, PG_KIND_EXTENSION, "telemetry_metrics");
+
+    if (mops == NULL) {
+        pg_diag_add(diag, metrics_node, "service::telemetry::metrics::address",
+                    "this build has no metrics endpoint");
+    } else {
+        struct def *d = &svc->defs[svc->n_defs]; /* spare slot allocated above */
+        struct pg_cfg_node *map = pg_arena_zalloc(cfg->arena, sizeof(*map));
+        struct pg_cfg_node *k = pg_arena_zalloc(cfg->arena, sizeof(*k));
+        /* The metrics section's `auth` goes with the endpoint. */
+        const struct pg_cfg_node *mauth =
+            pg_cfg_get(pg_cfg_get(pg_cfg_get(service, "telemetry"), "metrics"), "auth");
+        struct pg_cfg_node *ak = mauth ? pg_arena_zalloc(cfg->arena, sizeof(*ak)) : NULL;
+        if (map && k && (mauth == NULL || ak != NULL)) {
+            *k = *metrics_node;
+            k->kind = PG_CFG_SCALAR;
+            k->value = "endpoint";
+            map->kind = PG_CFG_MAP;
+            map->file = metrics_node->file;
+            map->line = metrics_node->line;
+            map->col = metrics_node->col;
+            map->n = mauth ? 2 : 1;
+            map->keys = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
+            map->items = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
+            if (map->keys && map->items) {
+                map->keys[0] = k;
+                map->items[0] = (struct pg_cfg_node *)metrics_node;
+                if (mauth != NULL) {
+                    *ak = *k;
+                    ak->value = "auth";
+                    map->keys[1] = ak;
+                    map->items[1] = (struct pg_cfg_node *)mauth;
+                }
+                d->kind = PG_KIND_EXTENSION;
+                d->id = "telemetry_metrics";
+                d->key = metrics_node;
+                d->node = map;
+                d->ops = mops;
+                d->used = true;
+                d->inst = instantiate(svc, d);
+            }
+        }
+    }
+}
+
+/* Processor instances per pipeline, the exporters each lists, and the receivers (last in
+ * start order), each fanning out to every pipeline that lists it; false when out of memory. */
+static bool wire_pipelines(struct pg_service *svc, const struct pipe_lists *pl)
+{
+    for (size_t i = 0; i < svc->n_pipes; i++) {
+        struct pipeline *p = &svc->pipes[i];
+        p->procs = pg_arena_calloc(svc->arena, pl->n_proc[i] + 1, sizeof(void *));
+        p->exps = pg_arena_calloc(svc->arena, pl->n_exp[i] + 1, sizeof(void *));
+        if (p->procs == NULL || p->exps == NULL) {
+            return false;
+        }
+        for (size_t j = 0; j < pl->n_proc[i]; j++) {
+            struct instance *in = instantiate(svc, pl->proc[i][j]);
+            if (in != NULL) {
+                p->procs[p->n_procs++] = in;
+            }
+        }
+        for (size_t j = 0; j < pl->n_exp[i]; j++) {
+            if (pl->exp[i][j]->inst != NULL) {
+                p->exps[p->n_exps++] = pl->exp[i][j]->inst;
+            }
+        }
+    }
+    for (size_t i = 0; i < svc->n_defs; i++) {
+        struct def *d = &svc->defs[i];
+        if (d->kind != PG_KIND_RECEIVER || !d->used) {
+            continue;
+        }
+        d->inst = instantiate(svc, d);
+        if (d->inst == NULL) {
+            continue;
+        }
+        /* The receiver feeds every pipeline that lists it. */
+        d->inst->fan.pipes = pg_arena_calloc(svc->arena, svc->n_pipes + 1, sizeof(void *));
+        for (size_t pi = 0; pi < svc->n_pipes && d->inst->fan.pipes; pi++) {
+            for (size_t j = 0; j < pl->n_recv[pi]; j++) {
+                if (pl->recv[pi][j] == d) {
+                    d->inst->fan.pipes[d->inst->fan.n++] = &svc->pipes[pi];
+                }
+            }
+        }
+    }
+    return true;
+}
+
 struct pg_service *pg_service_build(struct pg_config *cfg,
                                     const struct pg_component_ops *const *reg, size_t n_reg,
                                     struct event_base *base, struct pg_diag *diag)
@@ -307,11 +491,11 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     const struct pg_cfg_node *root = cfg->root;
     const struct pg_cfg_node *service;
     const struct pg_cfg_node *pipes;
-    const struct pg_cfg_node *exts;
     const char *metrics_addr = NULL;
     const struct pg_cfg_node *metrics_node = NULL;
     size_t n_total = 0;
     size_t before = diag->n;
+    struct pipe_lists pl;
     static const char *const service_keys[] = {"pipelines", "extensions", "telemetry",
                                                "shutdown_delay", NULL};
 
@@ -366,30 +550,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     bind_shutdown_delay(svc, service);
     pg_service_apply_telemetry(svc, pg_cfg_get(service, "telemetry"), &metrics_addr, &metrics_node);
 
-    /* Extensions listed in service.extensions are instantiated first. */
-    exts = pg_cfg_get(service, "extensions");
-    if (exts != NULL && exts->kind != PG_CFG_NULL) {
-        if (exts->kind != PG_CFG_SEQ) {
-            pg_diag_add(diag, exts, "service::extensions", "expected a list of extension ids");
-        } else {
-            for (size_t i = 0; i < exts->n; i++) {
-                struct def *d = find_def(svc, PG_KIND_EXTENSION, exts->items[i]->value);
-                if (d == NULL) {
-                    pg_diag_add(diag, exts->items[i], "service::extensions",
-                                "extension \"%s\" is not defined under extensions:%s; "
-                                "defined: %s",
-                                exts->items[i]->value,
-                                closest_def(svc, PG_KIND_EXTENSION, exts->items[i]->value),
-                                defined_ids(svc, PG_KIND_EXTENSION));
-                    continue;
-                }
-                if (d->used) {
-                    continue;
-                }
-                d->used = true;
-            }
-        }
-    }
+    list_extensions(svc, service);
 
     pipes = pg_cfg_get(service, "pipelines");
     if (pipes == NULL || pipes->kind != PG_CFG_MAP || pipes->n == 0) {
@@ -397,43 +558,8 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
                     "at least one pipeline (profiles: or profiles/<name>:) is required");
         goto fail;
     }
-    svc->pipes = pg_arena_calloc(svc->arena, pipes->n, sizeof(struct pipeline));
-    if (svc->pipes == NULL) {
+    if (!parse_pipelines(svc, pipes, &pl)) {
         goto fail;
-    }
-    struct def ***p_recv = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
-    struct def ***p_proc = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
-    struct def ***p_exp = pg_arena_calloc(svc->arena, pipes->n, sizeof(void *));
-    size_t *n_recv = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
-    size_t *n_proc = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
-    size_t *n_exp = pg_arena_calloc(svc->arena, pipes->n, sizeof(size_t));
-    if (!p_recv || !p_proc || !p_exp || !n_recv || !n_proc || !n_exp) {
-        goto fail;
-    }
-    for (size_t i = 0; i < pipes->n; i++) {
-        const char *pid = pipes->keys[i]->value;
-        const struct pg_cfg_node *pn = pipes->items[i];
-        static const char *const pipe_keys[] = {"receivers", "processors", "exporters", NULL};
-        char *ppath = pg_arena_sprintf(svc->arena, "service::pipelines::%s", pid);
-        if (strncmp(pid, "profiles", 8) != 0 || (pid[8] != '\0' && pid[8] != '/') ||
-            !id_ok(pid)) {
-            pg_diag_add(diag, pipes->keys[i], "service::pipelines",
-                        "pipeline \"%s\": pprofgate handles profiles pipelines only "
-                        "(profiles or profiles/<name>)",
-                        pid);
-            continue;
-        }
-        if (pn == NULL || pn->kind != PG_CFG_MAP) {
-            pg_diag_add(diag, pn ? pn : pipes->keys[i], ppath,
-                        "expected a mapping with receivers, processors and exporters");
-            continue;
-        }
-        service_check_keys(svc, pn, ppath, pipe_keys);
-        p_recv[i] = pipe_list(svc, pn, pid, "receivers", PG_KIND_RECEIVER, &n_recv[i], true);
-        p_proc[i] = pipe_list(svc, pn, pid, "processors", PG_KIND_PROCESSOR, &n_proc[i], false);
-        p_exp[i] = pipe_list(svc, pn, pid, "exporters", PG_KIND_EXPORTER, &n_exp[i], true);
-        svc->pipes[svc->n_pipes].id = pg_arena_strdup(svc->arena, pid);
-        svc->n_pipes++;
     }
     /* The collector (v0.161) loads a config with a spare component and
      * simply does not build it: a warning here, not an error. */
@@ -454,7 +580,7 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
     {
         size_t n_inst = svc->n_defs + 1;
         for (size_t i = 0; i < pipes->n; i++) {
-            n_inst += n_proc[i];
+            n_inst += pl.n_proc[i];
         }
         svc->order = pg_arena_calloc(svc->arena, n_inst, sizeof(struct instance *));
         if (svc->order == NULL) {
@@ -490,92 +616,15 @@ struct pg_service *pg_service_build(struct pg_config *cfg,
         }
     }
     if (metrics_addr != NULL) {
-        const struct pg_component_ops *mops =
-            pg_component_find(reg, n_reg, PG_KIND_EXTENSION, "telemetry_metrics");
-        if (mops == NULL) {
-            pg_diag_add(diag, metrics_node, "service::telemetry::metrics::address",
-                        "this build has no metrics endpoint");
-        } else {
-            struct def *d = &svc->defs[svc->n_defs]; /* spare slot allocated above */
-            struct pg_cfg_node *map = pg_arena_zalloc(cfg->arena, sizeof(*map));
-            struct pg_cfg_node *k = pg_arena_zalloc(cfg->arena, sizeof(*k));
-            /* The metrics section's `auth` goes with the endpoint. */
-            const struct pg_cfg_node *mauth =
-                pg_cfg_get(pg_cfg_get(pg_cfg_get(service, "telemetry"), "metrics"), "auth");
-            struct pg_cfg_node *ak = mauth ? pg_arena_zalloc(cfg->arena, sizeof(*ak)) : NULL;
-            if (map && k && (mauth == NULL || ak != NULL)) {
-                *k = *metrics_node;
-                k->kind = PG_CFG_SCALAR;
-                k->value = "endpoint";
-                map->kind = PG_CFG_MAP;
-                map->file = metrics_node->file;
-                map->line = metrics_node->line;
-                map->col = metrics_node->col;
-                map->n = mauth ? 2 : 1;
-                map->keys = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
-                map->items = pg_arena_calloc(cfg->arena, 2, sizeof(void *));
-                if (map->keys && map->items) {
-                    map->keys[0] = k;
-                    map->items[0] = (struct pg_cfg_node *)metrics_node;
-                    if (mauth != NULL) {
-                        *ak = *k;
-                        ak->value = "auth";
-                        map->keys[1] = ak;
-                        map->items[1] = (struct pg_cfg_node *)mauth;
-                    }
-                    d->kind = PG_KIND_EXTENSION;
-                    d->id = "telemetry_metrics";
-                    d->key = metrics_node;
-                    d->node = map;
-                    d->ops = mops;
-                    d->used = true;
-                    d->inst = instantiate(svc, d);
-                }
-            }
-        }
+        add_metrics_endpoint(svc, reg, n_reg, service, metrics_node);
     }
     for (size_t i = 0; i < svc->n_defs; i++) {
         if (svc->defs[i].kind == PG_KIND_EXPORTER && svc->defs[i].used) {
             svc->defs[i].inst = instantiate(svc, &svc->defs[i]);
         }
     }
-    for (size_t i = 0; i < svc->n_pipes; i++) {
-        struct pipeline *p = &svc->pipes[i];
-        p->procs = pg_arena_calloc(svc->arena, n_proc[i] + 1, sizeof(void *));
-        p->exps = pg_arena_calloc(svc->arena, n_exp[i] + 1, sizeof(void *));
-        if (p->procs == NULL || p->exps == NULL) {
-            goto fail;
-        }
-        for (size_t j = 0; j < n_proc[i]; j++) {
-            struct instance *in = instantiate(svc, p_proc[i][j]);
-            if (in != NULL) {
-                p->procs[p->n_procs++] = in;
-            }
-        }
-        for (size_t j = 0; j < n_exp[i]; j++) {
-            if (p_exp[i][j]->inst != NULL) {
-                p->exps[p->n_exps++] = p_exp[i][j]->inst;
-            }
-        }
-    }
-    for (size_t i = 0; i < svc->n_defs; i++) {
-        struct def *d = &svc->defs[i];
-        if (d->kind != PG_KIND_RECEIVER || !d->used) {
-            continue;
-        }
-        d->inst = instantiate(svc, d);
-        if (d->inst == NULL) {
-            continue;
-        }
-        /* The receiver feeds every pipeline that lists it. */
-        d->inst->fan.pipes = pg_arena_calloc(svc->arena, svc->n_pipes + 1, sizeof(void *));
-        for (size_t pi = 0; pi < svc->n_pipes && d->inst->fan.pipes; pi++) {
-            for (size_t j = 0; j < n_recv[pi]; j++) {
-                if (p_recv[pi][j] == d) {
-                    d->inst->fan.pipes[d->inst->fan.n++] = &svc->pipes[pi];
-                }
-            }
-        }
+    if (!wire_pipelines(svc, &pl)) {
+        goto fail;
     }
     if (diag->n > before) {
         goto fail;
