@@ -57,6 +57,9 @@ bool pg_service_running(const struct pg_service *svc)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/* Extensions, exporters, processors, receivers: what each needs is started before it. */
+#define START_RANKS 4
+
 static int start_rank(enum pg_kind k)
 {
     switch (k) {
@@ -80,7 +83,7 @@ enum pg_err pg_service_start(struct pg_service *svc, struct pg_status *st)
         return pg_status_set(st, PG_ERR_IO, "service::telemetry::logs::output_paths: %s", why);
     }
     pg_svc_set_state(svc, SVC_STARTING);
-    for (int rank = 0; rank < 4; rank++) {
+    for (int rank = 0; rank < START_RANKS; rank++) {
         for (size_t i = 0; i < svc->n_order; i++) {
             struct instance *in = svc->order[i];
             enum pg_err err;
