@@ -22,15 +22,20 @@ struct pg_pyro_folded_opts {
     int64_t time_nanos, duration_nanos;    /* 0: not written */
     size_t max_lines, max_depth, max_frame_bytes; /* caps (0: the defaults below); LIMIT naming
                                                    * the cap when passed */
+    int64_t scale; /* 0 or 1: values are the counts; else each count times @scale (Pyroscope:
+                    * cpu/wall counts times the period 1e9/sampleRate ns); overflow: MALFORMED */
 };
 
 #define PG_PYRO_FOLDED_MAX_LINES 1000000u  /* default cap on stacks (non-blank lines) */
 #define PG_PYRO_FOLDED_MAX_DEPTH 4096u     /* default cap on frames in one stack */
 #define PG_PYRO_FOLDED_MAX_FRAME 16384u    /* default cap on the bytes of one frame name */
 
-/* Frames become one Function + Location each (deduplicated by name); the leaf is the LAST
- * frame of a line (Brendan Gregg's collapsed format), so it is the first location_id of the
- * Sample. Equal stacks are not merged (each line is one Sample).
+/* Frames become one Function + Location each (deduplicated by name, ids in order of first
+ * appearance, no Mapping); the leaf is the LAST frame of a line (Brendan Gregg's collapsed
+ * format), so it is the first location_id of the Sample. Equal stacks are merged into one
+ * Sample with the summed count (as Pyroscope's tree does; `lines` counts each occurrence);
+ * a stack whose count is 0 writes no Sample. The stack is the text before the LAST space
+ * (frames may hold spaces), frames split on ';'; trailing spaces and tabs are trimmed.
  * Errors: a folded line with no count, a count that is not a non-negative integer or does
  * not fit int64 (10^30: MALFORMED naming the line), an empty frame name, a line over the
  * caps. Blank lines and a trailing "\r" are ignored. */
