@@ -32,8 +32,9 @@ static int days_in_month(int64_t y, int64_t m)
     return m == 2 && leap ? 29 : dm[m - 1];
 }
 
-/* 8 digits that Go's time.Parse("20060102") accepts, with a year after 1900. */
-static bool as_date(const char *s, int64_t *ns)
+/* 8 digits that Go's time.Parse("20060102") accepts, with a year after 1900: 1 with *@ns
+ * set, 0 when not such a date, -1 when the date is past int64 nanoseconds (year 2262). */
+static int as_date(const char *s, int64_t *ns)
 {
     int64_t y = 0, m = 0, d = 0;
     for (int i = 0; i < 4; i++) {
@@ -42,10 +43,14 @@ static bool as_date(const char *s, int64_t *ns)
     m = (s[4] - '0') * 10 + (s[5] - '0');
     d = (s[6] - '0') * 10 + (s[7] - '0');
     if (y <= 1900 || m < 1 || m > 12 || d < 1 || d > days_in_month(y, m)) {
-        return false;
+        return 0;
     }
-    *ns = days_from_civil(y, m, d) * 86400 * NS;
-    return true;
+    int64_t days = days_from_civil(y, m, d);
+    if (days > INT64_MAX / (86400 * NS)) {
+        return -1;
+    }
+    *ns = days * 86400 * NS;
+    return 1;
 }
 
 static enum pg_err bad(struct pg_status *st, const char *s, size_t n, const char *why)
@@ -108,8 +113,9 @@ enum pg_err pg_pyro_time_parse(const char *s, size_t len, int64_t now_ns, int64_
         digits++;
     }
     if (digits == n) {
-        if (n == 8 && as_date(t, out_ns)) {
-            return PG_ERR_OK;
+        int date = n == 8 ? as_date(t, out_ns) : 0;
+        if (date != 0) {
+            return date > 0 ? PG_ERR_OK : bad(st, s, len, "a date past int64 nanoseconds");
         }
         int64_t v = 0;
         for (size_t i = 0; i < n; i++) {

@@ -14,13 +14,14 @@ PG_TEST(test_time_good)
         int64_t want;
     } cases[] = {
         {"", NOW},
-        {"1796217364000000000", 1796217364000000000LL},   /* ns: pyroscope-go >= 0.x */
+        {"1796217364000000000", 1796217364000000000LL},   /* ns: pyroscope-go v1.5.0 */
         {"1796217364", 1796217364000000000LL},            /* s: older agents */
         {"1796217364123", 1796217364123000000LL},         /* ms */
         {"1796217364123456", 1796217364123456000LL},      /* us */
         {"0", 0},
         {"20261202", 1796169600000000000LL},              /* a date, midnight UTC */
         {"20240229", 1709164800000000000LL},              /* leap day */
+        {"22620411", 9223286400000000000LL},              /* the last date that fits */
         {"20230229", 20230229LL * 1000000000LL},          /* no such day: seconds */
         {"18991231", 18991231LL * 1000000000LL},          /* year not after 1900: seconds */
         {"1_796_217_364", 1796217364000000000LL},         /* '_' ',' ' ' dropped */
@@ -61,6 +62,8 @@ PG_TEST(test_time_bad)
         {"99999999999999999999", "does not fit int64"},
         {"9999999999999999", "does not fit int64 nanoseconds"}, /* 16 digits: us */
         {"99999999999", "does not fit int64 nanoseconds"},
+        {"24261202", "a date past int64 nanoseconds"}, /* found by fuzz_pyro_name */
+        {"22620412", "a date past int64 nanoseconds"},
         {"now-99999999999y", "offset too large"},
         {"12345678901234567890123456789012345678901234567890123456789012345", "too long"},
     };
