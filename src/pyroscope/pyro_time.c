@@ -181,7 +181,7 @@ enum pg_err pg_pyro_time_parse(const char *s, size_t len, int64_t now_ns, int64_
             return bad(st, s, len, "an offset wants digits and a unit (s, min, h, d, w, mon, y)");
         }
         secs += num * mul;
-        if (secs > 1000LL * 365 * 86400) {
+        if (secs > 200LL * 365 * 86400) { /* so that secs * NS fits int64 */
             return bad(st, s, len, "offset too large");
         }
     }

@@ -35,6 +35,7 @@ PG_TEST(test_time_good)
         {"now-1M", NOW - 30LL * 86400 * 1000000000LL},
         {"now-2w", NOW - 14LL * 86400 * 1000000000LL},
         {"now-0s", NOW},
+        {"now-200y", NOW - 200LL * 365 * 86400 * 1000000000LL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct pg_status st = {0};
@@ -65,6 +66,8 @@ PG_TEST(test_time_bad)
         {"24261202", "a date past int64 nanoseconds"}, /* found by fuzz_pyro_name */
         {"22620412", "a date past int64 nanoseconds"},
         {"now-99999999999y", "offset too large"},
+        {"now-201y", "offset too large"},
+        {"now+250y", "offset too large"},
         {"12345678901234567890123456789012345678901234567890123456789012345", "too long"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
