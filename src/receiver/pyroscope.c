@@ -124,6 +124,15 @@ static void pyro_job_done(struct rx_job *job, enum pg_err err, const struct pg_s
     }
 }
 
+/* The tenant header is always kept (pprof_handler.c's tenant_metadata),
+ * so a pipeline reading metadata behind this receiver is no mistake. */
+static const char *pyro_metadata_use(void *state)
+{
+    const char *all = pg_rx_metadata_use(state);
+
+    return all != NULL ? all : "X-Scope-OrgID (always)";
+}
+
 static enum pg_err pyro_create(const struct pg_component_ctx *ctx, void **state)
 {
     enum pg_err err = pg_rx_create(ctx, pg_pyroscope_rx_fields, RX_FLAVOR_PYROSCOPE, state);
@@ -152,5 +161,5 @@ const struct pg_component_ops pg_receiver_pyroscope = {
     .shutdown = pg_rx_shutdown,
     .idle = pg_rx_idle,
     .destroy = pg_rx_destroy,
-    .metadata_use = pg_rx_metadata_use,
+    .metadata_use = pyro_metadata_use,
 };

@@ -148,7 +148,7 @@ static enum pg_err ingest_text(struct rx *rx, struct rx_job *job, struct pg_aren
     o.sample_unit = t->sample_unit;
     if (t->sampled && rate > 0 && rate <= 1000000000) {
         /* Each count is one period of 1/sampleRate s. */
-        o.sample_type = suffix != NULL && strcmp(suffix, "wall") == 0 ? "wall" : "cpu";
+        o.sample_type = strcmp(t->metric, "wall") == 0 ? "wall" : "cpu";
         o.sample_unit = "nanoseconds";
         o.period_type = "cpu";
         o.period_unit = "nanoseconds";
