@@ -200,6 +200,11 @@ with GrpcServer() as srv:
         fa = by_svc.get("formapp", [])
         res.check("service.instance.id label wins over __session_id__",
                   fa and fa[0]["resource"].get("service.instance.id") == "pod-1", fa[:1])
+        fcpu = [p for p in fa if p["type"] == "cpu"]
+        res.check("sample_type_config aggregation -> profile attribute pyroscope.aggregation",
+                  fcpu and fcpu[0]["attributes"].get("pyroscope.aggregation") == "sum" and
+                  all("pyroscope.aggregation" not in p["attributes"]
+                      for p in fa if p["type"] != "cpu"), [(p["type"], p["attributes"]) for p in fa])
         a, b = by_svc.get("pushed-a", []), by_svc.get("pushed-b", [])
         res.check("Push API: series labels -> resources, both samples of series a",
                   len(a) == 2 * len(sent) and a[0]["resource"].get("env") == "prod", a[:1])

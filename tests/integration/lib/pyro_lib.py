@@ -178,7 +178,10 @@ def otlp_summary(reqs):
                             a = attrs[ai]
                             labels.add((strings[a.get("keyStrindex", 0)],
                                         a.get("value", {}).get("stringValue")))
-                    out.append({"resource": ra, "scope": scope,
+                    pattrs = {strings[attrs[ai].get("keyStrindex", 0)]:
+                              attrs[ai].get("value", {}).get("stringValue")
+                              for ai in prof.get("attributeIndices", [])}
+                    out.append({"resource": ra, "scope": scope, "attributes": pattrs,
                                 "type": strings[st.get("typeStrindex", 0)],
                                 "unit": strings[st.get("unitStrindex", 0)],
                                 "total": total, "functions": fnames, "labels": labels,
