@@ -605,7 +605,7 @@ void pg_rx_shutdown(void *state)
     if (rx == NULL || rx->draining) {
         return;
     }
-    rx->draining = true;
+    __atomic_store_n(&rx->draining, true, __ATOMIC_RELEASE); /* a joiner: read by the owner's loops */
     pg_pprof_self_stop(rx->self);
     pg_scraper_stop(rx->scraper);
     /* Stop accepting on every loop; open connections finish their request

@@ -359,7 +359,7 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         return false;
     }
     req->user = rx; /* the route's receiver, for on_request and on_answer */
-    if (rx->draining) {
+    if (rx != own && __atomic_load_n(&rx->draining, __ATOMIC_ACQUIRE)) { /* joiner stopped */
         evhttp_add_header(req->out, "Retry-After", "1");
         pg_rx_reply(lp, rx, route, req, 503, "shutting down; retry later");
         return false;

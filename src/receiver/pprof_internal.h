@@ -144,7 +144,7 @@ struct rx {
     pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl, any loop */
     struct rx_loop *loops;         /* owned, n_loops of them; loops[0] on the host's base */
     size_t n_loops;
-    bool draining;
+    bool draining;                 /* main thread writes; loops read it (atomic) */
 
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
     struct pg_metric *m_abandoned;
