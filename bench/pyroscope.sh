@@ -12,9 +12,13 @@
 # by half either way). Per run: req/s and
 # the gateway's CPU (user+system, /proc/PID/stat) per request; requests
 # answered other than 2xx are counted and printed, so refusals cannot pass
-# for speed. Goal (issue 28): CPU per /ingest request <= 1.1x per /v1/pprof
-# request, measured in the same run. Figures only: nothing fails on a ratio.
-# Env: DURATION (s, default 4), ROUNDS (6), CONNS (4), PG_BUILD_DIR, PPROFGATE_BIN.
+# for speed. Then, with valgrind, the repeatable figure: user-space
+# instructions per request of each route under callgrind (workers 0, one
+# loop, one connection, after a warm-up). Goal (issue 28): CPU per /ingest
+# request <= 1.1x per /v1/pprof request, measured in the same run. Figures
+# only: nothing fails on a ratio.
+# Env: DURATION (s, default 4), ROUNDS (6), CONNS (4), CG_DURATION (s under
+#      callgrind, default 5; 0 = skip), PG_BUILD_DIR, PPROFGATE_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${PG_BUILD_DIR:-build}
@@ -120,3 +124,34 @@ r = sorted(float(x) for x in sys.argv[1:])
 print(f'CPU per request /ingest / /v1/pprof: median {statistics.median(r):.2f}, '
       f'range {r[0]:.2f}-{r[-1]:.2f} over {len(r)} pairs (goal <= 1.10)')" "${ratios[@]}"
 kill -0 "$PID" 2>/dev/null || { echo "pyroscope: the gateway died"; exit 1; }
+kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+
+CG_DURATION=${CG_DURATION:-5}
+if [ "$CG_DURATION" = 0 ] || ! command -v callgrind_control >/dev/null; then
+    exit 0
+fi
+sed -e 's/server: {endpoint: \(.*\)}/server: {endpoint: \1, workers: 0, loops: 1}/' "$TMP/pg.yaml" > "$TMP/cg.yaml"
+cg_run() { # lua -> "instructions requests"
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.%p" --dump-instr=no --instr-atstart=no \
+        "$BIN" --config "$TMP/cg.yaml" > "$TMP/cg.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 1 600); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+        sleep 0.1
+    done
+    wrk -t1 -c1 -d2s -s "$1" "http://127.0.0.1:$PORT" > /dev/null 2>&1
+    callgrind_control -i on "$PID" > /dev/null 2>&1
+    local out n
+    out=$(wrk -t1 -c1 -d"${CG_DURATION}s" -s "$1" "http://127.0.0.1:$PORT" 2>&1)
+    callgrind_control -d "$PID" > /dev/null 2>&1
+    n=$(echo "$out" | awk '/requests in/ {print $1}')
+    kill "$PID"; wait "$PID" 2>/dev/null || true
+    echo "$(awk '/^(summary|totals):/ {print $2; exit}' "$TMP/cg.$PID.1") $n"
+    PID=
+}
+read -r pi pn <<<"$(cg_run "$TMP/pprof.lua")"
+read -r ii in_ <<<"$(cg_run "$TMP/ingest.lua")"
+python3 -c "
+p, i = $pi / $pn, $ii / $in_
+print(f'instructions per request (callgrind, {$pn} and {$in_} requests): /v1/pprof {p:.0f}, '
+      f'/ingest {i:.0f}, ratio {i / p:.3f} (goal <= 1.10)')"

@@ -38,13 +38,18 @@ static void stats_add(struct pg_translate_stats *t, const struct pg_translate_st
     t->raw_pprof_bytes += s->raw_pprof_bytes;
 }
 
+/* The query keys /ingest reads, parsed in one pass. */
+enum { Q_NAME, Q_SPY, Q_AGG, Q_FROM, Q_UNTIL, Q_RATE, Q_FORMAT, Q_COUNT };
+static const char *const query_keys[Q_COUNT] = {
+    "name", "spyName", "aggregationType", "from", "until", "sampleRate", "format",
+};
+
 /* The query's metadata (name, spy, times, aggregation) into @m. */
-static enum pg_err ingest_meta(struct rx_job *job, struct pyro_meta *m, const char **suffix,
-                               struct pg_status *st)
+static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct pyro_meta *m,
+                               const char **suffix, struct pg_status *st)
 {
     struct pg_arena *a = job->arena;
-    const char *q = job->query != NULL ? job->query : "";
-    const char *name = pg_pyro_query_get(a, q, "name");
+    const char *name = qv[Q_NAME];
     int64_t now = pg_real_ns();
     struct pg_pyro_name pn;
     enum pg_err err;
@@ -63,10 +68,10 @@ static enum pg_err ingest_meta(struct rx_job *job, struct pyro_meta *m, const ch
     m->n_labels = pn.n_labels;
     m->select_type = pn.type_suffix;
     *suffix = pn.type_suffix;
-    m->spy = pg_pyro_query_get(a, q, "spyName");
-    m->aggregation = pg_pyro_query_get(a, q, "aggregationType");
-    m->from_ns = pg_pyro_parse_time(pg_pyro_query_get(a, q, "from"), now);
-    m->until_ns = pg_pyro_parse_time(pg_pyro_query_get(a, q, "until"), now);
+    m->spy = qv[Q_SPY];
+    m->aggregation = qv[Q_AGG];
+    m->from_ns = pg_pyro_parse_time(qv[Q_FROM], now);
+    m->until_ns = pg_pyro_parse_time(qv[Q_UNTIL], now);
     return PG_ERR_OK;
 }
 
@@ -129,12 +134,11 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
  * names (cpu when none), as Pyroscope's ingest adapter writes it. */
 static enum pg_err ingest_text(struct rx *rx, struct rx_job *job, struct pg_arena **scratch,
                                const uint8_t *body, size_t len, enum pg_pyro_text_format fmt,
-                               const char *suffix, const struct pyro_meta *m,
-                               struct pg_otlp_request **out)
+                               const char *suffix, const char *rate_s,
+                               const struct pyro_meta *m, struct pg_otlp_request **out)
 {
     const struct pg_pyro_type *t = pg_pyro_type_lookup(suffix ? suffix : "cpu",
                                                        strlen(suffix ? suffix : "cpu"));
-    const char *rate_s = pg_pyro_query_get(job->arena, job->query ? job->query : "", "sampleRate");
     long long rate = rate_s != NULL ? atoll(rate_s) : 0;
     struct pg_pyro_folded_opts o = {0};
     uint8_t *pp;
@@ -171,16 +175,16 @@ static enum pg_err translate_ingest(struct rx *rx, struct rx_job *job, struct pg
                                     const uint8_t *body, size_t len, struct pg_otlp_request **out)
 {
     struct pyro_meta m = {0};
-    const char *suffix = NULL;
+    const char *suffix = NULL, *qv[Q_COUNT];
     enum pyro_format fmt;
     enum pg_err err;
 
-    err = ingest_meta(job, &m, &suffix, &job->st);
+    pg_pyro_query_parse(job->arena, job->query, query_keys, Q_COUNT, qv);
+    err = ingest_meta(job, qv, &m, &suffix, &job->st);
     if (err != PG_ERR_OK) {
         return err;
     }
-    fmt = pg_pyro_format(pg_pyro_query_get(job->arena, job->query ? job->query : "", "format"),
-                         job->ctype);
+    fmt = pg_pyro_format(qv[Q_FORMAT], job->ctype);
     switch (fmt) {
     case PYRO_FORMAT_PPROF:
         err = ingest_pprof(rx, job, scratch, body, len, &m, out);
@@ -189,8 +193,8 @@ static enum pg_err translate_ingest(struct rx *rx, struct rx_job *job, struct pg
     case PYRO_FORMAT_LINES:
         m.select_type = NULL; /* the text is of that type already */
         err = ingest_text(rx, job, scratch, body, len,
-                          fmt == PYRO_FORMAT_LINES ? PG_PYRO_LINES : PG_PYRO_FOLDED, suffix, &m,
-                          out);
+                          fmt == PYRO_FORMAT_LINES ? PG_PYRO_LINES : PG_PYRO_FOLDED, suffix,
+                          qv[Q_RATE], &m, out);
         break;
     default: /* on_head refused it */
         err = pg_status_set(&job->st, PG_ERR_UNSUPPORTED, "unsupported format");

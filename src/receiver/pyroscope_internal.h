@@ -40,8 +40,11 @@ enum pyro_format {
 enum pyro_format pg_pyro_format(const char *format, const char *ctype);
 
 /* The URL-decoded value of @key in the query string @q (after '?'), in
- * @a; NULL when absent (or on OOM). */
+ * @a; NULL when absent (or on OOM). A repeated key: the last value. */
 const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key);
+/* The same for @n keys (at most 16) at once, one pass over @q: @out[i] for @keys[i]. */
+void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
+                         const char **out);
 /* Pyroscope's `from`/`until` in Unix ns (digits by length: s, ms, us, ns;
  * YYYYMMDD); @now for anything else. */
 int64_t pg_pyro_parse_time(const char *s, int64_t now);

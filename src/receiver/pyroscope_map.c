@@ -30,41 +30,74 @@ static int hexval(char c)
                                   : -1;
 }
 
+/* @v[0..n) URL-decoded into @a; runs without escapes are copied whole
+ * (a `name` is mostly escapes-free text). */
+static const char *query_decode(struct pg_arena *a, const char *v, size_t n)
+{
+    char *out = pg_arena_alloc(a, n + 1);
+    size_t o = 0, i = 0;
+
+    if (out == NULL) {
+        return NULL;
+    }
+    while (i < n) {
+        const char *pct = memchr(v + i, '%', n - i), *plus = memchr(v + i, '+', n - i);
+        const char *e = pct == NULL ? plus : plus == NULL || pct < plus ? pct : plus;
+        size_t run = e != NULL ? (size_t)(e - (v + i)) : n - i;
+        int h, l;
+
+        memcpy(out + o, v + i, run);
+        o += run;
+        i += run;
+        if (i >= n) {
+            break;
+        }
+        if (v[i] == '+') {
+            out[o++] = ' ';
+            i++;
+        } else if (i + 2 < n && (h = hexval(v[i + 1])) >= 0 && (l = hexval(v[i + 2])) >= 0) {
+            out[o++] = (char)(h << 4 | l);
+            i += 3;
+        } else {
+            out[o++] = v[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+#define QUERY_MAX_KEYS 16
+void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
+                         const char **out)
+{
+    size_t klens[QUERY_MAX_KEYS];
+
+    n = n < QUERY_MAX_KEYS ? n : QUERY_MAX_KEYS;
+    for (size_t k = 0; k < n; k++) {
+        out[k] = NULL;
+        klens[k] = strlen(keys[k]);
+    }
+    while (q != NULL && *q != '\0') {
+        size_t seg = strcspn(q, "&"), klen = strcspn(q, "=&");
+
+        for (size_t k = 0; k < n; k++) {
+            if (klens[k] == klen && q[0] == keys[k][0] && memcmp(q, keys[k], klen) == 0) {
+                const char *v = q + klen + (klen < seg);
+
+                out[k] = query_decode(a, v, (size_t)(q + seg - v)); /* a repeat: the last */
+                break;
+            }
+        }
+        q = q[seg] == '&' ? q + seg + 1 : NULL;
+    }
+}
+
 const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key)
 {
-    size_t klen = strlen(key);
+    const char *v;
 
-    while (q != NULL && *q != '\0') {
-        const char *end = strchr(q, '&');
-        size_t n = end != NULL ? (size_t)(end - q) : strlen(q);
-
-        if (n >= klen && strncmp(q, key, klen) == 0 && (n == klen || q[klen] == '=')) {
-            const char *v = n == klen ? q + n : q + klen + 1;
-            size_t vlen = (size_t)(q + n - v), o = 0;
-            char *out = pg_arena_alloc(a, vlen + 1);
-
-            if (out == NULL) {
-                return NULL;
-            }
-            for (size_t i = 0; i < vlen; i++) {
-                int h, l;
-
-                if (v[i] == '+') {
-                    out[o++] = ' ';
-                } else if (v[i] == '%' && i + 2 < vlen && (h = hexval(v[i + 1])) >= 0 &&
-                           (l = hexval(v[i + 2])) >= 0) {
-                    out[o++] = (char)(h << 4 | l);
-                    i += 2;
-                } else {
-                    out[o++] = v[i];
-                }
-            }
-            out[o] = '\0';
-            return out;
-        }
-        q = end != NULL ? end + 1 : NULL;
-    }
-    return NULL;
+    pg_pyro_query_parse(a, q, &key, 1, &v);
+    return v;
 }
 
 /* Pyroscope's `from`/`until` (its attime rule): digits only; 8 digits
@@ -190,39 +223,70 @@ static const struct pg_pyro_stc_entry *stc_find(const struct pyro_meta *m, const
     return NULL;
 }
 
-static const char *label_get(const struct pyro_meta *m, const char *name)
+/* A string KeyValue pointing at @k and @v (both live in the batch arena,
+ * or are static): no copies, this runs for every label of every push. */
+static struct pg_otlp_kv *kv_ref(struct pg_arena *a, const char *k, const char *v)
 {
-    const char *v = NULL;
+    struct pg_otlp_kv *kv = pg_arena_alloc(a, sizeof(*kv));
+    struct pg_otlp_anyvalue *av = pg_arena_alloc(a, sizeof(*av));
 
-    for (size_t i = 0; i < m->n_labels; i++) { /* the last one wins */
-        if (strcmp(m->labels[i].name, name) == 0) {
-            v = m->labels[i].value;
-        }
+    if (kv == NULL || av == NULL) {
+        return NULL;
     }
-    return v;
+    opentelemetry__proto__common__v1__key_value__init(kv);
+    opentelemetry__proto__common__v1__any_value__init(av);
+    av->value_case = PG_OTLP_ANYVALUE_STR;
+    av->string_value = (char *)v;
+    kv->key = (char *)k;
+    kv->value = av;
+    return kv;
 }
 
-static bool resource_add(struct pg_arena *a, struct pg_otlp_resource *r, const char *k,
-                         const char *v)
+/* Sets @k = @v in the list @attrs of *@n (room for one more is there): a
+ * key already present takes the later value. */
+static bool attr_set(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, const char *k,
+                     const char *v)
 {
-    for (size_t i = 0; i < r->n_attributes; i++) {
-        if (r->attributes[i]->key != NULL && strcmp(r->attributes[i]->key, k) == 0) {
-            r->attributes[i] = pg_otlp_kv_str(a, k, v); /* a later label wins */
-            return r->attributes[i] != NULL;
+    struct pg_otlp_kv *kv = kv_ref(a, k, v);
+
+    if (kv == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        if (attrs[i]->key != NULL && attrs[i]->key[0] == k[0] && strcmp(attrs[i]->key, k) == 0) {
+            attrs[i] = kv;
+            return true;
         }
     }
-    return pg_otlp_kv_append(a, &r->attributes, &r->n_attributes, pg_otlp_kv_str(a, k, v));
+    attrs[(*n)++] = kv;
+    return true;
 }
 
 /* Resource and scope: service.name, the labels, the session, the spy. */
 static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const struct pyro_meta *m)
 {
-    const char *svc = label_get(m, "service_name");
-    const char *scope_name = label_get(m, "otel.scope.name");
-    const char *scope_version = label_get(m, "otel.scope.version");
-    const char *session = label_get(m, "__session_id__");
+    const char *svc = NULL, *scope_name = NULL, *scope_version = NULL, *session = NULL;
+    bool has_instance = false;
     struct pg_otlp_resource *r = rp->resource;
+    struct pg_otlp_kv **attrs;
+    size_t n;
 
+    /* One pass: the labels placed elsewhere (the last one wins). */
+    for (size_t i = 0; i < m->n_labels; i++) {
+        const char *k = m->labels[i].name, *v = m->labels[i].value;
+
+        if (k[0] == '_' && strcmp(k, "__session_id__") == 0) {
+            session = v;
+        } else if (k[0] == 's' && strcmp(k, "service_name") == 0) {
+            svc = v;
+        } else if (k[0] == 's' && strcmp(k, "service.instance.id") == 0) {
+            has_instance = true;
+        } else if (k[0] == 'o' && strcmp(k, "otel.scope.name") == 0) {
+            scope_name = v;
+        } else if (k[0] == 'o' && strcmp(k, "otel.scope.version") == 0) {
+            scope_version = v;
+        }
+    }
     if (r == NULL) {
         r = pg_arena_zalloc(a, sizeof(*r));
         if (r == NULL) {
@@ -231,30 +295,42 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
         opentelemetry__proto__resource__v1__resource__init(r);
         rp->resource = r;
     }
+    n = r->n_attributes;
+    attrs = pg_arena_alloc(a, (n + m->n_labels + 3) * sizeof(*attrs));
+    if (attrs == NULL) {
+        return false;
+    }
+    if (n > 0) {
+        memcpy(attrs, r->attributes, n * sizeof(*attrs)); /* may be shared: a new array */
+    }
     if (svc == NULL || svc[0] == '\0') {
         svc = m->app;
     }
-    if (svc != NULL && svc[0] != '\0' && !resource_add(a, r, "service.name", svc)) {
+    if (svc != NULL && svc[0] != '\0' && !attr_set(a, attrs, &n, "service.name", svc)) {
         return false;
     }
     for (size_t i = 0; i < m->n_labels; i++) {
         const char *k = m->labels[i].name;
 
-        if (strncmp(k, "__", 2) == 0 || strcmp(k, "service_name") == 0 ||
-            strcmp(k, "otel.scope.name") == 0 || strcmp(k, "otel.scope.version") == 0) {
+        if ((k[0] == '_' && k[1] == '_') || (k[0] == 's' && strcmp(k, "service_name") == 0) ||
+            (k[0] == 'o' && strncmp(k, "otel.scope.", 11) == 0 &&
+             (strcmp(k + 11, "name") == 0 || strcmp(k + 11, "version") == 0))) {
             continue; /* internal, or placed above/below */
         }
-        if (!resource_add(a, r, k, m->labels[i].value)) {
+        if (!attr_set(a, attrs, &n, k, m->labels[i].value)) {
             return false;
         }
     }
-    if (session != NULL && session[0] != '\0' && label_get(m, "service.instance.id") == NULL &&
-        !resource_add(a, r, "service.instance.id", session)) {
+    if (session != NULL && session[0] != '\0' && !has_instance &&
+        !attr_set(a, attrs, &n, "service.instance.id", session)) {
         return false;
     }
-    if (m->spy != NULL && m->spy[0] != '\0' && !resource_add(a, r, "pyroscope.spy.name", m->spy)) {
+    if (m->spy != NULL && m->spy[0] != '\0' &&
+        !attr_set(a, attrs, &n, "pyroscope.spy.name", m->spy)) {
         return false;
     }
+    r->attributes = attrs;
+    r->n_attributes = n;
     for (size_t s = 0; s < rp->n_scope_profiles && scope_name != NULL; s++) {
         struct pg_otlp_scope *sc = pg_arena_zalloc(a, sizeof(*sc));
 
@@ -262,11 +338,8 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
             return false;
         }
         opentelemetry__proto__common__v1__instrumentation_scope__init(sc);
-        sc->name = pg_arena_strdup(a, scope_name);
-        sc->version = pg_arena_strdup(a, scope_version != NULL ? scope_version : "");
-        if (sc->name == NULL || sc->version == NULL) {
-            return false;
-        }
+        sc->name = (char *)scope_name;
+        sc->version = (char *)(scope_version != NULL ? scope_version : "");
         rp->scope_profiles[s]->scope = sc;
     }
     return true;
@@ -307,8 +380,9 @@ static bool map_profile(struct pg_arena *a, struct pg_otlp_dict *d, struct pg_ot
     }
     if (e != NULL && e->aggregation != PG_PYRO_AGG_UNSET) {
         agg = e->aggregation == PG_PYRO_AGG_AVERAGE ? "average" : "sum";
-    } else if (m->aggregation != NULL && m->aggregation[0] != '\0') {
-        agg = strcmp(m->aggregation, "avg") == 0 ? "average" : m->aggregation;
+    } else if (m->aggregation != NULL &&
+               (strcmp(m->aggregation, "average") == 0 || strcmp(m->aggregation, "avg") == 0)) {
+        agg = "average"; /* the query's "sum" is Pyroscope's default: nothing to say */
     }
     if (agg != NULL && !profile_add_attr(a, p, dict_attr(a, d, "pyroscope.aggregation", agg))) {
         return false;
