@@ -23,15 +23,22 @@ struct pg_pyro_label {
 
 struct pg_pyro_name {
     const char *app;         /* application name, profile-type suffix removed ("" never: MALFORMED) */
-    const char *type_suffix; /* "cpu", "alloc_objects", ... as Pyroscope recognises them, or NULL
-                              * when the name had none */
+    const char *type_suffix; /* "cpu", "alloc_objects", ... as Pyroscope recognises them
+                              * (pyroscope/pyro_type.h), or NULL when the name had none */
     struct pg_pyro_label *labels; /* in the order given; a repeated key: the last one wins, once */
     size_t n_labels;
 };
 
-/* Errors: unbalanced or nested braces, text after '}', an empty key, a key that is not a
- * Prometheus label name (Pyroscope's rule), more than PG_PYRO_MAX_LABELS, len over 64 KiB.
- * Values may be empty. */
+/* Pyroscope's rules (its labelset parser): the app and each key and value are trimmed of
+ * white space; the app is [A-Za-z0-9_./-]+; a key is [A-Za-z0-9_.]+ (a leading digit is
+ * fine); a value is anything but ',', '{', '}' (may be empty, '=' allowed); "{}" and a
+ * trailing comma are fine; the suffix is the part after the app's last '.' when
+ * pg_pyro_type_lookup knows it. A `__name__` key stays an ordinary label here (Pyroscope
+ * lets it replace the app name: the caller decides).
+ * Errors (stricter than Pyroscope, which drops what it cannot read): unbalanced or nested
+ * braces, text after '}', an item without '=', an empty key, a key or app with another
+ * character, invalid UTF-8 or NUL, more than PG_PYRO_MAX_LABELS distinct keys (LIMIT), len
+ * over 64 KiB (LIMIT). */
 enum pg_err pg_pyro_name_parse(struct pg_arena *a, const char *s, size_t len,
                                struct pg_pyro_name *out, struct pg_status *st);
 

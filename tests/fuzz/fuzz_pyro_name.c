@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
- * libFuzzer target for pyroscope/pyro_name.c (the `name` value of an /ingest push). Oracle:
- * what parses has a non-empty app, at most PG_PYRO_MAX_LABELS labels with valid, distinct
- * names and UTF-8 values; written back as "app.suffix{k=v,...}" it parses to the same. */
+ * libFuzzer target for the /ingest query values: pyroscope/pyro_name.c (`name`) and
+ * pyro_time.c (`from`, `until`). Oracle: a name that parses has a non-empty app, at most
+ * PG_PYRO_MAX_LABELS labels with valid, distinct names and UTF-8 values, and written back as
+ * "app.suffix{k=v,...}" parses to the same; a time that parses from digits alone is not
+ * negative; every failure carries a message. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "core/utf8.h"
 #include "pyroscope/pyro_name.h"
+#include "pyroscope/pyro_time.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -57,5 +61,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(st.code != PG_ERR_OK && st.msg[0] != '\0');
     }
     pg_arena_destroy(a);
+
+    int64_t t = 0;
+    struct pg_status tst = {0};
+    if (pg_pyro_time_parse((const char *)data, size, 1796217364000000000LL, &t, &tst) ==
+        PG_ERR_OK) {
+        bool digits = size > 0;
+        for (size_t i = 0; i < size; i++) {
+            digits = digits && data[i] >= '0' && data[i] <= '9';
+        }
+        check(!digits || t >= 0);
+    } else {
+        check(tst.code == PG_ERR_MALFORMED && tst.msg[0] != '\0');
+    }
     return 0;
 }
