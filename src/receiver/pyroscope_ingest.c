@@ -16,6 +16,7 @@
 #include "pyroscope/pyro_folded.h"
 #include "pyroscope/pyro_multipart.h"
 #include "pyroscope/pyro_push.h"
+#include "pyroscope/pyro_time.h"
 #include "pyroscope/pyro_type.h"
 #include "receiver/pyroscope_internal.h"
 
@@ -70,8 +71,12 @@ static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct
     *suffix = pn.type_suffix;
     m->spy = qv[Q_SPY];
     m->aggregation = qv[Q_AGG];
-    m->from_ns = pg_pyro_parse_time(qv[Q_FROM], now);
-    m->until_ns = pg_pyro_parse_time(qv[Q_UNTIL], now);
+    if (pg_pyro_time_parse(qv[Q_FROM] ? qv[Q_FROM] : "", qv[Q_FROM] ? strlen(qv[Q_FROM]) : 0, now,
+                           &m->from_ns, st) != PG_ERR_OK ||
+        pg_pyro_time_parse(qv[Q_UNTIL] ? qv[Q_UNTIL] : "", qv[Q_UNTIL] ? strlen(qv[Q_UNTIL]) : 0,
+                           now, &m->until_ns, st) != PG_ERR_OK) {
+        return status_prefix(st, "query parameter from/until");
+    }
     return PG_ERR_OK;
 }
 

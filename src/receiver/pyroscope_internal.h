@@ -45,9 +45,6 @@ const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key
 /* The same for @n keys (at most 16) at once, one pass over @q: @out[i] for @keys[i]. */
 void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
                          const char **out);
-/* Pyroscope's `from`/`until` in Unix ns (digits by length: s, ms, us, ns;
- * YYYYMMDD); @now for anything else. */
-int64_t pg_pyro_parse_time(const char *s, int64_t now);
 /* Puts @m onto every resource, scope and profile of @req (in @a). */
 enum pg_err pg_pyro_apply(struct pg_arena *a, struct pg_otlp_request *req,
                           const struct pyro_meta *m, struct pg_status *st);

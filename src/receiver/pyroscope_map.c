@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "otlp/otlp_build.h"
 #include "pyroscope/pyro_folded.h"
@@ -98,37 +97,6 @@ const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key
 
     pg_pyro_query_parse(a, q, &key, 1, &v);
     return v;
-}
-
-/* Pyroscope's `from`/`until` (its attime rule): digits only; 8 digits
- * forming a date are YYYYMMDD, else by length 13 ms, 16 us, 19 ns, any other
- * length seconds. Anything else (relative forms like now-10s): @now. */
-int64_t pg_pyro_parse_time(const char *s, int64_t now)
-{
-    size_t n = s != NULL ? strlen(s) : 0;
-    uint64_t v = 0;
-
-    if (n == 0 || n > 19 || strspn(s, "0123456789") != n) {
-        return now;
-    }
-    for (size_t i = 0; i < n; i++) {
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (n == 8) {
-        unsigned y = (unsigned)(v / 10000), m = (unsigned)(v / 100 % 100), d = (unsigned)(v % 100);
-
-        if (y > 1900 && m >= 1 && m <= 12 && d >= 1 && d <= 31) {
-            struct tm tm = {.tm_year = (int)y - 1900, .tm_mon = (int)m - 1, .tm_mday = (int)d};
-
-            return (int64_t)timegm(&tm) * 1000000000;
-        }
-    }
-    switch (n) {
-    case 13: return (int64_t)v * 1000000;
-    case 16: return (int64_t)v * 1000;
-    case 19: return v > INT64_MAX ? now : (int64_t)v;
-    default: return v > INT64_MAX / 1000000000 ? now : (int64_t)v * 1000000000;
-    }
 }
 
 /* ---- dictionary additions after translation ------------------------------ */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The pyroscope receiver's pure parts: Connect error bodies
- * (receiverhelper/connect.c), the query (URL decoding, Pyroscope's time
- * rule, the format), the metadata onto a translated request
+ * (receiverhelper/connect.c), the query (URL decoding, the format; the time
+ * rule is pyroscope/pyro_time.c's, tested there), the metadata onto a translated request
  * (pyroscope_map.c: service.name, labels, scope, session, spy, times,
  * sample_type_config, the suffix's type selection) and the merge of a Push
  * request's translated samples into one valid request (pyroscope_merge.c). */
@@ -78,30 +78,6 @@ PG_TEST(test_query)
         }
     }
     pg_arena_destroy(a);
-}
-
-PG_TEST(test_time_rule)
-{
-    const int64_t now = 42;
-    static const struct {
-        const char *s;
-        int64_t want;
-    } cases[] = {
-        {"1700000000", 1700000000LL * 1000000000},      /* seconds */
-        {"1700000000123", 1700000000123LL * 1000000},   /* ms */
-        {"1700000000123456", 1700000000123456LL * 1000}, /* us */
-        {"1700000000123456789", 1700000000123456789LL}, /* ns (pyroscope-go 1.5) */
-        {"20240131", 1706659200LL * 1000000000},        /* YYYYMMDD */
-        {"20241399", 20241399LL * 1000000000},          /* not a date: seconds */
-        {"now-10s", 42},
-        {"", 42},
-        {"99999999999999999999", 42},
-    };
-
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        CHECK(pg_pyro_parse_time(cases[i].s, now) == cases[i].want);
-    }
-    CHECK(pg_pyro_parse_time(NULL, now) == now);
 }
 
 PG_TEST(test_format)
@@ -263,5 +239,5 @@ PG_TEST(test_merge)
 }
 
 PG_TEST_MAIN(PG_CASE(test_connect_codes), PG_CASE(test_connect_error_json), PG_CASE(test_query),
-             PG_CASE(test_time_rule), PG_CASE(test_format), PG_CASE(test_apply),
+             PG_CASE(test_format), PG_CASE(test_apply),
              PG_CASE(test_merge))
