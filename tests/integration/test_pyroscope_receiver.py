@@ -8,18 +8,21 @@ profile part, garbage pprof, 10 000 parts, a boundary never closed,
 unbalanced braces, a folded line without a count or with 10^30, base64 that
 does not decode, jfr, prev_profile): each a clear 4xx in the route's form,
 the gateway alive, every accepted request exported, the receiver's metrics
-under its own name."""
+under its own name; a shared endpoint whose listener keys differ stops the
+start naming the key."""
 import base64
 import gzip
 import http.client
 import json
 import os
 import socket
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from grpc_sink import GrpcServer  # noqa: E402
-from pg_harness import Gateway, Results, fixture, post  # noqa: E402
+from pg_harness import BIN, Gateway, Results, fixture, post  # noqa: E402
 from pyro_lib import otlp_summary, push_request, read_pprof  # noqa: E402
 
 res = Results()
@@ -230,4 +233,26 @@ with GrpcServer() as srv:
                   in metrics and
                   'pprofgate_receiver_http_requests_total{receiver="pprof",code="204"}' in metrics,
                   [ln for ln in metrics.splitlines() if "http_requests_total{" in ln])
+
+# A second listener key that differs: the start stops, naming it.
+bad = f"""
+receivers:
+  pprof:
+    server: {{endpoint: "127.0.0.1:{free_port()}", write_timeout: 10s}}
+  pyroscope:
+    server: {{endpoint: "127.0.0.1:PORT"}}
+exporters:
+  debug: {{}}
+service:
+  pipelines:
+    profiles: {{receivers: [pprof, pyroscope], exporters: [debug]}}
+"""
+bad = bad.replace("PORT", bad.split("127.0.0.1:")[1].split('"')[0])
+with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+    f.write(bad)
+r = subprocess.run([BIN, "--config", f.name], capture_output=True, text=True, timeout=20)
+os.unlink(f.name)
+res.check("shared endpoint with a differing listener key: start fails naming the key",
+          r.returncode != 0 and "write_timeout differs" in (r.stdout + r.stderr),
+          (r.returncode, (r.stdout + r.stderr)[-600:]))
 res.finish()
