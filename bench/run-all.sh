@@ -5,7 +5,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 export PG_BUILD_DIR=$BUILD PPROFGATE_BIN=$BUILD/pprofgate
-for b in bench/translate.sh bench/mem_probe.py bench/large.sh bench/http_load.sh bench/callgrind_push.sh bench/ottl_bench.sh bench/otlp_export.sh bench/selfprof_cost.sh bench/spool_bench.sh bench/flood.sh bench/scrape.sh bench/vs_collector.sh bench/spool_replay.py bench/otlp_in.sh; do
+for b in bench/translate.sh bench/mem_probe.py bench/large.sh bench/http_load.sh bench/callgrind_push.sh bench/ottl_bench.sh bench/otlp_export.sh bench/selfprof_cost.sh bench/spool_bench.sh bench/flood.sh bench/scrape.sh bench/vs_collector.sh bench/spool_replay.py bench/otlp_in.sh bench/pyroscope.sh; do
     if [ -f "$b" ]; then
         echo "=== $b"
         case "$b" in

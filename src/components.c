@@ -7,6 +7,7 @@
 #define PG_DECLARE(sym) extern const struct pg_component_ops sym
 PG_DECLARE(pg_receiver_pprof);
 PG_DECLARE(pg_receiver_otlp);
+PG_DECLARE(pg_receiver_pyroscope);
 PG_DECLARE(pg_processor_transform);
 PG_DECLARE(pg_processor_resource);
 PG_DECLARE(pg_processor_memory_limiter);
@@ -21,6 +22,7 @@ PG_DECLARE(pg_extension_telemetry_metrics);
 const struct pg_component_ops *const pg_components[] = {
     &pg_receiver_pprof,
     &pg_receiver_otlp,
+    &pg_receiver_pyroscope,
     &pg_processor_transform,
     &pg_processor_resource,
     &pg_processor_memory_limiter,

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "http/listener.h"
+#include "receiverhelper/http_server_fields.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -95,8 +96,6 @@ static const struct pg_field http_fields[] = {
     PG_FIELD(struct otlp_http_cfg, "endpoint", PG_FT_STR, endpoint, "localhost:4318",
              "host:port to listen on (\":4318\" = every interface); with transport unix, a "
              "socket path"),
-    PG_FIELD_ENUM(struct otlp_http_cfg, "transport", transport, "tcp", pg_transport_names,
-                  "tcp, tcp4, tcp6 or unix"),
     PG_FIELD(struct otlp_http_cfg, "profiles_url_path", PG_FT_STR, profiles_url_path,
              "/v1development/profiles",
              "path of the profiles endpoint (pprofgate addition; the Collector's is fixed)"),
@@ -106,46 +105,10 @@ static const struct pg_field http_fields[] = {
              "accepted for compatibility"),
     PG_FIELD(struct otlp_http_cfg, "logs_url_path", PG_FT_STR, logs_url_path, "/v1/logs",
              "accepted for compatibility"),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "max_request_body_size", PG_FT_BYTES,
-                   max_request_body_size, "20MiB", 1024, 1024.0 * MIB,
-                   "cap on the body as received and decompressed (413)"),
-    PG_FIELD(struct otlp_http_cfg, "include_metadata", PG_FT_BOOL, include_metadata, "false",
-             "copy request headers into request metadata (for metadata[\"...\"] in transform)"),
-    PG_FIELD(struct otlp_http_cfg, "compression_algorithms", PG_FT_STRLIST, compression_algorithms,
-             NULL, "accepted Content-Encoding values; unset or [] = every coding pprofgate "
-             "decodes"),
-    PG_FIELD_SECTION_PRESENT(struct otlp_http_cfg, "tls", tls, pg_tls_server_fields, has_tls,
-                             "serve HTTPS; mTLS with client_ca_file"),
-    PG_FIELD_SECTION_PRESENT(struct otlp_http_cfg, "auth", auth, pg_auth_fields, has_auth,
-                             "require a bearer token or basic auth (401)"),
+    /* The confighttp rows shared with the pprof and pyroscope receivers. */
+    PG_RXH_HTTP_SERVER_FIELDS(struct otlp_http_cfg),
     PG_FIELD_SECTION_PRESENT(struct otlp_http_cfg, "cors", cors, cors_fields, has_cors,
                              "cross-origin requests from browsers"),
-    PG_FIELD(struct otlp_http_cfg, "response_headers", PG_FT_STRMAP, response_headers, NULL,
-             "headers added to every response"),
-    PG_FIELD(struct otlp_http_cfg, "read_timeout", PG_FT_DURATION, read_timeout, "0",
-             "deadline from a request's first byte to the end of its body; 0 = none"),
-    PG_FIELD(struct otlp_http_cfg, "read_header_timeout", PG_FT_DURATION, read_header_timeout,
-             "1m", "deadline from a request's first byte to the end of its headers (the "
-             "Collector's otlp default is 0; pprofgate keeps slowloris out)"),
-    PG_FIELD(struct otlp_http_cfg, "write_timeout", PG_FT_DURATION, write_timeout, "30s",
-             "deadline for writing an answer"),
-    PG_FIELD(struct otlp_http_cfg, "idle_timeout", PG_FT_DURATION, idle_timeout, "1m",
-             "keep-alive connections idle this long are closed"),
-    PG_FIELD(struct otlp_http_cfg, "keep_alives_enabled", PG_FT_BOOL, keep_alives_enabled, "true",
-             NULL),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "max_request_headers", PG_FT_INT, max_request_headers,
-                   "100", 1, 10000, "header lines per request at most (431; pprofgate)"),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "max_connections", PG_FT_INT, max_connections, "0", 0,
-                   1e7, "open connections at most, enforced at accept (pprofgate)"),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "max_connections_per_peer", PG_FT_INT,
-                   max_connections_per_peer, "0", 0, 1e7,
-                   "open connections per client address at most (pprofgate; 0 = no limit)"),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "max_requests_per_connection", PG_FT_INT,
-                   max_requests_per_connection, "0", 0, 1e9,
-                   "keep-alive requests before Connection: close (pprofgate; 0 = no limit)"),
-    PG_FIELD_RANGE(struct otlp_http_cfg, "min_body_rate", PG_FT_BYTES, min_body_rate, "1KiB", 0,
-                   1e12, "bytes/s a body must average after a 2 s grace (408; pprofgate; 0 = "
-                   "off)"),
     PG_FIELD_END,
 };
 

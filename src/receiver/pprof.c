@@ -49,6 +49,14 @@
 
 /* ---- create: config checks, no sockets ----------------------------------- */
 
+/* rx->translate of the pprof flavor: the body is one pprof. */
+static enum pg_err pprof_translate(struct rx *rx, struct rx_job *job, struct pg_arena **body_arena,
+                                   const uint8_t *body, size_t len, struct pg_otlp_request **out)
+{
+    return pg_pprof_translate_owned(job->arena, body_arena, body, len, &rx->topts, out,
+                                    &job->stats, &job->st);
+}
+
 static void apply_limits(struct rx *rx)
 {
     const struct rx_limits_cfg *l = &rx->cfg.limits;
@@ -73,7 +81,8 @@ static void apply_limits(struct rx *rx)
 #undef OVR
 }
 
-static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
+enum pg_err pg_rx_create(const struct pg_component_ctx *ctx, const struct pg_field *fields,
+                         enum rx_flavor flavor, void **state)
 {
     struct rx *rx = calloc(1, sizeof(*rx));
     char path[256];
@@ -88,7 +97,8 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     pthread_mutex_init(&rx->auth_mu, NULL);
     pg_rxh_reasons_init(&rx->reasons);
     snprintf(path, sizeof(path), "receivers::%s", ctx->id);
-    problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, pg_pprof_rx_fields, &rx->cfg, path);
+    rx->flavor = flavor;
+    problems = pg_cfg_bind(ctx->config_arena, ctx->diag, ctx->config, fields, &rx->cfg, path);
     problems += pg_scrape_config_parse(ctx->config_arena, ctx->diag, rx->cfg.scrape,
                                        rx->cfg.remote, path, &rx->scrape_cfg);
     if (!rx->cfg.has_server && !rx->cfg.has_self && rx->cfg.scrape == NULL &&
@@ -183,6 +193,7 @@ static enum pg_err rx_create(const struct pg_component_ctx *ctx, void **state)
     rx->log_name = ctx->log_name;
     rx->next = ctx->next;
     rx->job_done = pg_rx_job_done;
+    rx->translate = pprof_translate;
     pg_translate_opts_default(&rx->topts);
     rx->topts.trace_id_label = rx->cfg.trace_id_label;
     rx->topts.span_id_label = rx->cfg.span_id_label;
@@ -388,7 +399,7 @@ static void loop_metrics(struct rx *rx, struct rx_loop *lp)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
-static enum pg_err rx_start(void *state, struct pg_status *st)
+enum pg_err pg_rx_start(void *state, struct pg_status *st)
 {
     struct rx *rx = state;
     const struct rx_server_cfg *s = &rx->cfg.server;
@@ -420,6 +431,21 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     }
     if (!rx->cfg.has_server) {
         return PG_ERR_OK;
+    }
+    {
+        struct rx *owner;
+        char routes[256];
+        enum pg_err err = pg_rx_share_join(rx, &owner, st);
+
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+        if (owner != NULL) {
+            pg_rx_routes_text(owner, routes, sizeof(routes));
+            pg_log_info(rx->log_name, "sharing the listener of receiver %s on %s: %s", owner->id,
+                        s->endpoint, routes);
+            return PG_ERR_OK;
+        }
     }
     n_loops = loops_wanted(rx, one_why, sizeof(one_why));
     {
@@ -502,7 +528,7 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
                 for (size_t j = i + 1; j < n_loops; j++) {
                     close(fds[j]);
                 }
-                return err; /* rx_destroy frees what was set up */
+                return err; /* pg_rx_destroy frees what was set up */
             }
         }
     }
@@ -529,7 +555,7 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
         enum pg_err err = pg_rx_pool_start(rx, s->workers, st);
 
         if (err != PG_ERR_OK) {
-            return err; /* rx_destroy joins what started */
+            return err; /* pg_rx_destroy joins what started */
         }
     }
     /* Threads last: from here on each loop runs on its own. */
@@ -550,7 +576,9 @@ static enum pg_err rx_start(void *state, struct pg_status *st)
     }
     /* Integration tests read the bound port from this line (endpoint :0). */
     pg_log_info(rx->log_name, "listening on %s (POST %s, max body %llu bytes, %zu workers, "
-                "%zu connections at most)", where, PPROF_PATH, (unsigned long long)max_body,
+                "%zu connections at most)", where,
+                rx->flavor == RX_FLAVOR_PPROF ? PPROF_PATH : PYRO_INGEST_PATH ", POST " PYRO_PUSH_PATH,
+                (unsigned long long)max_body,
                 pg_rx_pool_threads(rx), pg_httpd_connection_cap(rx->loops[0].httpd));
     if (one_why[0] != '\0') {
         pg_log_info(rx->log_name, "1 event loop (%s)", one_why);
@@ -570,14 +598,14 @@ static void remove_socket_file(struct rx *rx)
     }
 }
 
-static void rx_shutdown(void *state)
+void pg_rx_shutdown(void *state)
 {
     struct rx *rx = state;
 
     if (rx == NULL || rx->draining) {
         return;
     }
-    rx->draining = true;
+    __atomic_store_n(&rx->draining, true, __ATOMIC_RELEASE); /* a joiner: read by the owner's loops */
     pg_pprof_self_stop(rx->self);
     pg_scraper_stop(rx->scraper);
     /* Stop accepting on every loop; open connections finish their request
@@ -596,7 +624,7 @@ static void rx_shutdown(void *state)
     remove_socket_file(rx);
 }
 
-static bool rx_idle(void *state)
+bool pg_rx_idle(void *state)
 {
     const struct rx *rx = state;
 
@@ -617,12 +645,12 @@ static bool rx_idle(void *state)
     return !pg_rx_pool_busy(rx) && pg_scraper_idle(rx->scraper);
 }
 
-static void rx_destroy(void *state)
+void pg_rx_destroy(void *state)
 {
     struct rx *rx = state;
 
-    if (rx == NULL) {
-        return;
+    if (rx == NULL || pg_rx_share_defer_destroy(rx)) {
+        return; /* a joiner: its owner's workers may hold its jobs */
     }
     pg_pprof_self_destroy(rx->self);
     pg_scraper_destroy(rx->scraper);
@@ -663,6 +691,7 @@ static void rx_destroy(void *state)
         pg_rx_job_cache_free(&rx->loops[i]);
     }
     free(rx->loops);
+    pg_rx_share_release(rx); /* no job of a joiner is left */
     remove_socket_file(rx);
     if (rx->ssl_ctx != NULL) { /* after the connections using it */
         SSL_CTX_free(rx->ssl_ctx);
@@ -675,10 +704,15 @@ static void rx_destroy(void *state)
     free(rx);
 }
 
-static const char *rx_metadata_use(void *state)
+const char *pg_rx_metadata_use(void *state)
 {
     const struct rx *rx = state;
     return rx->cfg.server.include_metadata ? "include_metadata: true" : NULL;
+}
+
+static enum pg_err pprof_create(const struct pg_component_ctx *ctx, void **state)
+{
+    return pg_rx_create(ctx, pg_pprof_rx_fields, RX_FLAVOR_PPROF, state);
 }
 
 const struct pg_component_ops pg_receiver_pprof = {
@@ -687,12 +721,12 @@ const struct pg_component_ops pg_receiver_pprof = {
     .kind = PG_KIND_RECEIVER,
     .fields = pg_pprof_rx_fields,
     .doc = "POST /v1/pprof push endpoint (collector pprofreceiver server mode)",
-    .create = rx_create,
-    .start = rx_start,
+    .create = pprof_create,
+    .start = pg_rx_start,
     .process = NULL,
     .consume = NULL,
-    .shutdown = rx_shutdown,
-    .idle = rx_idle,
-    .destroy = rx_destroy,
-    .metadata_use = rx_metadata_use,
+    .shutdown = pg_rx_shutdown,
+    .idle = pg_rx_idle,
+    .destroy = pg_rx_destroy,
+    .metadata_use = pg_rx_metadata_use,
 };

@@ -1,66 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0
- * Field tables of the pprof receiver's configuration (collector key names). */
+ * Field tables of the push receivers' configuration, pprof and pyroscope
+ * (collector key names). */
 #include "receiver/pprof_config.h"
 
 #include <stddef.h>
 
 #include "http/listener.h"
+#include "receiverhelper/http_server_fields.h"
 #include "scrape/scrape_config.h"
 
 #define MIB (1024.0 * 1024.0)
 
-static const struct pg_field server_fields[] = {
+const struct pg_field pg_rx_server_fields[] = {
     PG_FIELD(struct rx_server_cfg, "endpoint", PG_FT_STR, endpoint, "localhost:4040",
              "host:port to listen on (\":4040\" = every interface); with transport unix, a "
              "socket path"),
-    PG_FIELD_ENUM(struct rx_server_cfg, "transport", transport, "tcp", pg_transport_names,
-                  "tcp, tcp4 or tcp6 (one address family), unix (endpoint is a socket file, "
-                  "removed at shutdown)"),
-    PG_FIELD(struct rx_server_cfg, "include_metadata", PG_FT_BOOL, include_metadata, "false",
-             "copy request headers into request metadata (for metadata[\"...\"] in transform)"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "max_request_body_size", PG_FT_BYTES,
-                   max_request_body_size, "20MiB", 1024, 1024.0 * MIB,
-                   "cap on the body as received and on each decompressed layer (413)"),
-    PG_FIELD(struct rx_server_cfg, "compression_algorithms", PG_FT_STRLIST, compression_algorithms,
-             NULL,
-             "accepted Content-Encoding values (\"\" = none); unset or [] = every coding "
-             "pprofgate decodes"),
-    PG_FIELD(struct rx_server_cfg, "read_header_timeout", PG_FT_DURATION, read_header_timeout, "1m",
-             "deadline from a request's first byte to the end of its headers (not reset by "
-             "trickled bytes); a new connection gets it from accept"),
-    PG_FIELD(struct rx_server_cfg, "read_timeout", PG_FT_DURATION, read_timeout, "0",
-             "deadline from a request's first byte to the end of its body; 0 = none"),
-    PG_FIELD(struct rx_server_cfg, "write_timeout", PG_FT_DURATION, write_timeout, "30s",
-             "deadline for writing an answer; also how long a request may be held"),
-    PG_FIELD(struct rx_server_cfg, "idle_timeout", PG_FT_DURATION, idle_timeout, "1m",
-             "keep-alive connections idle this long are closed"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "min_body_rate", PG_FT_BYTES, min_body_rate, "1KiB", 0,
-                   1e12,
-                   "bytes/s a body must average after a 2 s grace, or the connection closes "
-                   "(408); 0 = off"),
-    PG_FIELD(struct rx_server_cfg, "keep_alives_enabled", PG_FT_BOOL, keep_alives_enabled, "true",
-             NULL),
-    PG_FIELD(struct rx_server_cfg, "response_headers", PG_FT_STRMAP, response_headers, NULL,
-             "headers added to every response"),
+    /* The confighttp rows shared with the otlp receiver's http side. */
+    PG_RXH_HTTP_SERVER_FIELDS(struct rx_server_cfg),
     PG_FIELD(struct rx_server_cfg, "default_service_name", PG_FT_STR, default_service_name, NULL,
              "service.name used when none survives the processors (pprofgate extension)"),
-    /* Transport security and access control: docs/security.md. */
-    PG_FIELD_SECTION_PRESENT(struct rx_server_cfg, "tls", tls, pg_tls_server_fields, has_tls,
-                             "serve HTTPS (confighttp tls keys; mTLS with " "client_ca_file)"),
-    PG_FIELD_SECTION_PRESENT(struct rx_server_cfg, "auth", auth, pg_auth_fields, has_auth,
-                             "require a bearer token or basic auth (401)"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "max_request_headers", PG_FT_INT, max_request_headers,
-                   "100", 1, 10000, "header lines per request at most (431 past it)"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "max_connections", PG_FT_INT, max_connections, "0", 0, 1e7,
-                   "open client connections at most, enforced at accept (0 = the fd limit minus "
-                   "a headroom)"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "max_connections_per_peer", PG_FT_INT,
-                   max_connections_per_peer, "0", 0, 1e7,
-                   "open connections per client address at most, enforced at accept (0 = no "
-                   "limit)"),
-    PG_FIELD_RANGE(struct rx_server_cfg, "max_requests_per_connection", PG_FT_INT,
-                   max_requests_per_connection, "0", 0, 1e9,
-                   "keep-alive requests before Connection: close (0 = no limit)"),
     PG_FIELD_RANGE(struct rx_server_cfg, "workers", PG_FT_INT, workers, "-1", -1, MAX_WORKERS,
                    "threads that inflate and translate bodies off the event loop (-1 = one per "
                    "usable CPU, 0 = inline on the loop); see docs/receiver.md"),
@@ -80,7 +38,7 @@ static const struct pg_field self_fields[] = {
 
 /* Defaults as pg_translate_opts_default sets them (pprof/translate.c); a
  * 0 written in the config also means that default. */
-static const struct pg_field limits_fields[] = {
+const struct pg_field pg_rx_limits_fields[] = {
     PG_FIELD(struct rx_limits_cfg, "max_inflated_bytes", PG_FT_BYTES, max_inflated_bytes, "0",
              "per gzip layer inside the body; 0 = server.max_request_body_size (20MiB)"),
     PG_FIELD_RANGE(struct rx_limits_cfg, "max_gzip_layers", PG_FT_INT, max_gzip_layers, "4", 0, 64,
@@ -107,7 +65,7 @@ static const struct pg_field limits_fields[] = {
 };
 
 const struct pg_field pg_pprof_rx_fields[] = {
-    PG_FIELD_SECTION_PRESENT(struct rx_cfg, "server", server, server_fields, has_server,
+    PG_FIELD_SECTION_PRESENT(struct rx_cfg, "server", server, pg_rx_server_fields, has_server,
                              "the POST /v1/pprof push endpoint (confighttp keys)"),
     PG_FIELD_SECTION_PRESENT(struct rx_cfg, "self", self, self_fields, has_self,
                              "profile pprofgate itself (heap sampler)"),
@@ -117,11 +75,27 @@ const struct pg_field pg_pprof_rx_fields[] = {
              "pprof label turned into the sample's Link span id"),
     PG_FIELD(struct rx_cfg, "include_original_payload", PG_FT_BOOL, include_original_payload,
              "false", "keep the pprof bytes in Profile.original_payload"),
-    PG_FIELD_SECTION(struct rx_cfg, "limits", limits, limits_fields,
+    PG_FIELD_SECTION(struct rx_cfg, "limits", limits, pg_rx_limits_fields,
                      "caps on what one pprof may contain (413 past them)"),
     PG_FIELD_NODE_DOC(struct rx_cfg, "scrape", scrape, pg_scrape_fields, PG_SHAPE_MAP,
                       "pull mode: Parca scrape_configs (docs/scrape.md)"),
     PG_FIELD_NODE_DOC(struct rx_cfg, "remote", remote, pg_scrape_remote_fields, PG_SHAPE_MAP,
                       "pull one URL (the contrib receiver's remote: keys)"),
+    PG_FIELD_END,
+};
+
+const struct pg_field pg_pyroscope_rx_fields[] = {
+    PG_FIELD_SECTION_PRESENT(struct rx_cfg, "server", server, pg_rx_server_fields, has_server,
+                             "POST /ingest and the Push API (confighttp keys); on the endpoint of "
+                             "a pprof receiver, its listener serves both (the listener's keys "
+                             "must match)"),
+    PG_FIELD(struct rx_cfg, "trace_id_label", PG_FT_STR, trace_id_label, "trace_id",
+             "pprof label turned into the sample's Link trace id"),
+    PG_FIELD(struct rx_cfg, "span_id_label", PG_FT_STR, span_id_label, "span_id",
+             "pprof label turned into the sample's Link span id"),
+    PG_FIELD(struct rx_cfg, "include_original_payload", PG_FT_BOOL, include_original_payload,
+             "false", "keep the pprof bytes in Profile.original_payload"),
+    PG_FIELD_SECTION(struct rx_cfg, "limits", limits, pg_rx_limits_fields,
+                     "caps on what one pprof (or folded upload) may contain (413 past them)"),
     PG_FIELD_END,
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The pprof receiver's configuration: the structs its keys bind to and the
- * field tables (names, types, defaults, bounds, docs). */
+ * The push receivers' configuration (pprof, pyroscope): the structs their
+ * keys bind to and the field tables (names, types, defaults, bounds, docs). */
 #ifndef PG_RECEIVER_PPROF_CONFIG_H
 #define PG_RECEIVER_PPROF_CONFIG_H
 
@@ -70,5 +70,12 @@ struct rx_cfg {
 
 /* The receiver's top-level keys (server, self, limits, pull mode). */
 extern const struct pg_field pg_pprof_rx_fields[];
+/* The pyroscope receiver's: the same server and limits tables, the link
+ * labels and original payload; no self or pull mode. */
+extern const struct pg_field pg_pyroscope_rx_fields[];
+/* The `server:` rows of both push receivers (endpoint, the shared confighttp
+ * rows, workers, loops) and the `limits:` rows. */
+extern const struct pg_field pg_rx_server_fields[];
+extern const struct pg_field pg_rx_limits_fields[];
 
 #endif

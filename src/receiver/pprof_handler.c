@@ -18,6 +18,7 @@
 #include "core/memlimit.h"
 #include "http/http_parse.h"
 #include "receiver/pprof_internal.h"
+#include "receiverhelper/connect.h"
 
 /* Chunked bodies reserve memory in steps of this many body bytes. */
 #define CHUNKED_RESERVE_STEP (256 * 1024)
@@ -32,16 +33,18 @@ static void on_answer(const struct pg_httpd_req *r, int code, const char *reason
                       const char *peer, void *arg)
 {
     struct rx_loop *lp = arg;
-    struct rx *rx = lp->rx;
+    /* Counted and logged as the receiver the route feeds (req->user, set
+     * by on_head), else as the listener's owner. */
+    struct rx *rx = r != NULL && r->user != NULL ? r->user : lp->rx;
+    size_t slot = rx == lp->rx ? 0 : rx->join_slot;
     unsigned long suppressed = 0;
 
-    (void)r;
-    pg_rxh_count(&lp->codes, "pprofgate_receiver_http_requests_total",
+    pg_rxh_count(&lp->codes[slot], "pprofgate_receiver_http_requests_total",
                  "HTTP requests by status code.", rx->id, NULL, code);
     if (code < 400) {
         return;
     }
-    pg_rxh_count(&lp->refused_codes, "otelcol_receiver_refused_requests_total",
+    pg_rxh_count(&lp->refused_codes[slot], "otelcol_receiver_refused_requests_total",
                  "HTTP requests answered with a 4xx or 5xx status, by code.", rx->id, NULL, code);
     if (!pg_rxh_reason_log_ok(&rx->reasons, code, reason, &suppressed)) {
         return;
@@ -74,21 +77,51 @@ static void on_conn_event(int ev, const char *peer, void *arg)
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* Sends the answer: 204 empty, else a one-line text/plain reason, with the
- * configured response_headers. */
-static void rx_reply(struct rx_loop *lp, struct pg_httpd_req *req, int code, const char *text)
+/* A Push API error: Connect's JSON form with the status its code maps to
+ * (405 and 415 stay plain: Connect answers them at the HTTP level). */
+static void reply_connect_error(struct rx_loop *lp, struct pg_httpd_req *req, int code,
+                                const char *text)
 {
-    const struct rx_server_cfg *s = &lp->rx->cfg.server;
+    char body[1024];
+    int status;
+    size_t n = pg_rxh_connect_error_json(code, text, body, sizeof(body), &status);
+
+    pg_httpd_reply_body(req, status, "application/json", body, n);
+    /* pg_httpd_reply_body does not report the answer: on_answer here. */
+    on_answer(req, status, text, req->peer, lp);
+}
+
+/* Sends the answer: 204 empty, else a one-line text/plain reason (a Push
+ * API error in Connect's form), with @rx's response_headers. */
+void pg_rx_reply(struct rx_loop *lp, struct rx *rx, enum rx_route route,
+                 struct pg_httpd_req *req, int code, const char *text)
+{
+    const struct rx_server_cfg *s = &rx->cfg.server;
 
     for (size_t i = 0; i < s->response_headers.n; i++) {
         evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
     }
+    if (route == RX_ROUTE_PUSH && code >= 400 && code != 405 && code != 415) {
+        reply_connect_error(lp, req, code, text);
+        return;
+    }
     pg_httpd_reply(req, code, text ? text : "");
 }
 
-/* Answers @err with its status code (never below 400) and @st's reason. */
-static void rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err err,
-                    const struct pg_status *st)
+void pg_rx_reply_body(struct rx_loop *lp, struct rx *rx, struct pg_httpd_req *req, int code,
+                      const char *ctype, const void *body, size_t len)
+{
+    const struct rx_server_cfg *s = &rx->cfg.server;
+
+    for (size_t i = 0; i < s->response_headers.n; i++) {
+        evhttp_add_header(req->out, s->response_headers.keys[i], s->response_headers.values[i]);
+    }
+    pg_httpd_reply_body(req, code, ctype, body, len);
+    on_answer(req, code, NULL, req->peer, lp);
+}
+
+void pg_rx_fail(struct rx_loop *lp, struct rx *rx, enum rx_route route,
+                struct pg_httpd_req *req, enum pg_err err, const struct pg_status *st)
 {
     int code = pg_rxh_http_status(err); /* never below 400 */
     const char *msg = pg_status_text(st);
@@ -96,15 +129,15 @@ static void rx_fail(struct rx_loop *lp, struct pg_httpd_req *req, enum pg_err er
     if (code == 503 || code == 429) {
         evhttp_add_header(req->out, "Retry-After", "1");
     }
-    rx_reply(lp, req, code, msg);
+    pg_rx_reply(lp, rx, route, req, code, msg);
 }
 
 void pg_rx_job_done(struct rx_job *job, enum pg_err err, const struct pg_status *st)
 {
     if (err == PG_ERR_OK) {
-        rx_reply(job->loop, job->req, 204, NULL);
+        pg_rx_reply(job->loop, job->rx, job->route, job->req, 204, NULL);
     } else {
-        rx_fail(job->loop, job->req, err, st);
+        pg_rx_fail(job->loop, job->rx, job->route, job->req, err, st);
     }
 }
 
@@ -128,16 +161,36 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
     return PG_ERR_OK;
 }
 
+/* Pyroscope's tenant header (X-Scope-OrgID, as Alloy forwards it) goes
+ * into the request metadata even without include_metadata: transform and
+ * the exporters' headers_setter read it there. Its absence is no error. */
+static void tenant_metadata(struct pg_arena *a, const struct evkeyvalq *in, struct pg_metadata *md)
+{
+    const char *org = evhttp_find_header(in, "X-Scope-OrgID");
+    struct pg_metadata_entry *e;
+
+    if (org == NULL || (e = pg_arena_alloc(a, sizeof(*e))) == NULL) {
+        return;
+    }
+    e->key = "X-Scope-OrgID";
+    e->value = pg_arena_strdup(a, org);
+    if (e->value != NULL) {
+        md->entries = e;
+        md->n = 1;
+    }
+}
+
 /* Loop thread: checks, copies what the batch needs from the request, then
  * starts the job (inline or on a worker) on the body where the server read
  * it (it stays until the answer, which comes after the job), or, for a body
  * larger than the server's pooled buffer, on a copy in the job's scratch
  * arena (freed once the pprof is translated). Owns
  * @admitted bytes of the memory budget (released when the job ends). */
-static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t admitted)
+static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t admitted)
 {
-    struct rx *rx = lp->rx;
+    struct rx *rx = req->user != NULL ? req->user : lp->rx;
     struct evkeyvalq *in = req->in;
+    enum rx_route route = RX_ROUTE_PPROF;
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
     size_t len = req->body_len;
     struct rx_job *job;
@@ -148,12 +201,17 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
         struct pg_status st;
 
         pg_status_set(&st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
-        rx_fail(lp, req, PG_ERR_NOMEM, &st);
+        (void)pg_rx_route(lp->rx, req->path, &route);
+        pg_rx_fail(lp, rx, route, req, PG_ERR_NOMEM, &st);
         pg_memlimit_release(admitted);
         return;
     }
     job->req = req;
     job->loop = lp;
+    job->rx = rx;
+    if (pg_rx_route(lp->rx, req->path, &job->route) == NULL) {
+        job->route = RX_ROUTE_PPROF; /* on_head routed it: cannot happen */
+    }
     job->admitted = admitted;
     job->t0 = pg_mono_s();
     job->err = PG_ERR_INTERNAL;
@@ -209,6 +267,21 @@ static void handle_pprof(struct rx_loop *lp, struct pg_httpd_req *req, size_t ad
         if (rx->cfg.server.include_metadata) {
             job->md_err = pg_http_metadata_from_headers(job->arena, in, NULL, &job->md,
                                                         &job->md_st);
+        } else if (rx->flavor == RX_FLAVOR_PYROSCOPE) {
+            tenant_metadata(job->arena, in, &job->md);
+        }
+        if (job->route != RX_ROUTE_PPROF) {
+            const char *q = strchr(req->target, '?');
+            const char *ct = evhttp_find_header(in, "Content-Type");
+
+            job->query = pg_arena_strdup(job->arena, q != NULL ? q + 1 : "");
+            job->ctype = ct != NULL ? pg_arena_strdup(job->arena, ct) : NULL;
+            job->connect_json = job->route == RX_ROUTE_PUSH && ct != NULL &&
+                                strncasecmp(ct, "application/json", 16) == 0;
+            if (job->query == NULL || (ct != NULL && job->ctype == NULL)) {
+                job->err = pg_status_set(&job->st, PG_ERR_NOMEM, "no memory for a request");
+                goto finish;
+            }
         }
     }
     pg_rx_job_start(lp, job);
@@ -238,13 +311,14 @@ static size_t admission_estimate(const struct rx *rx, uint64_t len)
     return (size_t)est;
 }
 
-static bool admit(struct rx_loop *lp, struct pg_httpd_req *req, size_t bytes)
+static bool admit(struct rx_loop *lp, struct rx *rx, enum rx_route route,
+                  struct pg_httpd_req *req, size_t bytes)
 {
     struct pg_status mst;
 
     if (!pg_memlimit_admit(bytes, &mst)) {
         evhttp_add_header(req->out, "Connection", "close");
-        rx_fail(lp, req, mst.code, &mst);
+        pg_rx_fail(lp, rx, route, req, mst.code, &mst);
         return false;
     }
     req->reserved += bytes;
@@ -257,7 +331,8 @@ static bool admit(struct rx_loop *lp, struct pg_httpd_req *req, size_t bytes)
 static bool on_head(struct pg_httpd_req *req, void *arg)
 {
     struct rx_loop *lp = arg;
-    struct rx *rx = lp->rx;
+    struct rx *own = lp->rx, *rx;
+    enum rx_route route = RX_ROUTE_PPROF;
     struct pg_http_codings codings;
     struct pg_status st;
     char msg[160];
@@ -265,15 +340,28 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
 
     if (strcmp(req->path, "/") == 0 && strcmp(req->method, "GET") == 0) {
         /* What this port is for (wait loops and curious operators poll /);
-         * no credentials needed: it names the endpoint and nothing else. */
-        rx_reply(lp, req, 200,
-                    "pprofgate pprof receiver\n"
-                    "POST " PPROF_PATH "  a pprof profile (plain or gzip'd); 204 when accepted\n"
-                    "OTLP goes to the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)\n");
+         * no credentials needed: it names the endpoints and nothing else. */
+        char routes[320], text[800];
+
+        pg_rx_routes_text(own, routes, sizeof(routes));
+        snprintf(text, sizeof(text),
+                 "pprofgate push receiver\n%s\n"
+                 "POST " PPROF_PATH ": a pprof profile (plain or gzip'd), 204 when accepted; "
+                 "/ingest and " PYRO_PUSH_PATH ": Pyroscope SDKs and agents\n"
+                 "OTLP goes to the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)\n",
+                 routes);
+        pg_rx_reply(lp, own, RX_ROUTE_PPROF, req, 200, text);
         return false;
     }
-    if (strcmp(req->path, PPROF_PATH) != 0) {
-        rx_reply(lp, req, 404, "404 page not found");
+    rx = pg_rx_route(own, req->path, &route);
+    if (rx == NULL) {
+        pg_rx_reply(lp, own, RX_ROUTE_PPROF, req, 404, "404 page not found");
+        return false;
+    }
+    req->user = rx; /* the route's receiver, for on_request and on_answer */
+    if (rx != own && __atomic_load_n(&rx->draining, __ATOMIC_ACQUIRE)) { /* joiner stopped */
+        evhttp_add_header(req->out, "Retry-After", "1");
+        pg_rx_reply(lp, rx, route, req, 503, "shutting down; retry later");
         return false;
     }
     if (rx->auth != NULL) {
@@ -288,43 +376,49 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         }
         if (n_auth > 1) {
             /* Which one counts would differ between a proxy and us. */
-            rx_reply(lp, req, 400, "more than one Authorization header");
+            pg_rx_reply(lp, rx, route, req, 400, "more than one Authorization header");
             return false;
         }
 
-        /* One lock for every loop: the per-peer budget is global, and
-         * pg_auth reloads its credential files when they change. */
+        /* One lock for every loop: the per-peer budget is global (the
+         * listener's, whichever route), and pg_auth reloads its credential
+         * files when they change. */
         bool blocked, ok = false;
 
-        pthread_mutex_lock(&rx->auth_mu);
-        blocked = pg_peer_ratelimit_blocked(rx->auth_rl, key, now);
+        pthread_mutex_lock(&own->auth_mu);
+        blocked = pg_peer_ratelimit_blocked(own->auth_rl, key, now);
         if (!blocked) {
             ok = pg_auth_check(rx->auth, evhttp_find_header(req->in, "Authorization"), &st);
             if (!ok) {
-                pg_peer_ratelimit_hit(rx->auth_rl, key, now);
+                pg_peer_ratelimit_hit(own->auth_rl, key, now);
             }
         }
-        pthread_mutex_unlock(&rx->auth_mu);
+        pthread_mutex_unlock(&own->auth_mu);
         if (blocked) {
             evhttp_add_header(req->out, "Retry-After", "1");
-            rx_reply(lp, req, 429, "too many failed authentication attempts; retry later");
+            pg_rx_reply(lp, rx, route, req, 429,
+                        "too many failed authentication attempts; retry later");
             return false;
         }
         if (!ok) {
             evhttp_add_header(req->out, "WWW-Authenticate", pg_auth_challenge(rx->auth));
-            rx_reply(lp, req, 401, pg_status_text(&st));
+            pg_rx_reply(lp, rx, route, req, 401, pg_status_text(&st));
             return false;
         }
     }
     if (strcmp(req->method, "POST") != 0) {
         evhttp_add_header(req->out, "Allow", "POST");
         snprintf(msg, sizeof(msg), "method %.20s not allowed, supported: [POST]", req->method);
-        rx_reply(lp, req, 405, msg);
+        pg_rx_reply(lp, rx, route, req, 405, msg);
+        return false;
+    }
+    if (rx->check_head != NULL && (err = rx->check_head(rx, route, req, &st)) != PG_ERR_OK) {
+        pg_rx_fail(lp, rx, route, req, err, &st);
         return false;
     }
     err = request_codings(rx, req->in, &codings, &st);
     if (err != PG_ERR_OK) {
-        rx_fail(lp, req, err, &st);
+        pg_rx_fail(lp, rx, route, req, err, &st);
         return false;
     }
     if (!req->chunked && req->content_length != PG_HTTP_NO_LENGTH &&
@@ -332,12 +426,12 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
         snprintf(msg, sizeof(msg), "request body of %llu bytes exceeds max_request_body_size "
                  "(%llu bytes)", (unsigned long long)req->content_length,
                  (unsigned long long)rx->cfg.server.max_request_body_size);
-        rx_reply(lp, req, 413, msg);
+        pg_rx_reply(lp, rx, route, req, 413, msg);
         return false;
     }
     /* Memory before the body: from Content-Length now, or step by step as
      * chunks arrive (on_body). */
-    if (!admit(lp, req,
+    if (!admit(lp, rx, route, req,
                admission_estimate(rx, req->chunked                                ? CHUNKED_RESERVE_STEP
                                       : req->content_length == PG_HTTP_NO_LENGTH ? 0
                                                                                  : req->content_length))) {
@@ -351,12 +445,14 @@ static bool on_head(struct pg_httpd_req *req, void *arg)
 static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
 {
     struct rx_loop *lp = arg;
-    struct rx *rx = lp->rx;
+    struct rx *rx = req->user != NULL ? req->user : lp->rx;
+    enum rx_route route = RX_ROUTE_PPROF;
 
+    (void)pg_rx_route(lp->rx, req->path, &route);
     while (req->chunked && admission_estimate(rx, received) > req->reserved) {
         size_t more = admission_estimate(rx, received + CHUNKED_RESERVE_STEP) - req->reserved;
 
-        if (more == 0 || !admit(lp, req, more)) {
+        if (more == 0 || !admit(lp, rx, route, req, more)) {
             return more == 0;
         }
     }
@@ -368,7 +464,7 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     size_t admitted = req->reserved;
 
     req->reserved = 0; /* the job owns the admission from here */
-    handle_pprof(arg, req, admitted); /* releases it when the request ends */
+    handle_push(arg, req, admitted); /* releases it when the request ends */
 }
 
 /* A request that ends before its job took its admission (refused, or the

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
- * What the files of the pprof receiver share and nobody else sees: its
- * state, the job one POST body becomes, and the calls between the three
- * jobs: the component (pprof.c: create/start/shutdown), the HTTP handler
- * (pprof_handler.c: head checks, admission, answers) and the translation
- * jobs (pprof_workers.c: worker pool, held queue, delivery). */
+ * What the files of the push receivers (pprof, pyroscope) share and nobody
+ * else sees: their state, the job one POST body becomes, and the calls
+ * between the jobs: the component (pprof.c: create/start/shutdown, the
+ * shared-listener registry), the HTTP handler (pprof_handler.c: routes,
+ * head checks, admission, answers) and the translation jobs
+ * (pprof_workers.c: worker pool, held queue, delivery). The pyroscope
+ * receiver (pyroscope.c, pyroscope_ingest.c) plugs in through the two hooks
+ * of struct rx (translate, job_done). Calls go one way: pprof.c,
+ * pyroscope.c -> pprof_handler.c -> pprof_workers.c -> the hooks. */
 #ifndef PG_RECEIVER_PPROF_INTERNAL_H
 #define PG_RECEIVER_PPROF_INTERNAL_H
 
@@ -34,6 +38,15 @@
 #include "scrape/scrape.h"
 
 #define PPROF_PATH "/v1/pprof"
+#define PYRO_INGEST_PATH "/ingest"
+#define PYRO_PUSH_PATH "/push.v1.PusherService/Push"
+
+/* Which endpoint a request came to: what its body is and how it is answered. */
+enum rx_route { RX_ROUTE_PPROF = 0, RX_ROUTE_INGEST, RX_ROUTE_PUSH };
+/* What a receiver serves: the pprof push path, or Pyroscope's two. */
+enum rx_flavor { RX_FLAVOR_PPROF = 0, RX_FLAVOR_PYROSCOPE };
+/* Receivers that may join one listener besides its owner. */
+#define RX_MAX_JOINED 4
 
 struct rx_pool; /* pprof_workers.c */
 
@@ -70,7 +83,8 @@ struct rx_loop {
     struct event *done_ev;
     /* Answers by code: the series are the receiver's (one per code), the
      * lookup tables this loop's. */
-    struct pg_rxh_codes codes, refused_codes;
+    struct pg_rxh_codes codes[1 + RX_MAX_JOINED], refused_codes[1 + RX_MAX_JOINED];
+    /* [0] the owner's, [1 + i] its joined[i]'s (rx.join_slot). */
     struct pg_metric *m_conns;     /* connections this loop accepted */
     /* Ended jobs kept for the next requests (at most JOB_CACHE), owned:
      * a push then allocates no job. */
@@ -88,6 +102,31 @@ _Static_assert(sizeof(struct rx_loop) % RX_LOOP_LINE == 0, "loops share no cache
 
 struct rx {
     struct rx_cfg cfg;
+    enum rx_flavor flavor;
+    /* Shared listener: a receiver naming the endpoint another one already
+     * serves joins it (pprof.c's registry) instead of listening: @owner is
+     * then that receiver (whose loops, server, TLS and workers serve both),
+     * else NULL. The owner lists its joiners in @joined (written on the main
+     * thread at start, @n_joined published last: loops read it atomically).
+     * A joiner outlives its owner's workers: its destroy is deferred to the
+     * owner's while the owner lives (@dead, under the registry lock). */
+    struct rx *owner;
+    struct rx *joined[RX_MAX_JOINED];
+    size_t n_joined;               /* atomic */
+    size_t join_slot;              /* a joiner: 1 + its index in owner->joined; else 0 */
+    bool dead;
+    /* Turns one job's body (Content-Encoding removed) into an OTLP request
+     * in job->arena: pg_pprof_translate_owned for pprof, Pyroscope's
+     * formats for pyroscope. Takes *@body_arena (destroyed, set NULL, as
+     * soon as @body is dead). Worker thread or loop; touches only @job and
+     * read-only config. */
+    enum pg_err (*translate)(struct rx *rx, struct rx_job *job, struct pg_arena **body_arena,
+                             const uint8_t *body, size_t len, struct pg_otlp_request **out);
+    /* Optional, loop thread: judges a routed request's head before its body
+     * is read (Pyroscope: format, Content-Type, Connect version); an error
+     * is answered with its status and @st's reason. */
+    enum pg_err (*check_head)(struct rx *rx, enum rx_route route, const struct pg_httpd_req *req,
+                              struct pg_status *st);
     struct pg_host *host;          /* borrowed */
     const char *id;                /* borrowed (ctx), lives until destroy */
     const char *log_name;          /* borrowed (ctx) */
@@ -105,7 +144,7 @@ struct rx {
     pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl, any loop */
     struct rx_loop *loops;         /* owned, n_loops of them; loops[0] on the host's base */
     size_t n_loops;
-    bool draining;
+    bool draining;                 /* main thread writes; loops read it (atomic) */
 
     struct pg_metric *m_accepted, *m_refused, *m_bytes, *m_inflated, *m_links, *m_latency;
     struct pg_metric *m_abandoned;
@@ -131,6 +170,12 @@ struct rx {
 struct rx_job {
     struct rx_job *next;
     struct rx_loop *loop;          /* where the request lives and the job ends */
+    struct rx *rx;                 /* whose pipeline it feeds (the loop's, or a joiner) */
+    enum rx_route route;
+    /* Pyroscope: the query string and Content-Type, copied (arena) at
+     * on_request; NULL for pprof. */
+    const char *query, *ctype;
+    bool connect_json;             /* Push API: the request (and its answer) is JSON */
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
     size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
     double t0;
@@ -152,6 +197,37 @@ struct rx_job {
     struct pg_translate_stats stats;
 };
 
+/* ---- pprof.c: the component, shared by both flavors -------------------- */
+
+/* Creates a receiver of @flavor binding @fields; the flavor's create sets
+ * its hooks after. */
+enum pg_err pg_rx_create(const struct pg_component_ctx *ctx, const struct pg_field *fields,
+                         enum rx_flavor flavor, void **state);
+enum pg_err pg_rx_start(void *state, struct pg_status *st);
+void pg_rx_shutdown(void *state);
+bool pg_rx_idle(void *state);
+void pg_rx_destroy(void *state);
+const char *pg_rx_metadata_use(void *state);
+/* ---- rx_share.c: one listener, several receivers ------------------------ */
+
+/* At start, before listening: when a receiver of the other flavor already
+ * listens on @rx's endpoint, @rx joins it (*@owner_out = that receiver, no
+ * socket of its own); else @rx is registered as the endpoint's owner
+ * (*@owner_out = NULL). CONFIG when the endpoint is taken by the same flavor
+ * or the listener's keys differ (the message names the key). Main thread. */
+enum pg_err pg_rx_share_join(struct rx *rx, struct rx **owner_out, struct pg_status *st);
+/* The receiver serving @path on @owner's listener (the owner or a joiner),
+ * and its route; NULL when none does. Loop thread. */
+struct rx *pg_rx_route(struct rx *owner, const char *path, enum rx_route *route);
+/* "POST /v1/pprof (pprof), POST /ingest, ... (pyroscope)" for the log. */
+size_t pg_rx_routes_text(struct rx *owner, char *buf, size_t size);
+/* pg_rx_destroy of a joiner whose owner lives: marks it dead and returns
+ * true (the owner destroys it once its workers are gone). */
+bool pg_rx_share_defer_destroy(struct rx *rx);
+/* The owner's destroy, its workers and loops gone: leaves the registry
+ * and destroys the joiners already dead. */
+void pg_rx_share_release(struct rx *owner);
+
 /* ---- pprof_handler.c: the HTTP side (loop thread) ----------------------- */
 
 /* The callbacks the receiver's HTTP server runs (head, body, request, answer). */
@@ -159,6 +235,17 @@ extern const struct pg_httpd_ops pg_rx_httpd_ops;
 /* rx->job_done: answers @job's request, 204 on PG_ERR_OK, else @err's status
  * code (never below 400) and @st's reason. Does not free @job. */
 void pg_rx_job_done(struct rx_job *job, enum pg_err err, const struct pg_status *st);
+/* Answers @req with @code and a one-line text @text, with @rx's
+ * response_headers; a Push API request's error in Connect's JSON form. */
+void pg_rx_reply(struct rx_loop *lp, struct rx *rx, enum rx_route route,
+                 struct pg_httpd_req *req, int code, const char *text);
+/* A success answer with a body (@ctype may be NULL when @len is 0), counted
+ * like every other. */
+void pg_rx_reply_body(struct rx_loop *lp, struct rx *rx, struct pg_httpd_req *req, int code,
+                      const char *ctype, const void *body, size_t len);
+/* Answers @err with its status code (never below 400) and @st's reason. */
+void pg_rx_fail(struct rx_loop *lp, struct rx *rx, enum rx_route route,
+                struct pg_httpd_req *req, enum pg_err err, const struct pg_status *st);
 
 /* ---- pprof_workers.c: translation jobs ----------------------------------- */
 

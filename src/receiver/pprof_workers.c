@@ -170,12 +170,12 @@ static void job_run(struct rx *rx, struct rx_job *job)
         const char *kind;
 
         memcpy(head, body, head_len);
-        /* Takes job->scratch: the pprof bytes die before the Sample structs are built. */
-        err = pg_pprof_translate_owned(job->arena, &job->scratch, body, body_len, &rx->topts,
-                                       &otlp, &job->stats, &job->st);
+        /* Takes job->scratch: the body dies before the Sample structs are built. */
+        err = rx->translate(rx, job, &job->scratch, body, body_len, &otlp);
         pg_metric_add(rx->m_inflated, inflated + job->stats.inflated_bytes);
         pg_metric_observe(rx->m_latency, pg_mono_s() - job->t0);
-        if (err == PG_ERR_MALFORMED && (kind = not_pprof_kind(head, head_len)) != NULL) {
+        if (err == PG_ERR_MALFORMED && job->route == RX_ROUTE_PPROF &&
+            (kind = not_pprof_kind(head, head_len)) != NULL) {
             pg_status_set(&job->st, err,
                           "this is not pprof (plain or gzip'd) but looks like %s; OTLP goes to "
                           "the otlp receiver (:4317 gRPC, :4318 /v1development/profiles)",
@@ -222,7 +222,7 @@ static bool client_gone(struct pg_httpd_req *req)
  * end the request and the connection. Frees @job. */
 static void abandon(struct rx_job *job)
 {
-    struct rx *rx = job->loop->rx;
+    struct rx *rx = job->rx;
 
     pg_metric_add(rx->m_abandoned, 1);
     if (job->err == PG_ERR_OK) {
@@ -239,7 +239,7 @@ static void abandon(struct rx_job *job)
  * (service.c), the heavy part (decode, translate) is already done. */
 static void deliver(struct rx_job *job)
 {
-    struct rx *rx = job->loop->rx;
+    struct rx *rx = job->rx;
     struct pg_batch *batch = job->batch;
     enum pg_err err;
 
@@ -271,7 +271,7 @@ static void held_arm(struct rx_loop *lp)
  * stays open; its memory stays charged. */
 static void hold(struct rx_loop *lp, struct rx_job *job)
 {
-    struct rx *rx = lp->rx;
+    struct rx *rx = job->rx;
     unsigned long suppressed = 0;
     bool log;
 
@@ -307,9 +307,9 @@ static void held_refuse(struct rx_job *job, enum pg_err err, const char *why)
 {
     struct pg_status st;
 
-    pg_metric_add(job->loop->rx->m_refused, job->stats.sample_records);
+    pg_metric_add(job->rx->m_refused, job->stats.sample_records);
     pg_status_set(&st, err, "%s", why);
-    job->loop->rx->job_done(job, err, &st);
+    job->rx->job_done(job, err, &st);
     job_free(job);
 }
 
@@ -332,7 +332,7 @@ static void on_held_timer(evutil_socket_t fd, short what, void *arg)
             abandon(held_pop(lp));
             continue;
         }
-        if (!pg_consumer_would_block(rx->next, job->batch, &job->st)) {
+        if (!pg_consumer_would_block(job->rx->next, job->batch, &job->st)) {
             deliver(held_pop(lp));
             continue;
         }
@@ -368,7 +368,7 @@ bool pg_rx_held_init(struct rx_loop *lp)
 /* Loop thread: runs the pipeline and answers. Frees @job. */
 void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
 {
-    struct rx *rx = lp->rx;
+    struct rx *rx = job->rx;
     struct pg_httpd_req *req = job->req;
     struct pg_batch *batch = job->batch;
     enum pg_err err = job->err;
@@ -485,7 +485,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&pool->mu);
 
         job->next = NULL;
-        job_run(rx, job);
+        job_run(job->rx, job);
         if (big) {
             pthread_mutex_lock(&pool->mu);
             for (size_t i = 0; i < pool->big_running; i++) {
@@ -631,7 +631,7 @@ void pg_rx_pool_destroy(struct rx *rx)
 
             list = job->next;
             pg_status_set(&st, PG_ERR_UNAVAILABLE, "shutting down; retry later");
-            rx->job_done(job, PG_ERR_UNAVAILABLE, &st);
+            job->rx->job_done(job, PG_ERR_UNAVAILABLE, &st);
             job_free(job);
         }
     }
@@ -710,6 +710,6 @@ void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job)
         pthread_mutex_unlock(&pool->mu);
         return;
     }
-    job_run(rx, job);
+    job_run(job->rx, job);
     pg_rx_job_finish(lp, job, false);
 }
