@@ -88,9 +88,12 @@ struct pg_httpd_conn {
      *   [body_off, body_off + body_got)  BODY..: the body so far (chunked: data only)
      *   [in_off, in_len)                 read, not parsed yet
      * An empty standard-size one goes back to the server's spares between
-     * requests, so waiting connections hold none. */
+     * requests, so waiting connections hold none. One of PG_BUFPOOL_MIN or
+     * more (a large body) comes from core/bufpool and goes back there
+     * (in_pooled), its first in_hwm bytes written. */
     char *in;
-    size_t in_cap, in_off, in_len, body_off;
+    size_t in_cap, in_off, in_len, body_off, in_hwm;
+    bool in_pooled;
     struct pg_httpd_conn *flush_next; /* srv->flush list while an answer waits in @ans */
     bool flush_queued;
     size_t ans_len;

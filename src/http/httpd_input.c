@@ -4,7 +4,9 @@
  * decrypted bytes into. A head is parsed from it and the body stays where
  * it was read (the handler gets a pointer), so a push costs no allocation
  * and no copy of its body here. Standard-size buffers are shared between
- * connections through the server's spares. */
+ * connections through the server's spares; a large body's buffer comes from
+ * core/bufpool, so back-to-back large pushes write into pages already
+ * resident instead of faulting in fresh ones each time. */
 #include "http/httpd_input.h"
 
 #include <errno.h>
@@ -14,39 +16,65 @@
 
 #include <event2/buffer.h>
 
+#include "core/bufpool.h"
 #include "http/http_server_internal.h"
 
 /* A read asks for at least this much room (else the buffer grows). */
 #define IN_MIN_READ 4096
 
 _Static_assert(HTTPD_IN_BUF_BYTES == PG_HTTPD_POOLED_BODY, "http_server.h names the pooled size");
+_Static_assert(HTTPD_IN_BUF_BYTES < PG_BUFPOOL_MIN, "a spare is malloc's, never the pool's");
 
-/* The buffer goes back to the spares, or to the heap; the connection has
- * none after. */
+/* The buffer goes back where it came from (the pool, the spares, or the
+ * heap); the connection has none after. */
 static void in_give_back(struct pg_httpd_conn *c)
 {
     struct pg_httpd *s = c->srv;
 
-    if (c->in_cap == HTTPD_IN_BUF_BYTES && s->n_spares < HTTPD_IN_SPARES) {
+    if (c->in_pooled) {
+        pg_bufpool_put(c->in, c->in_cap, c->in_hwm);
+    } else if (c->in_cap == HTTPD_IN_BUF_BYTES && s->n_spares < HTTPD_IN_SPARES) {
         s->spares[s->n_spares++] = c->in;
     } else {
         free(c->in);
     }
     c->in = NULL;
-    c->in_cap = 0;
+    c->in_pooled = false;
+    c->in_cap = c->in_hwm = 0;
 }
 
-/* The buffer becomes one of @cap bytes, its content kept. False on OOM
+/* The buffer becomes one of @cap bytes or more, its first @keep bytes kept:
+ * from the pool from PG_BUFPOOL_MIN up, from malloc below. False on OOM
  * (the old one is kept). */
-static bool in_resize(struct pg_httpd_conn *c, size_t cap)
+static bool in_resize(struct pg_httpd_conn *c, size_t cap, size_t keep)
 {
-    char *b = realloc(c->in, cap);
+    bool pooled = cap >= PG_BUFPOOL_MIN;
+    size_t got = cap;
+    char *b;
 
+    if (!pooled && !c->in_pooled) {
+        b = realloc(c->in, cap);
+        if (b == NULL) {
+            return false;
+        }
+        c->in = b;
+        c->in_cap = cap;
+        return true;
+    }
+    b = pooled ? pg_bufpool_get(cap, &got) : malloc(cap);
     if (b == NULL) {
         return false;
     }
+    if (keep > 0) {
+        memcpy(b, c->in, keep);
+    }
+    if (c->in != NULL) {
+        in_give_back(c);
+    }
     c->in = b;
-    c->in_cap = cap;
+    c->in_cap = got;
+    c->in_pooled = pooled;
+    c->in_hwm = keep;
     return true;
 }
 
@@ -61,7 +89,7 @@ bool httpd_in_room(struct pg_httpd_conn *c, size_t want)
     if (c->in == NULL && want <= HTTPD_IN_BUF_BYTES && s->n_spares > 0) {
         c->in = s->spares[--s->n_spares];
         c->in_cap = HTTPD_IN_BUF_BYTES;
-        c->in_off = c->in_len = c->body_off = 0;
+        c->in_off = c->in_len = c->body_off = c->in_hwm = 0;
         return true;
     }
     keep = c->state == S_BODY ? c->body_off : c->in_off; /* a body being read stays */
@@ -84,7 +112,7 @@ bool httpd_in_room(struct pg_httpd_conn *c, size_t want)
         cap = (size_t)(c->body_off + c->req->h.content_length);
     }
     cap = cap > need ? cap : need;
-    return in_resize(c, cap);
+    return in_resize(c, cap, c->in_len);
 }
 
 void httpd_in_release(struct pg_httpd_conn *c)
@@ -98,9 +126,14 @@ void httpd_in_release(struct pg_httpd_conn *c)
 
 void httpd_in_free(struct pg_httpd_conn *c)
 {
-    free(c->in);
+    if (c->in_pooled) {
+        pg_bufpool_put(c->in, c->in_cap, c->in_hwm);
+    } else {
+        free(c->in);
+    }
     c->in = NULL;
-    c->in_cap = c->in_off = c->in_len = c->body_off = 0;
+    c->in_pooled = false;
+    c->in_cap = c->in_off = c->in_len = c->body_off = c->in_hwm = 0;
 }
 
 void httpd_in_spares_free(struct pg_httpd *s)
@@ -129,7 +162,7 @@ void pg_httpd_drop_body(struct pg_httpd_req *pub)
     c->in_off = c->body_off = 0;
     c->in_len = rest;
     if (c->in_cap > HTTPD_IN_BUF_BYTES && rest <= HTTPD_IN_BUF_BYTES) {
-        (void)in_resize(c, HTTPD_IN_BUF_BYTES); /* on OOM the large one stays */
+        (void)in_resize(c, HTTPD_IN_BUF_BYTES, rest); /* on OOM the large one stays */
     }
 }
 
@@ -152,6 +185,9 @@ int httpd_sock_read(struct pg_httpd_conn *c, int max)
     n = read(c->fd, c->in + c->in_len, want);
     if (n > 0) {
         c->in_len += (size_t)n;
+        if (c->in_len > c->in_hwm) {
+            c->in_hwm = c->in_len;
+        }
     }
     return (int)n;
 }
@@ -193,5 +229,8 @@ bool httpd_in_from_evbuffer(struct pg_httpd_conn *c, struct evbuffer *from)
     }
     evbuffer_remove(from, c->in + c->in_len, n);
     c->in_len += n;
+    if (c->in_len > c->in_hwm) {
+        c->in_hwm = c->in_len;
+    }
     return true;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The HTTP/1.1 server's input buffer (http_server_internal.h has its
- * layout): room for a read, spares between requests, socket reads into
- * it. Offered to http_server.c and
+ * layout): room for a read, spares between requests, large bodies from
+ * core/bufpool, socket reads into it. Offered to http_server.c and
  * httpd_read.c; loop thread only. */
 #ifndef PG_HTTP_HTTPD_INPUT_H
 #define PG_HTTP_HTTPD_INPUT_H
@@ -17,7 +17,7 @@ struct pg_httpd_conn;
  * bytes dropped, or a larger buffer (doubling; a body of known length gets
  * its exact size). False on OOM. */
 bool httpd_in_room(struct pg_httpd_conn *c, size_t want);
-/* Between requests: an empty buffer goes back (spares or heap). */
+/* Between requests: an empty buffer goes back (spares, pool or heap). */
 void httpd_in_release(struct pg_httpd_conn *c);
 /* The connection closes: its buffer goes back whatever it holds. */
 void httpd_in_free(struct pg_httpd_conn *c);
