@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The unary gRPC server's connections: accept under the caps siblings
- * share, plain or TLS (ALPN h2) bufferevents, one nghttp2 server session
- * each through the h2/ pump with nghttp2's flood limits, and the
- * connection timers (handshake, keepalive PINGs, max_connection_idle /
+ * The unary gRPC server's connections: accepted by http/acceptor under the
+ * caps siblings share, plain or TLS (ALPN h2) bufferevents, one nghttp2
+ * server session each through the h2/ pump with nghttp2's flood limits, and
+ * the connection timers (handshake, keepalive PINGs, max_connection_idle /
  * age / age_grace via GOAWAY). What the client sends is grpc_session.c's. */
-#define _GNU_SOURCE /* accept4 */
 #include "grpc/grpc_server_internal.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,8 +26,6 @@
 #include "http/tls.h"
 
 #define ACCEPT_BATCH 32
-#define ACCEPT_PAUSE_US 100000
-#define FD_HEADROOM 64
 #define SEC_NS 1000000000LL
 #define DEFAULT_STREAMS 100
 #define DEFAULT_HEADER_LIST (16u << 10)
@@ -106,10 +100,7 @@ static void conn_close(struct gconn *c)
     }
     s->n_conns--;
     if (c->counted) {
-        pthread_mutex_lock(&s->sh->mu);
-        s->sh->open--;
-        pg_peer_counts_dec(s->sh->peers, &c->key);
-        pthread_mutex_unlock(&s->sh->mu);
+        pg_acceptor_uncount(&s->acc, &c->key);
     }
     free(c);
 }
@@ -459,70 +450,31 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     return c;
 }
 
-/* Counts a new connection of @k against the caps every sibling shares:
- * -1 when counted, else the refusal (nothing counted). */
-static int count_conn(struct pg_grpc_server *s, const struct pg_peer_key *k)
+/* The acceptor's on_conn: @fd, counted, becomes a connection. */
+static void accept_one(void *arg, int fd, const struct sockaddr_storage *ss,
+                       const struct pg_peer_key *key)
 {
-    struct grpc_shared *sh = s->sh;
-    int rc = -1;
-
-    pthread_mutex_lock(&sh->mu);
-    if (sh->open >= s->cap) {
-        rc = PG_GRPC_REFUSED_MAX_CONNECTIONS;
-    } else if (s->lim.max_connections_per_peer > 0 &&
-               pg_peer_counts_get(sh->peers, k) >= s->lim.max_connections_per_peer) {
-        rc = PG_GRPC_REFUSED_PER_PEER;
-    } else if (!pg_peer_counts_inc(sh->peers, k)) {
-        rc = PG_GRPC_REFUSED_MAX_CONNECTIONS; /* out of memory: refuse as if full */
-    } else {
-        sh->open++;
-    }
-    pthread_mutex_unlock(&sh->mu);
-    return rc;
-}
-
-static void accept_one(struct pg_grpc_server *s, int fd, const struct sockaddr_storage *ss)
-{
-    struct pg_peer_key key;
+    struct pg_grpc_server *s = arg;
     struct gconn tmp;
     struct gconn *c;
     struct bufferevent *bev;
-    int one = 1;
-    int refused;
 
     memset(&tmp, 0, sizeof(tmp));
     peer_format(&tmp, ss);
-    pg_peer_key_from_sockaddr((const struct sockaddr *)ss, &key);
-    refused = count_conn(s, &key);
-    if (refused >= 0) {
-        /* No HTTP/2 to answer in yet: the client sees the connection end. */
-        close(fd);
-        server_event(s, refused, tmp.peer);
-        return;
-    }
-    if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) {
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
     bev = s->ssl_ctx != NULL ? pg_tls_server_bev(s->base, fd, s->ssl_ctx)
                              : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL) {
         close(fd);
-        pthread_mutex_lock(&s->sh->mu);
-        s->sh->open--;
-        pg_peer_counts_dec(s->sh->peers, &key);
-        pthread_mutex_unlock(&s->sh->mu);
+        pg_acceptor_uncount(&s->acc, key);
         return;
     }
     c = conn_new(s, bev, s->ssl_ctx != NULL);
     if (c == NULL) {
-        pthread_mutex_lock(&s->sh->mu);
-        s->sh->open--;
-        pg_peer_counts_dec(s->sh->peers, &key);
-        pthread_mutex_unlock(&s->sh->mu);
+        pg_acceptor_uncount(&s->acc, key);
         return;
     }
     c->counted = true;
-    c->key = key;
+    c->key = *key;
     memcpy(c->peer_addr, tmp.peer_addr, sizeof(c->peer_addr));
     memcpy(c->peer, tmp.peer, sizeof(c->peer));
     c->peer_port = tmp.peer_port;
@@ -535,49 +487,31 @@ static void accept_one(struct pg_grpc_server *s, int fd, const struct sockaddr_s
     }
 }
 
-static void on_accept(evutil_socket_t lfd, short what, void *arg)
+/* The acceptor's on_refused: no HTTP/2 to answer in yet, the client sees
+ * the connection end. */
+static void accept_refused(void *arg, int fd, const struct sockaddr_storage *ss,
+                           enum pg_accept_refusal why)
 {
-    struct pg_grpc_server *s = arg;
-
-    (void)what;
-    for (int i = 0; i < ACCEPT_BATCH; i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-        if (fd < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return;
-            }
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
-                continue;
-            }
-            /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays in the
-             * backlog; retrying at once would spin the loop. */
-            struct timeval tv = {0, ACCEPT_PAUSE_US};
-
-            event_del(s->accept_ev);
-            evtimer_add(s->retry_ev, &tv);
-            server_event(s, PG_GRPC_ACCEPT_PAUSED, strerror(errno));
-            return;
-        }
-        if (sl == 0) {
-            ss.ss_family = AF_UNIX;
-        }
-        accept_one(s, fd, &ss);
-    }
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    struct pg_grpc_server *s = arg;
+    struct gconn tmp;
 
     (void)fd;
-    (void)what;
-    if (s->lfd >= 0) {
-        event_add(s->accept_ev, NULL);
-    }
+    memset(&tmp, 0, sizeof(tmp));
+    peer_format(&tmp, ss);
+    server_event(arg, why == PG_ACCEPT_REFUSED_PER_PEER ? PG_GRPC_REFUSED_PER_PEER
+                                                       : PG_GRPC_REFUSED_MAX_CONNECTIONS,
+                 tmp.peer);
 }
+
+static void accept_paused(void *arg, int err)
+{
+    server_event(arg, PG_GRPC_ACCEPT_PAUSED, strerror(err));
+}
+
+static const struct pg_accept_ops grpc_accept_ops = {
+    .on_conn = accept_one,
+    .on_refused = accept_refused,
+    .on_paused = accept_paused,
+};
 
 /* ---- the server ----------------------------------------------------------- */
 
@@ -640,13 +574,17 @@ static bool server_h2_setup(struct pg_grpc_server *s)
     return true;
 }
 
-static struct pg_grpc_server *server_new(struct grpc_shared *sh, struct event_base *base, int fd,
-                                         SSL_CTX *ssl_ctx, const struct pg_grpc_server_limits *lim,
+static struct pg_grpc_server *server_new(struct pg_grpc_server *first, struct event_base *base,
+                                         int fd, SSL_CTX *ssl_ctx,
+                                         const struct pg_grpc_server_limits *lim,
                                          const struct pg_grpc_server_ops *ops, void *arg)
 {
     struct pg_grpc_server *s = calloc(1, sizeof(*s));
-    bool first = sh == NULL;
-    struct rlimit rl;
+    struct pg_accept_limits al = {
+        .max_connections = lim->max_connections,
+        .max_per_peer = lim->max_connections_per_peer,
+        .batch = ACCEPT_BATCH,
+    };
 
     if (s == NULL) {
         if (fd >= 0) {
@@ -654,49 +592,22 @@ static struct pg_grpc_server *server_new(struct grpc_shared *sh, struct event_ba
         }
         return NULL;
     }
-    if (sh == NULL) {
-        sh = calloc(1, sizeof(*sh));
-        if (sh == NULL || (sh->peers = pg_peer_counts_new()) == NULL) {
-            free(sh);
-            free(s);
-            if (fd >= 0) {
-                close(fd);
-            }
-            return NULL;
-        }
-        pthread_mutex_init(&sh->mu, NULL);
-    }
-    pthread_mutex_lock(&sh->mu);
-    sh->refs++;
-    pthread_mutex_unlock(&sh->mu);
-    s->sh = sh;
+    s->acc.lfd = fd; /* closed by pg_grpc_server_free until the acceptor has it */
     s->base = base;
     s->ssl_ctx = ssl_ctx;
     s->lim = *lim;
     limits_fill(&s->lim);
     s->ops = *ops;
     s->arg = arg;
-    s->lfd = fd;
-    s->cap = s->lim.max_connections > 0 ? s->lim.max_connections : SIZE_MAX;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        size_t fds = rl.rlim_cur > 2 * FD_HEADROOM ? (size_t)rl.rlim_cur - FD_HEADROOM
-                                                   : (size_t)rl.rlim_cur / 2;
-
-        if (fds < s->cap) {
-            s->cap = fds;
-        }
-    }
     pg_codec_list(s->lim.allowed_codings, false, s->accept_enc, sizeof(s->accept_enc));
-    if (ssl_ctx != NULL && first) {
+    if (ssl_ctx != NULL && first == NULL) {
         /* Once, by the first server (siblings share the context). */
         SSL_CTX_set_alpn_select_cb(ssl_ctx, alpn_select, NULL);
     }
-    s->retry_ev = evtimer_new(base, on_retry, s);
-    if (fd >= 0) {
-        s->accept_ev = event_new(base, fd, EV_READ | EV_PERSIST, on_accept, s);
-    }
-    if (!server_h2_setup(s) || s->retry_ev == NULL || (fd >= 0 && s->accept_ev == NULL) ||
-        (fd >= 0 && event_add(s->accept_ev, NULL) != 0)) {
+    /* Accepting starts last (fd -1: a server fed by pg_grpc_server_adopt). */
+    if (!server_h2_setup(s) ||
+        !pg_acceptor_init(&s->acc, first != NULL ? &first->acc : NULL, base, fd, &al,
+                          &grpc_accept_ops, s)) {
         pg_grpc_server_free(s);
         return NULL;
     }
@@ -713,7 +624,7 @@ struct pg_grpc_server *pg_grpc_server_new(struct event_base *base, int fd, SSL_C
 struct pg_grpc_server *pg_grpc_server_new_sibling(struct pg_grpc_server *first,
                                                   struct event_base *base, int fd, void *arg)
 {
-    return server_new(first->sh, base, fd, first->ssl_ctx, &first->lim, &first->ops, arg);
+    return server_new(first, base, fd, first->ssl_ctx, &first->lim, &first->ops, arg);
 }
 
 void pg_grpc_server_stop_accepting(struct pg_grpc_server *s)
@@ -721,12 +632,7 @@ void pg_grpc_server_stop_accepting(struct pg_grpc_server *s)
     if (s == NULL) {
         return;
     }
-    if (s->lfd >= 0) {
-        event_del(s->accept_ev);
-        evtimer_del(s->retry_ev);
-        close(s->lfd);
-        s->lfd = -1;
-    }
+    pg_acceptor_stop(&s->acc);
     s->stopping = true;
     for (struct gconn *c = s->conns, *next; c != NULL; c = next) {
         next = c->next;
@@ -740,24 +646,12 @@ void pg_grpc_server_stop_accepting(struct pg_grpc_server *s)
 
 void pg_grpc_server_free(struct pg_grpc_server *s)
 {
-    struct grpc_shared *sh;
-    int refs;
-
     if (s == NULL) {
         return;
     }
-    if (s->lfd >= 0) {
-        close(s->lfd);
-        s->lfd = -1;
-    }
+    pg_acceptor_stop(&s->acc);
     while (s->conns != NULL) {
         conn_close(s->conns);
-    }
-    if (s->accept_ev != NULL) {
-        event_free(s->accept_ev);
-    }
-    if (s->retry_ev != NULL) {
-        event_free(s->retry_ev);
     }
     if (s->opt != NULL) {
         nghttp2_option_del(s->opt);
@@ -765,21 +659,13 @@ void pg_grpc_server_free(struct pg_grpc_server *s)
     if (s->cbs != NULL) {
         nghttp2_session_callbacks_del(s->cbs);
     }
-    sh = s->sh;
-    pthread_mutex_lock(&sh->mu);
-    refs = --sh->refs;
-    pthread_mutex_unlock(&sh->mu);
-    if (refs == 0) {
-        pg_peer_counts_free(sh->peers);
-        pthread_mutex_destroy(&sh->mu);
-        free(sh);
-    }
+    pg_acceptor_fini(&s->acc);
     free(s);
 }
 
 int pg_grpc_server_fd(const struct pg_grpc_server *s)
 {
-    return s->lfd;
+    return pg_acceptor_fd(&s->acc);
 }
 
 size_t pg_grpc_server_open_connections(const struct pg_grpc_server *s)

@@ -4,11 +4,10 @@
  * sends (nghttp2's callbacks: calls from HEADERS to the answer, SETTINGS,
  * the PING policy). Calls go one way, server -> session: the session asks
  * for a flush only by activating the connection's defer_ev. Everything
- * here is the loop thread's, but struct grpc_shared (under its mutex). */
+ * here is the loop thread's, but the acceptor's shared counts (under their
+ * mutex). */
 #ifndef PG_GRPC_GRPC_SERVER_INTERNAL_H
 #define PG_GRPC_GRPC_SERVER_INTERNAL_H
-
-#include <pthread.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -17,29 +16,19 @@
 #include "grpc/grpc_server.h"
 #include "grpc/grpc_wire.h"
 #include "h2/h2_session.h"
+#include "http/acceptor.h"
 #include "http/conn_limits.h"
 
-/* What siblings (one server per loop) share so the caps hold for all. */
-struct grpc_shared {
-    pthread_mutex_t mu;
-    struct pg_peer_counts *peers; /* under mu */
-    size_t open;                  /* under mu: connections of every sibling */
-    int refs;                     /* under mu: servers using it */
-};
-
 struct pg_grpc_server {
-    struct grpc_shared *sh; /* shared with siblings; freed by the last */
+    struct pg_acceptor acc;              /* the listening socket; caps shared by siblings */
     struct event_base *base;
     SSL_CTX *ssl_ctx;                    /* borrowed */
     struct pg_grpc_server_limits lim;    /* defaults filled in */
     struct pg_grpc_server_ops ops;
     void *arg;
-    int lfd;                             /* -1: not accepting */
-    struct event *accept_ev, *retry_ev;
     struct gconn *conns;
     size_t n_conns;                      /* this server's connections */
     size_t n_calls;                      /* between on_headers and on_done */
-    size_t cap;                          /* max_connections, bounded by the fd limit */
     nghttp2_option *opt;                 /* owned: flood limits, copied per session */
     nghttp2_session_callbacks *cbs;      /* owned: copied per session */
     char accept_enc[96];                 /* grpc-accept-encoding value */

@@ -9,7 +9,9 @@
  * pipelined, bodies split across reads (chunked, and larger than the input
  * buffer), and every answer must carry its own request's path, header and
  * body; and a client that reads its pipelined answers only once the server's
- * send buffer is full gets every one of them. */
+ * send buffer is full gets every one of them. And large bodies (of
+ * PG_BUFPOOL_MIN or more) are read into core/bufpool's blocks, so the next
+ * large push on any connection writes into pages already mapped. */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,6 +30,7 @@
 #include <event2/http.h>
 
 #include "pg_test.h"
+#include "core/bufpool.h"
 #include "http/http_server.h"
 
 static int events[PG_HTTPD_N_EVENTS];
@@ -559,5 +562,97 @@ PG_TEST(test_answer_then_free)
     event_base_free(base);
 }
 
+/* Large bodies, of known length and chunked, kept and dropped (the
+ * receivers' pg_httpd_drop_body), on two connections: each arrives whole,
+ * and after the first one the server maps nothing fresh for them: their
+ * buffers come back from the pool. */
+#define LARGE_BODY (600 * 1024)
+PG_TEST(test_large_bodies_pooled)
+{
+    struct event_base *base = event_base_new();
+    struct sockaddr_in sa;
+    struct pg_httpd_limits lim = {.read_header_timeout_ns = 5000000000LL,
+                                  .read_timeout_ns = 20000000000LL,
+                                  .max_body = 1 << 20,
+                                  .max_header_bytes = 4096,
+                                  .max_target = 256,
+                                  .max_headers = 16,
+                                  .keep_alives = true};
+    struct pg_httpd_ops ops = {.on_head = on_head_ok,
+                               .on_request = on_echo,
+                               .on_answer = on_answer,
+                               .on_conn_event = on_conn_event};
+    struct pg_bufpool_stats st0, st1;
+    struct pg_httpd *s;
+    pid_t child;
+
+    pg_bufpool_configure(PG_BUFPOOL_CAP, 60ll * 1000 * 1000 * 1000); /* no decay mid-test */
+    pg_bufpool_release();
+    pg_bufpool_stats(&st0);
+    s = loopback_server(base, &sa, 0, &lim, &ops);
+    if (s == NULL) {
+        return;
+    }
+    child = fork();
+    if (child == 0) {
+        static char body[LARGE_BODY], req[LARGE_BODY + 256], creq[LARGE_BODY + 256];
+        char want[64], wantk[64];
+        const char *w[] = {want}, *wk[] = {wantk};
+        int hl, cl;
+
+        for (int i = 0; i < LARGE_BODY; i++) {
+            body[i] = (char)('a' + (i * 13) % 26);
+        }
+        hl = snprintf(req, 256, "POST /drop HTTP/1.1\r\nHost: x\r\nX-V: P\r\n"
+                      "Content-Length: %d\r\n\r\n", LARGE_BODY);
+        memcpy(req + hl, body, LARGE_BODY);
+        snprintf(want, sizeof(want), "/drop|P|%d:%u", LARGE_BODY, fnv(body, LARGE_BODY));
+        snprintf(wantk, sizeof(wantk), "/keep|P|%d:%u", LARGE_BODY, fnv(body, LARGE_BODY));
+        cl = snprintf(creq, 256, "POST /keep HTTP/1.1\r\nHost: x\r\nX-V: P\r\n"
+                      "Transfer-Encoding: chunked\r\n\r\n%x\r\n", LARGE_BODY);
+        memcpy(creq + cl, body, LARGE_BODY);
+        cl += LARGE_BODY;
+        cl += snprintf(creq + cl, 64, "\r\n0\r\n\r\n");
+        for (int conn = 0; conn < 2; conn++) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+            if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+                _exit(2);
+            }
+            for (int i = 0; i < 3; i++) {
+                /* Dropped by the handler, then kept until the answer. */
+                if (!exchange(fd, req, (size_t)hl + LARGE_BODY, w, 1)) {
+                    _exit(3);
+                }
+                memcpy(req + 6, "keep", 4);
+                if (!exchange(fd, req, (size_t)hl + LARGE_BODY, wk, 1)) {
+                    _exit(4);
+                }
+                memcpy(req + 6, "drop", 4);
+            }
+            if (!exchange(fd, creq, (size_t)cl, wk, 1)) {
+                _exit(5);
+            }
+            close(fd);
+        }
+        _exit(0);
+    }
+    CHECK(child > 0);
+    CHECK(child_ok(base, child, 200));
+    pg_bufpool_stats(&st1);
+    fprintf(stderr, "  large bodies: %llu blocks mapped, %llu reused\n",
+            (unsigned long long)(st1.mapped - st0.mapped),
+            (unsigned long long)(st1.reused - st0.reused));
+    /* 14 large bodies: the first known-length one maps its block; the
+     * chunked ones grow (256 KiB, 512 KiB, 1 MiB) the first time. Without
+     * the pool: no block at all. */
+    CHECK(st1.reused - st0.reused >= 10);
+    CHECK(st1.mapped - st0.mapped <= 4);
+    pg_httpd_free(s);
+    event_base_free(base);
+    pg_bufpool_configure(0, 0);
+}
+
 PG_TEST_MAIN(PG_CASE(test_emfile_pauses_accept), PG_CASE(test_keepalive_reuse),
-             PG_CASE(test_answers_not_read), PG_CASE(test_answer_then_free))
+             PG_CASE(test_answers_not_read), PG_CASE(test_answer_then_free),
+             PG_CASE(test_large_bodies_pooled))
