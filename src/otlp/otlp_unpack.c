@@ -12,10 +12,10 @@
  * elements are one block. The small arrays and strings a sample-heavy request
  * is made of (values, attribute indices, link ids) are carved from shared
  * pieces at their own alignment instead of one 16-byte-rounded arena block
- * each, and a packed run equal to the one before it of the same type (the
- * attribute indices of consecutive samples) shares its array, as the pprof
- * translator shares its samples' arrays: the pipeline never writes into a
- * sample's arrays in place. */
+ * each, and a sample's packed run equal to the previous sample's (their
+ * attribute indices, often) shares its array, as the pprof translator shares
+ * its samples' arrays: the pipeline never writes into a sample's arrays in
+ * place. */
 #include "otlp/otlp_unpack.h"
 
 #include <pthread.h>
@@ -70,6 +70,7 @@ struct slot {
     uint8_t kind;  /* enum kind */
     uint8_t wt;    /* the wire type it must come with */
     bool oneof;
+    bool share;     /* a packed run equal to the previous one of this field may share its array */
     uint16_t child; /* K_MSG, K_R_MSG: the table of the field's message type */
     uint32_t id;
     size_t off, qoff; /* the member; its count (repeated) or case (oneof) */
@@ -146,6 +147,10 @@ static size_t table_of(const ProtobufCMessageDescriptor *d)
                            : k == K_F64                              ? PG_PB_I64
                                                                      : PG_PB_LEN);
         sl->oneof = (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+        /* Only a Sample's arrays: nothing writes them in place (the pprof translator
+         * shares them too), while OTTL edits a profile's attribute_indices in place. */
+        sl->share = d == &opentelemetry__proto__profiles__v1development__sample__descriptor &&
+                    k >= K_R_U32 && k <= K_R_F64;
         sl->id = fd->id;
         sl->off = fd->offset;
         sl->qoff = fd->quantifier_offset;
@@ -166,8 +171,9 @@ static void build_tables(void)
     (void)table_of(&pg_otlp_request_descriptor);
 }
 
-/* The last packed run of one scalar kind: its bytes on the wire and its array. */
+/* The last packed run of a shared field: its bytes on the wire and its array. */
 struct shared_run {
+    const struct slot *sl;
     const uint8_t *wire;
     size_t bytes, n;
     void *arr;
@@ -179,7 +185,7 @@ struct uctx {
     struct pg_otlp_unpack_info info;
     uint8_t *pc, *pe;  /* the carving piece: next free byte, end */
     size_t piece;      /* the last piece's size */
-    struct shared_run last[K_R_F64 - K_R_U32 + 1];
+    struct shared_run last[K_R_F64 - K_R_U32 + 1]; /* by kind: a Sample has one field of each */
 };
 
 /* Takes a new carving piece of at least @need bytes from the arena. Its first
@@ -324,9 +330,10 @@ static enum pg_otlp_unpack_result read_sub(struct uctx *u, const struct mtab *t,
 }
 
 /* A packed run of @k values into a new array of exactly its length. */
-static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struct pg_pb *r,
-                                              void **arrp, size_t *np)
+static enum pg_otlp_unpack_result read_packed(struct uctx *u, const struct slot *sl,
+                                              struct pg_pb *r, void **arrp, size_t *np)
 {
+    enum kind k = (enum kind)sl->kind;
     struct shared_run *last;
     struct pg_pb sub;
     size_t n, bytes;
@@ -339,11 +346,14 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
     if (bytes == 0) {
         return PG_OTLP_UNPACK_OK;
     }
-    last = &u->last[k - K_R_U32];
-    if (bytes == last->bytes && bytes <= SHARE_MAX_BYTES && memcmp(sub.p, last->wire, bytes) == 0) {
-        *arrp = last->arr; /* the same run as before: the same values */
-        *np = last->n;
-        return PG_OTLP_UNPACK_OK;
+    last = NULL;
+    if (sl->share && bytes <= SHARE_MAX_BYTES) {
+        last = &u->last[k - K_R_U32];
+        if (last->sl == sl && bytes == last->bytes && memcmp(sub.p, last->wire, bytes) == 0) {
+            *arrp = last->arr; /* the same run as the previous sample's: the same values */
+            *np = last->n;
+            return PG_OTLP_UNPACK_OK;
+        }
     }
     if (k == K_R_F64) {
         if (bytes % 8 != 0 || (*arrp = carve(u, bytes, 8)) == NULL) {
@@ -351,7 +361,9 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
         }
         memcpy(*arrp, sub.p, bytes); /* little-endian host, as the wire */
         *np = bytes / 8;
-        *last = (struct shared_run){sub.p, bytes, *np, *arrp};
+        if (last != NULL) {
+            *last = (struct shared_run){sl, sub.p, bytes, *np, *arrp};
+        }
         return PG_OTLP_UNPACK_OK;
     }
     if (sub.end[-1] >= 0x80) {
@@ -361,7 +373,9 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
     if ((*arrp = carve(u, n * (k == K_R_U64 ? 8 : 4), k == K_R_U64 ? 8 : 4)) == NULL) {
         return PG_OTLP_UNPACK_NOMEM;
     }
-    *last = (struct shared_run){sub.p, bytes, n, *arrp};
+    if (last != NULL) {
+        *last = (struct shared_run){sl, sub.p, bytes, n, *arrp};
+    }
     n = 0;
     if (k == K_R_U64) {
         uint64_t *a = *arrp;
@@ -532,7 +546,7 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
         case K_R_U64:
         case K_R_BOOL:
         case K_R_F64:
-            res = read_packed(u, (enum kind)sl->kind, &r, (void **)(void *)(base + sl->off),
+            res = read_packed(u, sl, &r, (void **)(void *)(base + sl->off),
                               (size_t *)(void *)(base + sl->qoff));
             break;
         case K_R_STR:
