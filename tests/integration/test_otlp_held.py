@@ -6,8 +6,8 @@ as the pprof receiver's pushes do (and a Go handler in the Collector), then
 are answered OK and delivered exactly once, over OTLP/HTTP and OTLP/gRPC;
 a request held past its deadline (HTTP write_timeout, the call's
 grpc-timeout) is answered 503 + Retry-After / UNAVAILABLE naming the wait,
-before the client's own deadline; without block_on_overflow a full queue is
-answered at once, as before."""
+before the client's own deadline; one held at shutdown is answered at once;
+without block_on_overflow a full queue is answered at once, as before."""
 
 import glob
 import os
@@ -41,6 +41,7 @@ exporters:
     endpoint: 127.0.0.1:{sink_port}
     tls: {{insecure: true}}
     timeout: 20s
+    shutdown_timeout: 1s
     sending_queue: {{queue_size: 1, num_consumers: 1, block_on_overflow: {block}}}
 service:
   pipelines:
@@ -138,7 +139,16 @@ def main():
                   f"not DEADLINE_EXCEEDED ({took:.1f} s with node's start-up)",
                   len(got) == 1 and got[0]["code"] == 14 and "deadline" in got[0]["details"],
                   got)
-        gw.kill()
+        # SIGTERM while a request is held: it is answered at once, and the exit is clean.
+        late = []
+        th = threading.Thread(target=lambda: late.extend(http_burst(hport, bodies[5:6])))
+        th.start()
+        time.sleep(0.25)
+        rc = gw.stop()
+        th.join(30)
+        res.check("held at shutdown: answered 503 'shutting down', clean exit",
+                  rc == 0 and len(late) == 1 and late[0][0] == 503 and
+                  b"shutting down" in late[0][2], (rc, late))
 
     # 3. Without block_on_overflow a full queue is answered at once.
     with GrpcServer("--mode", "slow", "--delay-ms", "1000") as sink, \
