@@ -137,7 +137,7 @@ static void on_call(struct pg_grpc_call *c, void *arg)
     }
     if (err == PG_ERR_OK) {
         err = otlp_ingest(lp, OTLP_GRPC, c->msg, c->msg_len, false, c->wire_len,
-                          sd->include_metadata ? &md : NULL, c->peer, &held, &st);
+                          sd->include_metadata ? &md : NULL, c->peer, &held, NULL, NULL, &st);
     }
     pg_arena_destroy(scratch);
     /* The estimate's work is done; the batch is charged on its own. */

@@ -466,6 +466,14 @@ static bool held_gone(struct otlp_held *h)
     return pg_httpd_client_gone(h->req);
 }
 
+/* The request is decoded: the server's copy of its body (and for a coded body
+ * its decoded layers' source) goes now, not at the answer, so it never waits
+ * out the pipeline together with the batch. */
+static void drop_body(void *arg)
+{
+    pg_httpd_drop_body(arg);
+}
+
 /* The body is in: decode its Content-Encoding, then ingest, then answer.
  * Runs on the loop (inline): the scratch arena (decoded layers, metadata)
  * dies here; the batch arena goes to the pipeline. While an exporter with
@@ -507,7 +515,8 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     }
     if (err == PG_ERR_OK) {
         err = otlp_ingest(lp, OTLP_HTTP, body, body_len, enc == ENC_JSON, req->body_len,
-                          sd->include_metadata ? &md : NULL, req->peer_hostport, &held, &st);
+                          sd->include_metadata ? &md : NULL, req->peer_hostport, &held,
+                          req->body_len > PG_HTTPD_POOLED_BODY ? drop_body : NULL, req, &st);
     }
     pg_arena_destroy(scratch);
     /* The estimate's work is done (the batch, if any, is charged on its
@@ -516,7 +525,9 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     req->reserved = 0;
     if (held != NULL) {
         /* The batch is all the request still needs: its body goes now. */
-        pg_httpd_drop_body(req);
+        if (req->body != NULL) {
+            pg_httpd_drop_body(req);
+        }
         held->req = req;
         held->done = held_done;
         held->gone = held_gone;

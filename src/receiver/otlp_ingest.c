@@ -87,7 +87,8 @@ static enum pg_err decode_msg(struct otlp_rx *rx, struct pg_arena *arena, const 
 
 enum pg_err otlp_ingest(struct otlp_loop *lp, enum otlp_transport t, const uint8_t *msg,
                         size_t len, bool json, size_t raw_len, const struct pg_metadata *md,
-                        const char *peer, struct otlp_held **held, struct pg_status *st)
+                        const char *peer, struct otlp_held **held,
+                        void (*msg_done)(void *arg), void *msg_arg, struct pg_status *st)
 {
     struct otlp_rx *rx = lp->rx;
     struct otlp_side *sd = &rx->side[t];
@@ -107,6 +108,9 @@ enum pg_err otlp_ingest(struct otlp_loop *lp, enum otlp_transport t, const uint8
         return pg_status_set(st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
     }
     err = decode_msg(rx, arena, msg, len, json, &req, &stats, st);
+    if (msg_done != NULL) {
+        msg_done(msg_arg); /* nothing decoded points into the message */
+    }
     pg_metric_observe(rx->m_latency, pg_mono_s() - t0);
     if (stats.utf8_repaired > 0) {
         pg_metric_add(rx->m_utf8, stats.utf8_repaired);

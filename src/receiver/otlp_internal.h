@@ -117,13 +117,17 @@ size_t otlp_admission_estimate(const struct otlp_rx *rx, uint64_t len, bool code
  * not forwarded, as the Collector does. @admitted bytes of the memory
  * budget are the caller's; the batch's arena is charged instead once it
  * exists. Errors come with the reason in @st. */
-/* With @held non-NULL the caller can hold the request: when an exporter
+/* @msg_done (may be NULL) runs with @msg_arg as soon as @msg is decoded, so
+ * the transport can free the wire bytes before the pipeline (an exporter
+ * encoding on its own thread) runs.
+ * With @held non-NULL the caller can hold the request: when an exporter
  * with block_on_overflow is full (or requests are held on @lp already), the
  * batch goes into a new *@held (otlp_held.c) instead of being refused, and
  * PG_ERR_BUSY comes back; the caller sets its answer and calls otlp_hold. */
 enum pg_err otlp_ingest(struct otlp_loop *lp, enum otlp_transport t, const uint8_t *msg,
                         size_t len, bool json, size_t raw_len, const struct pg_metadata *md,
-                        const char *peer, struct otlp_held **held, struct pg_status *st);
+                        const char *peer, struct otlp_held **held,
+                        void (*msg_done)(void *arg), void *msg_arg, struct pg_status *st);
 
 /* ---- otlp_held.c: requests waiting for room (loop thread) --------------- */
 
