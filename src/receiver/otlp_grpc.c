@@ -105,6 +105,15 @@ static void held_done(struct otlp_held *h, enum pg_err err, const struct pg_stat
  * so it gets UNAVAILABLE before the server's own DEADLINE_EXCEEDED. */
 #define HOLD_DEADLINE_MARGIN_S 0.05
 
+/* A message over this size is freed as soon as it is decoded, not at the
+ * answer: it never waits out the pipeline beside its batch. */
+#define MSG_KEEP_MAX (16 * 1024)
+
+static void drop_msg(void *arg)
+{
+    pg_grpc_call_drop_msg(arg);
+}
+
 static void on_call(struct pg_grpc_call *c, void *arg)
 {
     struct otlp_loop *lp = arg;
@@ -137,7 +146,8 @@ static void on_call(struct pg_grpc_call *c, void *arg)
     }
     if (err == PG_ERR_OK) {
         err = otlp_ingest(lp, OTLP_GRPC, c->msg, c->msg_len, false, c->wire_len,
-                          sd->include_metadata ? &md : NULL, c->peer, &held, NULL, NULL, &st);
+                          sd->include_metadata ? &md : NULL, c->peer, &held,
+                          c->msg_len > MSG_KEEP_MAX ? drop_msg : NULL, c, &st);
     }
     pg_arena_destroy(scratch);
     /* The estimate's work is done; the batch is charged on its own. */
