@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -327,14 +329,27 @@ size_t pg_log_format(char *buf, size_t cap, enum pg_log_level lvl, const char *c
     return o;
 }
 
+/* Lines longer than PIPE_BUF are not written atomically to a pipe: two threads' long
+ * lines would interleave mid-line, so those take this lock (short lines need none). */
+static pthread_mutex_t long_line_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* One write per line where it fits: whole lines, not interleaved with the
- * debug exporter's writer on the same fd. */
+ * debug exporter's writer on the same fd. A descriptor someone made non-blocking
+ * (a shared pipe) is waited for briefly rather than leaving half a line behind. */
 static void put_line(int fd, const char *line, size_t n)
 {
+    int waits = 0;
+
     while (n > 0) {
         ssize_t w = write(fd, line, n);
 
         if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits++ < 50) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+            (void)poll(&pfd, 1, 20);
             continue;
         }
         if (w <= 0) {
@@ -365,11 +380,19 @@ void pg_log_write(enum pg_log_level lvl, const char *comp, const char *fmt, ...)
         funlockfile(log_stream);
         return;
     }
+    bool long_line = n > PIPE_BUF;
+
+    if (long_line) {
+        pthread_mutex_lock(&long_line_lock);
+    }
     if (n_outputs == 0) {
         put_line(STDERR_FILENO, line, n);
     }
     for (size_t i = 0; i < n_outputs; i++) {
         put_line(outputs[i], line, n);
+    }
+    if (long_line) {
+        pthread_mutex_unlock(&long_line_lock);
     }
 }
 

@@ -92,6 +92,7 @@ static const struct pg_field otlp_fields[] = {
 /* ---- state --------------------------------------------------------------- */
 
 struct ox {
+    struct pg_exph *helper; /* first: the pg_exph_op_* component ops find it here; owned */
     struct pg_host *host;
     const char *id;
     const char *log;
@@ -104,7 +105,6 @@ struct ox {
     struct pg_exp_token token;
     char user_agent[96];
     int gzip_level;         /* 1..9, from compression_params */
-    struct pg_exph *helper; /* owned: queue, consumers, retries, persistent queue */
     struct pg_metric *m_rejected;
 };
 
@@ -293,29 +293,6 @@ static const struct pg_exph_ops ox_transport = {
 
 /* ---- component ops ------------------------------------------------------- */
 
-static enum pg_err ox_consume(void *state, struct pg_batch *batch, struct pg_status *st)
-{
-    struct ox *ex = state;
-
-    return pg_exph_consume(ex->helper, batch, st);
-}
-
-static bool ox_would_block(void *state, const struct pg_batch *batch)
-{
-    struct ox *ex = state;
-
-    return ex != NULL && pg_exph_would_block(ex->helper, batch);
-}
-
-static void ox_entry_end(void *state)
-{
-    struct ox *ex = state;
-
-    if (ex != NULL) {
-        pg_exph_entry_end(ex->helper);
-    }
-}
-
 static void ox_free(struct ox *ex)
 {
     if (ex->ssl_ctx != NULL) {
@@ -446,22 +423,6 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
     return PG_ERR_OK;
 }
 
-static void ox_shutdown(void *state)
-{
-    struct ox *ex = state;
-
-    if (ex != NULL) {
-        pg_exph_shutdown(ex->helper);
-    }
-}
-
-static bool ox_idle(void *state)
-{
-    struct ox *ex = state;
-
-    return pg_exph_idle(ex->helper);
-}
-
 static void ox_destroy(void *state)
 {
     struct ox *ex = state;
@@ -487,10 +448,10 @@ const struct pg_component_ops pg_exporter_otlp = {
     .doc = "OTLP/gRPC ProfilesService/Export with queue, retries, TLS, splitting and batching",
     .create = ox_create,
     .start = ox_start,
-    .consume = ox_consume,
-    .would_block = ox_would_block,
-    .entry_end = ox_entry_end,
-    .shutdown = ox_shutdown,
-    .idle = ox_idle,
+    .consume = pg_exph_op_consume,
+    .would_block = pg_exph_op_would_block,
+    .entry_end = pg_exph_op_entry_end,
+    .shutdown = pg_exph_op_shutdown,
+    .idle = pg_exph_op_idle,
     .destroy = ox_destroy,
 };

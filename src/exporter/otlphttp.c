@@ -131,6 +131,7 @@ static const struct pg_field otlphttp_fields[] = {
 /* ---- state --------------------------------------------------------------- */
 
 struct oh {
+    struct pg_exph *helper; /* first: the pg_exph_op_* component ops find it here; owned */
     struct pg_host *host;
     const char *id;
     const char *log;
@@ -144,7 +145,6 @@ struct oh {
     struct pg_exp_token token;
     char user_agent[96];
     int level;              /* the compressor's level */
-    struct pg_exph *helper; /* owned */
     struct pg_metric *m_rejected;
 };
 
@@ -494,29 +494,6 @@ static const struct pg_exph_ops oh_transport = {
 
 /* ---- component ops ------------------------------------------------------- */
 
-static enum pg_err oh_consume(void *state, struct pg_batch *batch, struct pg_status *st)
-{
-    struct oh *ex = state;
-
-    return pg_exph_consume(ex->helper, batch, st);
-}
-
-static bool oh_would_block(void *state, const struct pg_batch *batch)
-{
-    struct oh *ex = state;
-
-    return ex != NULL && pg_exph_would_block(ex->helper, batch);
-}
-
-static void oh_entry_end(void *state)
-{
-    struct oh *ex = state;
-
-    if (ex != NULL) {
-        pg_exph_entry_end(ex->helper);
-    }
-}
-
 static void oh_free(struct oh *ex)
 {
     if (ex->ssl_ctx != NULL) {
@@ -653,22 +630,6 @@ static enum pg_err oh_start(void *state, struct pg_status *st)
     return PG_ERR_OK;
 }
 
-static void oh_shutdown(void *state)
-{
-    struct oh *ex = state;
-
-    if (ex != NULL) {
-        pg_exph_shutdown(ex->helper);
-    }
-}
-
-static bool oh_idle(void *state)
-{
-    struct oh *ex = state;
-
-    return pg_exph_idle(ex->helper);
-}
-
 static void oh_destroy(void *state)
 {
     struct oh *ex = state;
@@ -693,10 +654,10 @@ const struct pg_component_ops pg_exporter_otlphttp = {
     .doc = "OTLP/HTTP POST to /v1development/profiles (protobuf or JSON) with queue, retries, TLS",
     .create = oh_create,
     .start = oh_start,
-    .consume = oh_consume,
-    .would_block = oh_would_block,
-    .entry_end = oh_entry_end,
-    .shutdown = oh_shutdown,
-    .idle = oh_idle,
+    .consume = pg_exph_op_consume,
+    .would_block = pg_exph_op_would_block,
+    .entry_end = pg_exph_op_entry_end,
+    .shutdown = pg_exph_op_shutdown,
+    .idle = pg_exph_op_idle,
     .destroy = oh_destroy,
 };

@@ -309,3 +309,39 @@ void pg_exph_free(struct pg_exph *h)
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
+
+/* ---- component ops for a state that starts with its helper ------------- */
+
+static struct pg_exph *state_helper(void *state)
+{
+    return state != NULL ? *(struct pg_exph **)state : NULL;
+}
+
+enum pg_err pg_exph_op_consume(void *state, struct pg_batch *batch, struct pg_status *st)
+{
+    return pg_exph_consume(state_helper(state), batch, st);
+}
+
+bool pg_exph_op_would_block(void *state, const struct pg_batch *batch)
+{
+    return state != NULL && pg_exph_would_block(state_helper(state), batch);
+}
+
+void pg_exph_op_entry_end(void *state)
+{
+    if (state != NULL) {
+        pg_exph_entry_end(state_helper(state));
+    }
+}
+
+void pg_exph_op_shutdown(void *state)
+{
+    if (state != NULL) {
+        pg_exph_shutdown(state_helper(state));
+    }
+}
+
+bool pg_exph_op_idle(void *state)
+{
+    return pg_exph_idle(state_helper(state));
+}

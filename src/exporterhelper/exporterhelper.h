@@ -154,6 +154,15 @@ void pg_exph_shutdown(struct pg_exph *h);
 /* An exporter's idle(): nothing queued, merging or in flight. */
 bool pg_exph_idle(const struct pg_exph *h);
 
+/* The component ops an exporter forwards to its helper, for a state whose first member is
+ * its `struct pg_exph *` (the otlp and otlphttp exporters'): consume, would_block and
+ * entry_end from any loop, shutdown and idle from the main loop, as the calls above. */
+enum pg_err pg_exph_op_consume(void *state, struct pg_batch *batch, struct pg_status *st);
+bool pg_exph_op_would_block(void *state, const struct pg_batch *batch);
+void pg_exph_op_entry_end(void *state);
+void pg_exph_op_shutdown(void *state);
+bool pg_exph_op_idle(void *state);
+
 /* Drops everything still queued or in flight (kept on disk with storage)
  * and logs what was lost. Sends still on the wire are abandoned: their
  * pg_exph_send_done() only frees them. Call before the transport is torn

@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The encoder's field primitives (private to otlp_encode.c): the size cache
- * (struct enc) and, per protobuf field kind, the static inline pair that sizes
- * it and writes it, with protobuf-c 1.4's rules for what is skipped. Inline
- * because they run per sample; one thread per encode. */
+ * The encoder's field primitives (private to the otlp_encode*.c files): the
+ * size cache (struct enc) and, per protobuf field kind, the static inline pair
+ * that sizes it and writes it, with protobuf-c 1.4's rules for what is
+ * skipped, and the one-byte patched lengths; inline because they run per
+ * sample. Then what each encoder file offers the one above it: the request
+ * (otlp_encode.c) -> dictionary (otlp_encode_dict.c) -> common messages
+ * (otlp_encode_common.c) -> buffers (otlp_encode_buf.c). One thread per encode. */
 #ifndef PG_OTLP_OTLP_ENCODE_INTERNAL_H
 #define PG_OTLP_OTLP_ENCODE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <protobuf-c/protobuf-c.h>
 
 #include "core/pb_wire.h"
 #include "core/vec.h"
+#include "otlp/otlp.h"
 
 struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */
@@ -255,5 +260,98 @@ static inline uint8_t *pf64_write(uint8_t *p, unsigned field, const uint64_t *v,
     }
     return p;
 }
+
+/* A small request's samples and dictionary are encoded once, while sizing, and copied when
+ * writing (the copy is cheaper than sizing them); the scratch grows up to SCRATCH_MAX. */
+#define SCRATCH_MAX ((size_t)256 << 10)
+#define SCRATCH_MIN ((size_t)16 << 10)
+
+/* Grows the scratch so @need more bytes fit; false past SCRATCH_MAX or out of memory. Not
+ * inline (rare), but static: each file's copy lets the sample loop keep its registers. */
+static __attribute__((noinline, unused)) bool scratch_room(struct enc *e, size_t need)
+{
+    size_t cap = e->scr_cap ? e->scr_cap : SCRATCH_MIN;
+    uint8_t *nb;
+
+    while (cap - e->scr_len < need) {
+        cap *= 2;
+        if (cap > SCRATCH_MAX) {
+            return false;
+        }
+    }
+    nb = realloc(e->scr, cap);
+    if (nb == NULL) {
+        return false;
+    }
+    e->scr = nb;
+    e->scr_cap = cap;
+    return true;
+}
+
+/* ---- otlp_encode_buf.c: the size cache and scratch of one encode */
+
+/* Starts @e with this thread's kept buffers, if any. */
+void pg_enc_take(struct enc *e);
+/* Keeps @e's buffers for the next request on this thread when they are small, else frees. */
+void pg_enc_give(struct enc *e);
+
+/* ---- one-byte lengths: a body of under 128 bytes (every SDK sample) is written behind a
+ * one-byte length patched afterwards; a longer one is moved up by patch_len_slow. */
+
+/* The body written at @body (one byte after @lenp) is @len bytes long: store the length at
+ * @lenp, moving the body up when it needs more than one byte. Returns the byte after it. */
+static __attribute__((noinline, unused)) uint8_t *patch_len_slow(uint8_t *lenp, uint8_t *body, size_t len)
+{
+    size_t vl = pg_pb_varint_len(len);
+
+    memmove(lenp + vl, body, len);
+    pg_pb_put_varint(lenp, len);
+    return lenp + vl + len;
+}
+
+static inline uint8_t *patch_len(uint8_t *lenp, uint8_t *end)
+{
+    size_t len = (size_t)(end - lenp - 1);
+
+    if (__builtin_expect(len < 0x80, 1)) {
+        *lenp = (uint8_t)len;
+        return end;
+    }
+    return patch_len_slow(lenp, lenp + 1, len);
+}
+
+static inline uint8_t *bp_pi32_write(uint8_t *p, unsigned field, const int32_t *v, size_t n)
+{
+    uint8_t *lenp;
+
+    if (n == 0) {
+        return p;
+    }
+    *p = TAG(field, PG_PB_LEN);
+    lenp = p + 1;
+    p += 2;
+    for (size_t i = 0; i < n; i++) {
+        p = pg_pb_put_varint(p, (uint64_t)(int64_t)v[i]);
+    }
+    return patch_len(lenp, p);
+}
+
+/* ---- otlp_encode_common.c: Resource, InstrumentationScope, KeyValueAndUnit (their AnyValues) */
+
+size_t pg_enc_resource_size(struct enc *e, const struct pg_otlp_resource *m);
+uint8_t *pg_enc_resource_write(struct enc *e, uint8_t *p, const struct pg_otlp_resource *m);
+size_t pg_enc_scope_size(struct enc *e, const struct pg_otlp_scope *m);
+uint8_t *pg_enc_scope_write(struct enc *e, uint8_t *p, const struct pg_otlp_scope *m);
+size_t pg_enc_kvu_size(struct enc *e, const struct pg_otlp_kvu *m);
+uint8_t *pg_enc_kvu_write(struct enc *e, uint8_t *p, const struct pg_otlp_kvu *m);
+
+/* ---- otlp_encode_dict.c: the ProfilesDictionary */
+
+/* Sizes the dictionary into the cache (written by pg_enc_dict_write); returns its length. */
+size_t pg_enc_dict_size(struct enc *e, const struct pg_otlp_dict *m);
+uint8_t *pg_enc_dict_write(struct enc *e, uint8_t *p, const struct pg_otlp_dict *m);
+/* Writes a small request's dictionary once into the scratch (length in *@len); false when it
+ * does not fit (the caller sizes it instead; nothing of it is left in the cache). */
+bool pg_enc_dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t *len);
 
 #endif

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The service's own structures, shared by its graph building, data path and
- * lifecycle (service.c) and its telemetry config (service_telemetry.c). */
+ * The service's own structures, shared by its graph building
+ * (service_build.c), data path (service_fanout.c), lifecycle (service.c) and
+ * telemetry config (service_telemetry.c). Calls go one way: build -> fanout,
+ * telemetry, lifecycle; none of them calls back into the build. */
 #ifndef PG_PIPELINE_SERVICE_INTERNAL_H
 #define PG_PIPELINE_SERVICE_INTERNAL_H
 
@@ -93,6 +95,21 @@ struct pg_service {
     const char *log_paths[PG_LOG_MAX_OUTPUTS]; /* telemetry.logs.output_paths (config arena) */
     size_t n_log_paths;
 };
+
+/* The state, read by any loop (acquire), written by the main thread only. */
+static inline enum svc_state pg_svc_state(const struct pg_service *svc)
+{
+    return __atomic_load_n(&svc->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void pg_svc_set_state(struct pg_service *svc, enum svc_state state)
+{
+    __atomic_store_n(&svc->state, state, __ATOMIC_RELEASE);
+}
+
+/* Makes @f the consumer a receiver instance of @svc pushes into (its pipes
+ * are filled by the build). */
+void pg_svc_fanout_init(struct fanout *f, struct pg_service *svc);
 
 /* Checks and applies service.telemetry (@tel may be NULL); sets the metrics
  * address and its config node (NULL when unset). */

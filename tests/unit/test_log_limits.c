@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Output files are created for the owner only (0600), and libevent's own log
  * callback goes through a rate limiter: a flood becomes a bounded number of
- * lines carrying the count of those suppressed. */
+ * lines carrying the count of those suppressed. Lines longer than a pipe's
+ * atomic write size from several threads stay whole. */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +67,91 @@ PG_TEST(test_libevent_flood_limited)
     CHECK_INT(with_count, 1);
 }
 
-PG_TEST_MAIN(PG_CASE(test_output_file_mode), PG_CASE(test_libevent_flood_limited))
+/* Each writer logs lines of one letter, each longer than PIPE_BUF; a line that
+ * holds two letters was interleaved with another thread's. */
+#define LONG_WRITERS 4
+#define LONG_LINES 60
+
+static void *long_writer(void *arg)
+{
+    char msg[2000];
+
+    /* letter, \x01, letter, ...: each control byte is quoted as 4 bytes, so the line
+     * reaches the formatter's cap (~4.4 KiB), past PIPE_BUF. */
+    for (size_t i = 0; i + 1 < sizeof(msg); i++) {
+        msg[i] = i % 2 == 0 ? (char)('a' + (int)(long)arg) : '\x01';
+    }
+    msg[sizeof(msg) - 1] = '\0';
+    for (int i = 0; i < LONG_LINES; i++) {
+        pg_log_write(PG_LOG_WARN, "test", "%s", msg);
+    }
+    return NULL;
+}
+
+struct pipe_sink {
+    int fd;
+    char *buf;
+    size_t len, cap;
+};
+
+static void *pipe_reader(void *arg)
+{
+    struct pipe_sink *s = arg;
+    ssize_t r;
+
+    while (s->len < s->cap && (r = read(s->fd, s->buf + s->len, s->cap - s->len)) > 0) {
+        s->len += (size_t)r;
+    }
+    return NULL;
+}
+
+PG_TEST(test_long_lines_whole_across_threads)
+{
+    int p[2], saved = dup(STDERR_FILENO);
+    pthread_t w[LONG_WRITERS], rd;
+    struct pipe_sink sink = {.cap = 4u << 20};
+    int whole = 0, mixed = 0;
+
+    CHECK(pipe(p) == 0 && saved >= 0);
+    sink.fd = p[0];
+    sink.buf = malloc(sink.cap + 1);
+    CHECK(sink.buf != NULL);
+    pthread_create(&rd, NULL, pipe_reader, &sink);
+    dup2(p[1], STDERR_FILENO);
+    close(p[1]);
+    for (long i = 0; i < LONG_WRITERS; i++) {
+        pthread_create(&w[i], NULL, long_writer, (void *)i);
+    }
+    for (int i = 0; i < LONG_WRITERS; i++) {
+        pthread_join(w[i], NULL);
+    }
+    dup2(saved, STDERR_FILENO); /* the pipe's last writer closes: the reader sees EOF */
+    close(saved);
+    pthread_join(rd, NULL);
+    sink.buf[sink.len] = '\0';
+    for (char *line = sink.buf, *nl; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
+        char *m = strstr(line, "msg=\"");
+        int letters = 0;
+
+        *nl = '\0';
+        if (m == NULL || strncmp(line, "ts=", 3) != 0) {
+            mixed++;
+            continue;
+        }
+        for (int c = 'a'; c < 'a' + LONG_WRITERS; c++) {
+            letters += strchr(m, c) != NULL;
+        }
+        if (letters == 1 && strlen(line) > PIPE_BUF) {
+            whole++;
+        } else {
+            mixed++;
+        }
+    }
+    CHECK_INT(mixed, 0);
+    CHECK_INT(whole, LONG_WRITERS * LONG_LINES);
+    free(sink.buf);
+    close(p[0]);
+}
+
+PG_TEST_MAIN(PG_CASE(test_output_file_mode), PG_CASE(test_libevent_flood_limited),
+             PG_CASE(test_long_lines_whole_across_threads))

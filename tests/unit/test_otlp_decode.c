@@ -16,21 +16,14 @@
 #include "otlp/otlp_decode.h"
 #include "otlp/otlp_encode.h"
 #include "pg_test.h"
+#include "pg_test_fixtures.h"
 #include "pprof/translate.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static uint8_t *read_rel(const char *env, const char *fallback, const char *rel, size_t *len)
-{
-    char path[1024];
-    const char *dir = getenv(env);
-    snprintf(path, sizeof(path), "%s/%s", dir ? dir : fallback, rel);
-    return pg_test_read_file(path, len);
-}
-
 static uint8_t *golden(size_t *len)
 {
-    return read_rel("PG_FIXTURES", "tests/fixtures", "pprof/golden/appendix_a.otlp.bin", len);
+    return pg_test_golden_otlp(len);
 }
 
 static enum pg_err decode(struct pg_arena *a, const uint8_t *b, size_t n,
@@ -71,54 +64,18 @@ static void check_round_trip(const char *name, const uint8_t *b, size_t n)
 
 /* ---- fixtures -------------------------------------------------------------- */
 
+static void round_trip_fixture(const char *name, size_t i, const uint8_t *wire, size_t n, void *arg)
+{
+    (void)i;
+    (void)arg;
+    check_round_trip(name, wire, n);
+}
+
 PG_TEST(test_fixtures_round_trip)
 {
-    static const struct {
-        const char *env, *fallback, *rel;
-    } fx[] = {
-        {"PG_FIXTURES", "tests/fixtures", "pprof/golden/appendix_b.pprof"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/edge/labels.pprof"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/edge/links.pprof"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/edge/empty.pprof"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/edge/links.pprof.gz.gz"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/edge/four_types.pprof"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/go/goroutine.pb.gz"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/go/mutex.pb.gz"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/go/heap.pb.gz"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/go/block.pb.gz"},
-        {"PG_FIXTURES", "tests/fixtures", "pprof/go/cpu.pb.gz"},
-        {"PG_SHARED", "../shared", "fixtures/sdk/push0.pprof.gz"},
-        {"PG_SHARED", "../shared", "fixtures/sdk/push1.pprof.gz"},
-        {"PG_SHARED", "../shared", "fixtures/sdk/push2.pprof.gz"},
-        {"PG_SHARED", "../shared", "fixtures/sdk/push3.pprof.gz"},
-    };
-    size_t done = 0;
+    size_t done = pg_test_each_fixture_request(round_trip_fixture, NULL);
 
-    for (size_t i = 0; i < sizeof(fx) / sizeof(fx[0]); i++) {
-        size_t n;
-        uint8_t *pprof = read_rel(fx[i].env, fx[i].fallback, fx[i].rel, &n);
-        struct pg_arena *a = pg_arena_create(0);
-        struct pg_translate_opts o;
-        struct pg_otlp_request *req;
-        struct pg_status st;
-        uint8_t *wire;
-        size_t wire_n;
-
-        if (pprof == NULL) {
-            fprintf(stderr, "  missing fixture %s\n", fx[i].rel);
-            CHECK(fx[i].env[3] == 'S'); /* only the shared SDK captures may be absent */
-            pg_arena_destroy(a);
-            continue;
-        }
-        pg_translate_opts_default(&o);
-        PG_REQUIRE(pg_pprof_translate(a, pprof, n, &o, &req, NULL, &st) == PG_ERR_OK);
-        PG_REQUIRE(pg_otlp_request_encode(req, a, &wire, &wire_n, &st) == PG_ERR_OK);
-        check_round_trip(fx[i].rel, wire, wire_n);
-        done++;
-        pg_arena_destroy(a);
-        free(pprof);
-    }
-    CHECK(done >= 11);
+    CHECK_INT(done, PG_TEST_N_PPROF_FIXTURES);
 }
 
 PG_TEST(test_golden_appendix_a)
@@ -974,7 +931,7 @@ PG_TEST(test_resolve_references)
 PG_TEST(test_collector_bytes)
 {
     size_t n, gn;
-    uint8_t *b = read_rel("PG_SOURCE_DIR", ".",
+    uint8_t *b = pg_test_read_rel("PG_SOURCE_DIR", ".",
                           "tests/fuzz/seeds/fuzz_otlp_decode/appendix_a_collector.bin", &n);
     uint8_t *g = golden(&gn);
     struct pg_arena *a = pg_arena_create(0);

@@ -36,6 +36,7 @@
 #include "pg_test.h"
 #include "pipeline/batch.h"
 #include "pipeline/component.h"
+#include "pg_test_exporter_rig.h"
 #include "test_otlp_util.h"
 
 extern const struct pg_component_ops pg_exporter_otlphttp;
@@ -265,16 +266,6 @@ static int closed_port(void)
 
 /* ---- the exporter rig ----------------------------------------------------- */
 
-struct rig {
-    struct event_base *base;
-    struct pg_host host;
-    struct pg_config *cfg;
-    struct pg_diag diag;
-    void *state;
-    char id[64];
-    char labels[96];
-};
-
 static bool rig_create(struct rig *r, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -282,111 +273,16 @@ static bool rig_create(struct rig *r, const char *id, const char *fmt, ...)
 {
     char yaml[4096];
     va_list ap;
-    struct pg_status st;
-    struct pg_component_ctx ctx;
 
-    memset(r, 0, sizeof(*r));
     va_start(ap, fmt);
     vsnprintf(yaml, sizeof(yaml), fmt, ap);
     va_end(ap);
-    snprintf(r->id, sizeof(r->id), "%s", id);
-    snprintf(r->labels, sizeof(r->labels), "exporter=\"%s\"", id);
-    r->base = event_base_new();
-    r->host.base = r->base;
-    r->host.version = "test";
-    r->cfg = pg_config_load_string("test.yaml", yaml, strlen(yaml));
-    pg_diag_init(&r->diag);
-    if (r->cfg == NULL || r->cfg->diag.n > 0) {
-        return false;
-    }
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.host = &r->host;
-    ctx.id = r->id;
-    ctx.log_name = r->id;
-    ctx.config = r->cfg->root;
-    ctx.config_arena = r->cfg->arena;
-    ctx.diag = &r->diag;
-    if (pg_exporter_otlphttp.create(&ctx, &r->state) != PG_ERR_OK) {
-        for (size_t i = 0; i < r->diag.n; i++) {
-            fprintf(stderr, "  config: %s\n", r->diag.msgs[i]);
-        }
-        return false;
-    }
-    pg_status_clear(&st);
-    if (pg_exporter_otlphttp.start(r->state, &st) != PG_ERR_OK) {
-        fprintf(stderr, "  start: %s\n", pg_status_text(&st));
-        return false;
-    }
-    return true;
-}
-
-static void rig_spin(struct rig *r, int ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-
-    event_base_loopexit(r->base, &tv);
-    event_base_dispatch(r->base);
-}
-
-static int64_t metric(const struct rig *r, const char *name)
-{
-    return pg_metric_value(pg_metric_counter(name, "test", r->labels));
-}
-
-static int64_t dropped(const struct rig *r, const char *reason)
-{
-    char labels[192];
-
-    snprintf(labels, sizeof(labels), "%s,reason=\"%s\"", r->labels, reason);
-    return pg_metric_value(
-        pg_metric_counter("pprofgate_exporter_dropped_profile_samples", "test", labels));
-}
-
-static int64_t sent(const struct rig *r)
-{
-    return metric(r, "otelcol_exporter_sent_profile_samples");
-}
-
-static int64_t failed(const struct rig *r)
-{
-    return metric(r, "otelcol_exporter_send_failed_profile_samples");
-}
-
-/* Runs the loop until sent+failed reaches @want or @ms pass. */
-static void rig_wait(struct rig *r, int64_t want, int ms)
-{
-    for (int t = 0; t < ms; t += 20) {
-        if (sent(r) + failed(r) >= want) {
-            return;
-        }
-        rig_spin(r, 20);
-    }
-}
-
-static void rig_destroy(struct rig *r)
-{
-    if (r->state != NULL) {
-        pg_exporter_otlphttp.shutdown(r->state);
-        for (int t = 0; t < 5000 && !pg_exporter_otlphttp.idle(r->state); t += 20) {
-            rig_spin(r, 20);
-        }
-        pg_exporter_otlphttp.destroy(r->state);
-    }
-    pg_diag_free(&r->diag);
-    pg_config_free(r->cfg);
-    event_base_free(r->base);
+    return rig_start(r, &pg_exporter_otlphttp, 5000, id, yaml);
 }
 
 static enum pg_err push(struct rig *r, size_t samples, unsigned seed)
 {
-    struct pg_batch *b = tb_batch(1, samples, 20, r->id, seed);
-    struct pg_status st;
-    enum pg_err err;
-
-    pg_status_clear(&st);
-    err = pg_exporter_otlphttp.consume(r->state, b, &st);
-    pg_batch_unref(b); /* the exporter took its own reference */
-    return err;
+    return rig_push(r, 1, samples, seed);
 }
 
 #define FAST_RETRY                                                                                 \
