@@ -16,7 +16,10 @@
 #   idle read IDLE_WAIT (7) s after the warm-up, once the buffer pool's decay has run.
 # GUARD=1 (default) then runs bench/http_load.sh (DURATION 15 s) as the small-push
 # guard: its req/s ratio and CPU per push against inflate-only must not regress.
-# Env: PPROFGATE_BIN (default build/pprofgate), PUSHES (8), WORKERS, GUARD, DURATION.
+# OTLP=1 (default) then runs bench/otlp_large.py: the same profile as one OTLP
+# request into the otlp receiver (CPU against a bare protobuf-c unpack, peak
+# growth against the request size, RSS after; issue 23's large-request goals).
+# Env: PPROFGATE_BIN (default build/pprofgate), PUSHES (8), WORKERS, GUARD, DURATION, OTLP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PPROFGATE_BIN:-${PG_BUILD_DIR:-build}/pprofgate}
@@ -150,6 +153,11 @@ with tempfile.TemporaryDirectory(prefix="pg-large.") as tmp:
     print("goals: CPU/inflate <= 3; faults/KiB <= 0.5 after the first push; HWM/raw <= 3; "
           "RSS within 10% of idle by +10 s")
 EOF
+
+if [ "${OTLP:-1}" = 1 ]; then
+    echo "--- one large OTLP request: bench/otlp_large.py"
+    PPROFGATE_BIN=$BIN PUSHES=6 python3 bench/otlp_large.py || echo "otlp_large.py exited $?"
+fi
 
 if [ "$GUARD" = 1 ]; then
     echo "--- small-push guard: bench/http_load.sh, DURATION=${DURATION:-15}"

@@ -158,5 +158,9 @@ size_t pg_grpc_server_open_calls(const struct pg_grpc_server *s);
  * inside on_headers / on_length / on_call. */
 void pg_grpc_call_reply(struct pg_grpc_call *c, int code, const char *message, const uint8_t *resp,
                         size_t len, int64_t retry_delay_ns);
+/* From on_call, on the loop's thread: the server frees @c's message buffer now
+ * (c->msg becomes NULL), so a handler done with it (decoded) does not keep a large
+ * message until its answer. A gunzipped message's inflated copy stays (the call's). */
+void pg_grpc_call_drop_msg(struct pg_grpc_call *c);
 
 #endif

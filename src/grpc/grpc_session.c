@@ -266,6 +266,16 @@ void pg_grpc_call_reply(struct pg_grpc_call *pc, int code, const char *message, 
            code == PG_GRPC_OK ? len : 0, retry_delay_ns);
 }
 
+void pg_grpc_call_drop_msg(struct pg_grpc_call *pc)
+{
+    struct gcall *call = (struct gcall *)pc;
+
+    /* In CALL_HANDLER no DATA is fed to the reader any more (END_STREAM came). */
+    pg_grpc_reader_free(&call->reader);
+    pc->msg = NULL;
+    pc->msg_len = 0;
+}
+
 /* ---- timers of a call ----------------------------------------------------- */
 
 static void on_call_deadline(evutil_socket_t fd, short what, void *arg)

@@ -9,7 +9,13 @@
  * each message is read in one pass: a packed run is sized by itself, and the
  * first repeated message/string/bytes field met starts one counting walk of
  * the rest of the message, which sizes all of them; a repeated message's
- * elements are one block. */
+ * elements are one block. The small arrays and strings a sample-heavy request
+ * is made of (values, attribute indices, link ids) are carved from shared
+ * pieces at their own alignment instead of one 16-byte-rounded arena block
+ * each, and a sample's packed run equal to the previous sample's (their
+ * attribute indices, often) shares its array, as the pprof translator shares
+ * its samples' arrays: the pipeline never writes into a sample's arrays in
+ * place. */
 #include "otlp/otlp_unpack.h"
 
 #include <pthread.h>
@@ -19,6 +25,22 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/otlp.h"
+
+#ifdef PG_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* Carving pieces grow from PIECE_MIN to PIECE_MAX bytes (a small request takes
+ * little); a value over a quarter of the current piece gets an arena block. */
+#define PIECE_MIN ((size_t)1024)
+#define PIECE_MAX ((size_t)64 * 1024)
+/* Packed runs up to this many bytes are compared with the previous one. */
+#define SHARE_MAX_BYTES 64
 
 /* One-byte tags: field numbers 1..15. A type with a larger number, or a
  * field type OTLP does not use, makes its table unusable (declined). */
@@ -48,6 +70,7 @@ struct slot {
     uint8_t kind;  /* enum kind */
     uint8_t wt;    /* the wire type it must come with */
     bool oneof;
+    bool share;     /* a packed run equal to the previous one of this field may share its array */
     uint16_t child; /* K_MSG, K_R_MSG: the table of the field's message type */
     uint32_t id;
     size_t off, qoff; /* the member; its count (repeated) or case (oneof) */
@@ -124,6 +147,10 @@ static size_t table_of(const ProtobufCMessageDescriptor *d)
                            : k == K_F64                              ? PG_PB_I64
                                                                      : PG_PB_LEN);
         sl->oneof = (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0;
+        /* Only a Sample's arrays: nothing writes them in place (the pprof translator
+         * shares them too), while OTTL edits a profile's attribute_indices in place. */
+        sl->share = d == &opentelemetry__proto__profiles__v1development__sample__descriptor &&
+                    k >= K_R_U32 && k <= K_R_F64;
         sl->id = fd->id;
         sl->off = fd->offset;
         sl->qoff = fd->quantifier_offset;
@@ -144,11 +171,63 @@ static void build_tables(void)
     (void)table_of(&pg_otlp_request_descriptor);
 }
 
+/* The last packed run of a shared field: its bytes on the wire and its array. */
+struct shared_run {
+    const struct slot *sl;
+    const uint8_t *wire;
+    size_t bytes, n;
+    void *arr;
+};
+
 struct uctx {
     struct pg_arena *arena;
     unsigned depth, max_depth;
     struct pg_otlp_unpack_info info;
+    uint8_t *pc, *pe;  /* the carving piece: next free byte, end */
+    size_t piece;      /* the last piece's size */
+    struct shared_run last[K_R_F64 - K_R_U32 + 1]; /* by kind: a Sample has one field of each */
 };
+
+/* Takes a new carving piece of at least @need bytes from the arena. Its first
+ * 16 bytes are never handed out: a carved value then never starts where an
+ * arena allocation does, so pg_arena_realloc cannot grow one in place over
+ * its neighbours. */
+static bool new_piece(struct uctx *u, size_t need)
+{
+    size_t size = u->piece == 0 ? PIECE_MIN : u->piece < PIECE_MAX ? u->piece * 2 : PIECE_MAX;
+    uint8_t *p;
+
+    while (size < need + 16) {
+        size *= 2;
+    }
+    if ((p = pg_arena_alloc(u->arena, size)) == NULL) {
+        return false;
+    }
+    POISON(p, size);
+    u->piece = size;
+    u->pc = p + 16;
+    u->pe = p + size;
+    return true;
+}
+
+/* @n bytes (> 0) aligned to @align (a power of two <= 16), uninitialised. */
+static inline void *carve(struct uctx *u, size_t n, size_t align)
+{
+    uint8_t *p = (uint8_t *)(((uintptr_t)u->pc + align - 1) & ~(uintptr_t)(align - 1));
+
+    if (p > u->pe || n > (size_t)(u->pe - p)) {
+        if (n > PIECE_MAX / 4) {
+            return pg_arena_alloc(u->arena, n); /* its own block: no tail wasted */
+        }
+        if (!new_piece(u, n)) {
+            return NULL;
+        }
+        p = u->pc; /* 16-byte aligned */
+    }
+    u->pc = p + n;
+    UNPOISON(p, n);
+    return p;
+}
 
 static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mtab *t,
                                                  ProtobufCMessage *m, struct pg_pb r);
@@ -194,7 +273,7 @@ static enum pg_otlp_unpack_result read_str(struct uctx *u, struct pg_pb *r, char
         return PG_OTLP_UNPACK_DECLINED;
     }
     n = (size_t)(sub.end - sub.p);
-    if ((s = pg_arena_alloc(u->arena, n + 1)) == NULL) {
+    if ((s = carve(u, n + 1, 1)) == NULL) {
         return PG_OTLP_UNPACK_NOMEM;
     }
     memcpy(s, sub.p, n);
@@ -225,7 +304,7 @@ static enum pg_otlp_unpack_result read_bytes(struct uctx *u, struct pg_pb *r,
     }
     bd.len = (size_t)(sub.end - sub.p);
     if (bd.len > 0) { /* protobuf-c leaves data NULL when empty */
-        if ((bd.data = pg_arena_alloc(u->arena, bd.len)) == NULL) {
+        if ((bd.data = carve(u, bd.len, 1)) == NULL) {
             return PG_OTLP_UNPACK_NOMEM;
         }
         memcpy(bd.data, sub.p, bd.len);
@@ -251,9 +330,11 @@ static enum pg_otlp_unpack_result read_sub(struct uctx *u, const struct mtab *t,
 }
 
 /* A packed run of @k values into a new array of exactly its length. */
-static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struct pg_pb *r,
-                                              void **arrp, size_t *np)
+static enum pg_otlp_unpack_result read_packed(struct uctx *u, const struct slot *sl,
+                                              struct pg_pb *r, void **arrp, size_t *np)
 {
+    enum kind k = (enum kind)sl->kind;
+    struct shared_run *last;
     struct pg_pb sub;
     size_t n, bytes;
     uint64_t v;
@@ -265,20 +346,35 @@ static enum pg_otlp_unpack_result read_packed(struct uctx *u, enum kind k, struc
     if (bytes == 0) {
         return PG_OTLP_UNPACK_OK;
     }
+    last = NULL;
+    if (sl->share && bytes <= SHARE_MAX_BYTES) {
+        last = &u->last[k - K_R_U32];
+        if (last->sl == sl && bytes == last->bytes && memcmp(sub.p, last->wire, bytes) == 0) {
+            *arrp = last->arr; /* the same run as the previous sample's: the same values */
+            *np = last->n;
+            return PG_OTLP_UNPACK_OK;
+        }
+    }
     if (k == K_R_F64) {
-        if (bytes % 8 != 0 || (*arrp = pg_arena_alloc(u->arena, bytes)) == NULL) {
+        if (bytes % 8 != 0 || (*arrp = carve(u, bytes, 8)) == NULL) {
             return bytes % 8 != 0 ? PG_OTLP_UNPACK_DECLINED : PG_OTLP_UNPACK_NOMEM;
         }
         memcpy(*arrp, sub.p, bytes); /* little-endian host, as the wire */
         *np = bytes / 8;
+        if (last != NULL) {
+            *last = (struct shared_run){sl, sub.p, bytes, *np, *arrp};
+        }
         return PG_OTLP_UNPACK_OK;
     }
     if (sub.end[-1] >= 0x80) {
         return PG_OTLP_UNPACK_DECLINED;
     }
     n = pg_pb_count_varints(sub.p, sub.end);
-    if ((*arrp = pg_arena_alloc(u->arena, n * (k == K_R_U64 ? 8 : 4))) == NULL) {
+    if ((*arrp = carve(u, n * (k == K_R_U64 ? 8 : 4), k == K_R_U64 ? 8 : 4)) == NULL) {
         return PG_OTLP_UNPACK_NOMEM;
+    }
+    if (last != NULL) {
+        *last = (struct shared_run){sl, sub.p, bytes, n, *arrp};
     }
     n = 0;
     if (k == K_R_U64) {
@@ -450,7 +546,7 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
         case K_R_U64:
         case K_R_BOOL:
         case K_R_F64:
-            res = read_packed(u, (enum kind)sl->kind, &r, (void **)(void *)(base + sl->off),
+            res = read_packed(u, sl, &r, (void **)(void *)(base + sl->off),
                               (size_t *)(void *)(base + sl->qoff));
             break;
         case K_R_STR:
@@ -508,12 +604,15 @@ enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const 
                                                   struct pg_otlp_request **out,
                                                   struct pg_otlp_unpack_info *info)
 {
-    struct uctx u = {arena, 0, max_depth, {0, 0}};
+    struct uctx u;
     const struct mtab *t;
     ProtobufCMessage *m;
     enum pg_otlp_unpack_result res;
 
     *out = NULL;
+    memset(&u, 0, sizeof(u));
+    u.arena = arena;
+    u.max_depth = max_depth;
     pthread_once(&g_once, build_tables);
     t = &g_tabs[0]; /* the request's: built first */
     if ((m = new_message(&u, t)) == NULL) {

@@ -268,6 +268,9 @@ static void metrics_init(struct otlp_rx *rx)
     rx->m_utf8 = pg_metric_counter("pprofgate_receiver_otlp_utf8_repaired_total",
                                    "OTLP strings that were not valid UTF-8, repaired to U+FFFD.",
                                    labels);
+    rx->m_held = pg_metric_counter("pprofgate_receiver_held_requests_total",
+                                   "Requests held unanswered while an exporter with "
+                                   "block_on_overflow had a full queue.", labels);
     rx->m_latency = pg_metric_histogram("pprofgate_receiver_otlp_decode_seconds",
                                         "Time to decode and validate one OTLP request.", labels,
                                         lat_buckets, sizeof(lat_buckets) / sizeof(lat_buckets[0]));
@@ -390,6 +393,7 @@ static void loop_cmd(evutil_socket_t fd, short what, void *arg)
     (void)!read(fd, &n, sizeof(n));
     if (cmd >= OTLP_LOOP_STOP && !evtimer_pending(lp->drain_ev, NULL) &&
         !__atomic_load_n(&lp->drained, __ATOMIC_ACQUIRE)) {
+        otlp_held_drain(lp); /* exporters take no more data: nobody held gets room */
         loop_stop_accepting(lp);
         loop_drain_check(-1, 0, lp);
     }
@@ -554,6 +558,11 @@ static enum pg_err otlp_start(void *state, struct pg_status *st)
     for (size_t i = 1; i < n && err == PG_ERR_OK; i++) {
         err = loop_setup(rx, &rx->loops[i], st);
     }
+    for (size_t i = 0; i < n && err == PG_ERR_OK; i++) {
+        if (!otlp_held_init(&rx->loops[i])) {
+            err = pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
+        }
+    }
     if (err == PG_ERR_OK && p->has_grpc) {
         err = start_grpc(rx, gfds, st);
     } else if (p->has_grpc) {
@@ -628,6 +637,7 @@ static void otlp_shutdown(void *state)
     /* Calls and requests in flight finish; the other loops do the same on
      * their own threads. */
     if (rx->n_loops > 0) {
+        otlp_held_drain(&rx->loops[0]);
         loop_stop_accepting(&rx->loops[0]);
     }
     for (size_t i = 1; i < rx->n_loops; i++) {
@@ -675,6 +685,7 @@ static void otlp_destroy(void *state)
     for (size_t i = 0; i < rx->n_loops; i++) {
         struct otlp_loop *lp = &rx->loops[i];
 
+        otlp_held_free(lp); /* held requests hold the servers' requests and calls */
         if (lp->grpcd != NULL) {
             pg_grpc_server_free(lp->grpcd);
         }

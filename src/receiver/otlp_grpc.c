@@ -5,7 +5,9 @@
  * message's length the memory admission, before a byte of it is buffered;
  * on the whole message decode, validate, forward (otlp_ingest.c) and the
  * answer: an empty ExportProfilesServiceResponse, or the error's code
- * (RetryInfo under backpressure). */
+ * (RetryInfo under backpressure). While an exporter with block_on_overflow
+ * is full the call is held unanswered (otlp_held.c) until there is room or
+ * shortly before its grpc-timeout deadline. */
 #include <stdio.h>
 #include <string.h>
 
@@ -68,10 +70,55 @@ static int on_length(struct pg_grpc_call *c, size_t len, bool compressed, struct
     return PG_GRPC_OK;
 }
 
+static const uint8_t empty_response[1]; /* ExportProfilesServiceResponse{}: no bytes */
+
+/* The answer to a call: an empty response, or @err's code with @st's reason
+ * (RetryInfo under backpressure). */
+static void answer(struct pg_grpc_call *c, enum pg_err err, const struct pg_status *st)
+{
+    if (err != PG_ERR_OK) {
+        int retry_s = pg_rxh_retry_after_s(err);
+
+        pg_grpc_call_reply(c, pg_rxh_grpc_code(err), pg_status_text(st), NULL, 0,
+                           retry_s >= 0 ? (int64_t)retry_s * 1000000000 : -1);
+        return;
+    }
+    pg_grpc_call_reply(c, PG_GRPC_OK, NULL, empty_response, 0, -1);
+}
+
+/* A held call's outcome (otlp_held.c). @st NULL: cannot happen here (a call
+ * whose client left ends through on_done). */
+static void held_done(struct otlp_held *h, enum pg_err err, const struct pg_status *st)
+{
+    struct pg_grpc_call *c = h->req;
+    struct pg_status none;
+
+    c->user = NULL; /* before the reply: its on_done must not forget @h again */
+    if (st == NULL) {
+        pg_status_set(&none, err, "client went away");
+        st = &none;
+    }
+    answer(c, err, st);
+}
+
+/* A held call may wait until shortly before its deadline (grpc-timeout),
+ * so it gets UNAVAILABLE before the server's own DEADLINE_EXCEEDED. */
+#define HOLD_DEADLINE_MARGIN_S 0.05
+
+/* A message over this size is freed as soon as it is decoded, not at the
+ * answer: it never waits out the pipeline beside its batch. */
+#define MSG_KEEP_MAX (16 * 1024)
+
+static void drop_msg(void *arg)
+{
+    pg_grpc_call_drop_msg(arg);
+}
+
 static void on_call(struct pg_grpc_call *c, void *arg)
 {
-    static const uint8_t empty_response[1]; /* ExportProfilesServiceResponse{}: no bytes */
-    struct otlp_rx *rx = ((struct otlp_loop *)arg)->rx;
+    struct otlp_loop *lp = arg;
+    struct otlp_rx *rx = lp->rx;
+    struct otlp_held *held = NULL;
     struct otlp_side *sd = &rx->side[OTLP_GRPC];
     struct pg_arena *scratch = NULL;
     struct pg_metadata md = {0};
@@ -98,21 +145,28 @@ static void on_call(struct pg_grpc_call *c, void *arg)
         }
     }
     if (err == PG_ERR_OK) {
-        err = otlp_ingest(rx, OTLP_GRPC, c->msg, c->msg_len, false, c->wire_len,
-                          sd->include_metadata ? &md : NULL, c->peer, &st);
+        err = otlp_ingest(lp, OTLP_GRPC, c->msg, c->msg_len, false, c->wire_len,
+                          sd->include_metadata ? &md : NULL, c->peer, &held,
+                          c->msg_len > MSG_KEEP_MAX ? drop_msg : NULL, c, &st);
     }
     pg_arena_destroy(scratch);
     /* The estimate's work is done; the batch is charged on its own. */
     pg_memlimit_release(c->reserved);
     c->reserved = 0;
-    if (err != PG_ERR_OK) {
-        int retry_s = pg_rxh_retry_after_s(err);
+    if (held != NULL) {
+        /* Answered by otlp_held.c, or forgotten by on_done (reset, deadline). */
+        held->req = c;
+        held->done = held_done;
+        if (c->deadline_ns > 0) {
+            double until = (double)c->deadline_ns / 1e9 - HOLD_DEADLINE_MARGIN_S;
 
-        pg_grpc_call_reply(c, pg_rxh_grpc_code(err), pg_status_text(&st), NULL, 0,
-                           retry_s >= 0 ? (int64_t)retry_s * 1000000000 : -1);
+            held->until = until > 0 ? until : 1e-9;
+        }
+        c->user = held;
+        otlp_hold(held);
         return;
     }
-    pg_grpc_call_reply(c, PG_GRPC_OK, NULL, empty_response, 0, -1);
+    answer(c, err, &st);
 }
 
 static void on_answer(const struct pg_grpc_call *c, int code, const char *reason, void *arg)
@@ -129,6 +183,10 @@ static void on_answer(const struct pg_grpc_call *c, int code, const char *reason
 static void on_done(struct pg_grpc_call *c, void *arg)
 {
     (void)arg;
+    if (c->user != NULL) {
+        otlp_held_forget(c->user); /* ended while held: reset, deadline, connection lost */
+        c->user = NULL;
+    }
     if (c->reserved > 0) {
         pg_memlimit_release(c->reserved);
         c->reserved = 0;

@@ -18,6 +18,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/memlimit.h"
 #include "http/http_parse.h"
@@ -429,9 +430,55 @@ static bool on_body(struct pg_httpd_req *req, uint64_t received, void *arg)
     return true;
 }
 
+/* The 200 of a request whose batch the pipeline took. */
+static void reply_ok(struct otlp_loop *lp, struct pg_httpd_req *req, enum body_enc enc)
+{
+    otlp_count_answer(lp, OTLP_HTTP, 200, false, false, NULL, req->peer);
+    add_response_headers(lp->rx, req);
+    if (enc == ENC_JSON) {
+        pg_httpd_reply_body(req, 200, JSON_CTYPE, "{}", 2);
+    } else {
+        pg_httpd_reply_body(req, 200, PB_CTYPE, "", 0); /* an empty response message */
+    }
+}
+
+/* A held request's outcome (otlp_held.c); @st NULL: its client left, and
+ * the reply (not counted) only lets the server end the request. */
+static void held_done(struct otlp_held *h, enum pg_err err, const struct pg_status *st)
+{
+    struct pg_httpd_req *req = h->req;
+    enum body_enc enc = enc_of(evhttp_find_header(req->in, "Content-Type"));
+
+    req->user = NULL; /* before the reply: on_done must not forget @h again */
+    if (st == NULL) {
+        pg_httpd_reply_body(req, 503, NULL, NULL, 0);
+    } else if (err != PG_ERR_OK) {
+        reply_err(h->lp, req, enc, err, st);
+    } else {
+        reply_ok(h->lp, req, enc);
+    }
+}
+
+/* The server does not read while a request waits: the socket's EOF says
+ * its client left. */
+static bool held_gone(struct otlp_held *h)
+{
+    return pg_httpd_client_gone(h->req);
+}
+
+/* The request is decoded: the server's copy of its body (and for a coded body
+ * its decoded layers' source) goes now, not at the answer, so it never waits
+ * out the pipeline together with the batch. */
+static void drop_body(void *arg)
+{
+    pg_httpd_drop_body(arg);
+}
+
 /* The body is in: decode its Content-Encoding, then ingest, then answer.
  * Runs on the loop (inline): the scratch arena (decoded layers, metadata)
- * dies here; the batch arena goes to the pipeline. */
+ * dies here; the batch arena goes to the pipeline. While an exporter with
+ * block_on_overflow is full the request is held unanswered (otlp_held.c),
+ * up to write_timeout. */
 static void on_request(struct pg_httpd_req *req, void *arg)
 {
     struct otlp_loop *lp = arg;
@@ -441,6 +488,7 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     struct pg_http_codings codings;
     struct pg_arena *scratch = NULL;
     struct pg_metadata md = {0};
+    struct otlp_held *held = NULL;
     const uint8_t *body = (const uint8_t *)req->body;
     size_t body_len = req->body_len;
     struct pg_status st;
@@ -466,25 +514,35 @@ static void on_request(struct pg_httpd_req *req, void *arg)
         err = pg_http_metadata_from_headers(scratch, req->in, NULL, &md, &st);
     }
     if (err == PG_ERR_OK) {
-        err = otlp_ingest(rx, OTLP_HTTP, body, body_len, enc == ENC_JSON, req->body_len,
-                          sd->include_metadata ? &md : NULL, req->peer_hostport, &st);
+        err = otlp_ingest(lp, OTLP_HTTP, body, body_len, enc == ENC_JSON, req->body_len,
+                          sd->include_metadata ? &md : NULL, req->peer_hostport, &held,
+                          req->body_len > PG_HTTPD_POOLED_BODY ? drop_body : NULL, req, &st);
     }
     pg_arena_destroy(scratch);
     /* The estimate's work is done (the batch, if any, is charged on its
      * own until the exporters drop it): give it back before answering. */
     pg_memlimit_release(req->reserved);
     req->reserved = 0;
+    if (held != NULL) {
+        /* The batch is all the request still needs: its body goes now. */
+        if (req->body != NULL) {
+            pg_httpd_drop_body(req);
+        }
+        held->req = req;
+        held->done = held_done;
+        held->gone = held_gone;
+        if (rx->cfg.protocols.http.write_timeout > 0) {
+            held->until = pg_mono_s() + (double)rx->cfg.protocols.http.write_timeout / 1e9;
+        }
+        req->user = held;
+        otlp_hold(held);
+        return;
+    }
     if (err != PG_ERR_OK) {
         reply_err(lp, req, enc, err, &st);
         return;
     }
-    otlp_count_answer(lp, OTLP_HTTP, 200, false, false, NULL, req->peer);
-    add_response_headers(rx, req);
-    if (enc == ENC_JSON) {
-        pg_httpd_reply_body(req, 200, JSON_CTYPE, "{}", 2);
-    } else {
-        pg_httpd_reply_body(req, 200, PB_CTYPE, "", 0); /* an empty response message */
-    }
+    reply_ok(lp, req, enc);
 }
 
 static void on_answer(const struct pg_httpd_req *r, int code, const char *reason, const char *peer,
@@ -512,6 +570,10 @@ static void on_conn_event(int ev, const char *peer, void *arg)
 static void on_done(struct pg_httpd_req *req, void *arg)
 {
     (void)arg;
+    if (req->user != NULL) {
+        otlp_held_forget(req->user); /* the connection ended while held */
+        req->user = NULL;
+    }
     if (req->reserved > 0) {
         pg_memlimit_release(req->reserved);
         req->reserved = 0;

@@ -85,10 +85,12 @@ static enum pg_err decode_msg(struct otlp_rx *rx, struct pg_arena *arena, const 
     return pg_otlp_validate(arena, *req, &rx->limits, stats, st);
 }
 
-enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t *msg, size_t len,
-                        bool json, size_t raw_len, const struct pg_metadata *md, const char *peer,
-                        struct pg_status *st)
+enum pg_err otlp_ingest(struct otlp_loop *lp, enum otlp_transport t, const uint8_t *msg,
+                        size_t len, bool json, size_t raw_len, const struct pg_metadata *md,
+                        const char *peer, struct otlp_held **held,
+                        void (*msg_done)(void *arg), void *msg_arg, struct pg_status *st)
 {
+    struct otlp_rx *rx = lp->rx;
     struct otlp_side *sd = &rx->side[t];
     struct pg_arena *arena = pg_arena_create(sd->max_msg * BATCH_ARENA_FACTOR + (1u << 20));
     struct pg_otlp_request *req = NULL;
@@ -98,11 +100,17 @@ enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t
     size_t samples;
     enum pg_err err;
 
+    if (held != NULL) {
+        *held = NULL;
+    }
     pg_metric_add(sd->m_bytes, raw_len);
     if (arena == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "no memory for a %zu-byte request", len);
     }
     err = decode_msg(rx, arena, msg, len, json, &req, &stats, st);
+    if (msg_done != NULL) {
+        msg_done(msg_arg); /* nothing decoded points into the message */
+    }
     pg_metric_observe(rx->m_latency, pg_mono_s() - t0);
     if (stats.utf8_repaired > 0) {
         pg_metric_add(rx->m_utf8, stats.utf8_repaired);
@@ -141,9 +149,17 @@ enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t
     batch->default_service_name = rx->cfg.default_service_name;
     /* Charged until the last exporter drops it, as on the pprof path. */
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
-    if (pg_consumer_would_block(rx->next, batch, st)) {
-        /* An exporter with block_on_overflow is full: this receiver does not
-         * hold calls (the pprof receiver does); the client retries. */
+    /* Behind requests already held, a new one waits too: oldest first. */
+    if ((held != NULL && lp->held != NULL) || pg_consumer_would_block(rx->next, batch, st)) {
+        /* An exporter with block_on_overflow is full: the request waits,
+         * unanswered, as the pprof receiver's do; its batch stays charged. */
+        if (lp->held != NULL) {
+            pg_status_set(st, PG_ERR_BUSY, "%s", pg_status_text(&lp->held->st));
+        }
+        if (held != NULL && (*held = otlp_held_new(lp, t, batch, samples, st)) != NULL) {
+            st->code = PG_ERR_BUSY;
+            return PG_ERR_BUSY;
+        }
         pg_batch_unref(batch);
         pg_metric_add(sd->m_refused, samples);
         st->code = PG_ERR_BUSY;

@@ -4,7 +4,9 @@
  * create/start/shutdown), the two transports (otlp_http.c on the HTTP/1.1
  * server, otlp_grpc.c on the gRPC server), and the one path both hand a
  * message to (otlp_ingest.c: decode, validate, batch, pipeline). Calls go
- * one way: otlp.c -> otlp_http.c, otlp_grpc.c -> otlp_ingest.c.
+ * one way: otlp.c -> otlp_http.c, otlp_grpc.c -> otlp_ingest.c ->
+ * otlp_held.c (requests waiting while an exporter with block_on_overflow is
+ * full; they answer through the function their transport left them).
  * Threading: `loops` event loops, each with its own SO_REUSEPORT socket
  * per protocol (loop 0 is the host's main loop, the others a thread
  * "pg-otlp-N" each); a request or call stays on the loop that accepted it
@@ -37,6 +39,7 @@ struct event;
 struct event_base;
 
 struct pg_grpc_server;
+struct otlp_held;
 
 enum otlp_transport { OTLP_GRPC = 0, OTLP_HTTP, OTLP_N_TRANSPORTS };
 extern const char *const otlp_transport_names[]; /* "grpc", "http" */
@@ -74,6 +77,10 @@ struct otlp_loop {
     bool drained;                  /* atomic: stopped, nothing open any more */
     /* Answers by code, per transport: the series are the receiver's. */
     struct pg_rxh_codes codes[OTLP_N_TRANSPORTS], refused_codes[OTLP_N_TRANSPORTS];
+    /* Requests held while an exporter with block_on_overflow is full, oldest
+     * first (owned), and the timer that polls them while any wait. */
+    struct otlp_held *held, **held_tail;
+    struct event *held_ev;
 };
 enum { OTLP_LOOP_RUN = 0, OTLP_LOOP_STOP, OTLP_LOOP_EXIT };
 
@@ -91,7 +98,7 @@ struct otlp_rx {
     struct pg_peer_ratelimit *auth_rl; /* owned, under auth_mu: failed attempts per peer */
     pthread_mutex_t auth_mu;       /* pg_auth (reloads its files) and auth_rl */
     struct pg_rxh_reasons reasons; /* one refusal line per reason per interval */
-    struct pg_metric *m_utf8, *m_latency;
+    struct pg_metric *m_utf8, *m_latency, *m_held;
     bool draining;
 };
 
@@ -110,9 +117,55 @@ size_t otlp_admission_estimate(const struct otlp_rx *rx, uint64_t len, bool code
  * not forwarded, as the Collector does. @admitted bytes of the memory
  * budget are the caller's; the batch's arena is charged instead once it
  * exists. Errors come with the reason in @st. */
-enum pg_err otlp_ingest(struct otlp_rx *rx, enum otlp_transport t, const uint8_t *msg, size_t len,
-                        bool json, size_t raw_len, const struct pg_metadata *md, const char *peer,
-                        struct pg_status *st);
+/* @msg_done (may be NULL) runs with @msg_arg as soon as @msg is decoded, so
+ * the transport can free the wire bytes before the pipeline (an exporter
+ * encoding on its own thread) runs.
+ * With @held non-NULL the caller can hold the request: when an exporter
+ * with block_on_overflow is full (or requests are held on @lp already), the
+ * batch goes into a new *@held (otlp_held.c) instead of being refused, and
+ * PG_ERR_BUSY comes back; the caller sets its answer and calls otlp_hold. */
+enum pg_err otlp_ingest(struct otlp_loop *lp, enum otlp_transport t, const uint8_t *msg,
+                        size_t len, bool json, size_t raw_len, const struct pg_metadata *md,
+                        const char *peer, struct otlp_held **held,
+                        void (*msg_done)(void *arg), void *msg_arg, struct pg_status *st);
+
+/* ---- otlp_held.c: requests waiting for room (loop thread) --------------- */
+
+/* One held request. The transport owns @req (its pg_httpd_req or
+ * pg_grpc_call) and points req->user here until @done or forget. */
+struct otlp_held {
+    struct otlp_held *next;
+    struct otlp_loop *lp;
+    enum otlp_transport t;
+    struct pg_batch *batch;        /* owned until delivered */
+    size_t samples;
+    struct pg_status st;           /* why it waits */
+    double since;                  /* mono s */
+    double until;                  /* mono s: answered UNAVAILABLE / 503 then; 0 = none */
+    void *req;                     /* borrowed */
+    /* The outcome: PG_ERR_OK (delivered), a pipeline error, BUSY past the
+     * deadline, UNAVAILABLE at shutdown; @st NULL when the client left (no
+     * answer anyone reads). The transport answers and forgets @req->user;
+     * the entry is freed after. */
+    void (*done)(struct otlp_held *h, enum pg_err err, const struct pg_status *st);
+    /* Optional: true when the client has gone (HTTP: the socket's EOF). */
+    bool (*gone)(struct otlp_held *h);
+};
+/* A zeroed entry for @batch (taken) with @samples and @why; NULL on OOM. */
+struct otlp_held *otlp_held_new(struct otlp_loop *lp, enum otlp_transport t,
+                                struct pg_batch *batch, size_t samples,
+                                const struct pg_status *why);
+/* Queues @h (done, gone, until and req set) behind the others on its loop. */
+void otlp_hold(struct otlp_held *h);
+/* The request ended on its own (reset, deadline answered by the server,
+ * connection lost): unlinked, its batch dropped, samples counted refused. */
+void otlp_held_forget(struct otlp_held *h);
+/* Answers every held request of @lp UNAVAILABLE (shutdown). */
+void otlp_held_drain(struct otlp_loop *lp);
+/* The poll timer; false on OOM. */
+bool otlp_held_init(struct otlp_loop *lp);
+/* Drains and frees the timer (destroy, before the servers go). */
+void otlp_held_free(struct otlp_loop *lp);
 
 /* Every answer of @t on loop @lp: counted by code, a refusal logged with
  * its reason (info; warn for server-side codes), rate-limited per reason. */

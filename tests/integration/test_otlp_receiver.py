@@ -95,7 +95,7 @@ if (mode === 'convert') {
       if (process.env.PG_AUTH) md.set('authorization', process.env.PG_AUTH);
       if (process.env.PG_TENANT) md.set('x-tenant', process.env.PG_TENANT);
       client.makeUnaryRequest(process.env.PG_EXPORT, (b) => b, (b) => b, body, md,
-        { deadline: Date.now() + 10000 },
+        { deadline: Date.now() + Number(process.env.PG_DEADLINE_MS || 10000) },
         (err) => resolve(err ? { code: err.code, details: err.details } : { code: 0 }));
     }));
   }
@@ -105,7 +105,7 @@ if (mode === 'convert') {
 """
 
 
-def node(tmp, *args, auth=None, tenant=None, ca=None):
+def node(tmp, *args, auth=None, tenant=None, ca=None, deadline_ms=None):
     script = os.path.join(tmp, "otlp_client.mjs")
     if not os.path.exists(script):
         with open(script, "w") as f:
@@ -117,6 +117,8 @@ def node(tmp, *args, auth=None, tenant=None, ca=None):
         env["PG_TENANT"] = tenant
     if ca:
         env["PG_CA"] = ca
+    if deadline_ms:
+        env["PG_DEADLINE_MS"] = str(deadline_ms)
     r = subprocess.run(["node", script, *args], env=env, capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:

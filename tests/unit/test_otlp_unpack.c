@@ -6,7 +6,9 @@
  * to the same bytes (unknown fields kept alike); the cases it must decline
  * (wrong wire type, a singular message twice, an unpacked repeated scalar,
  * nesting past the bound, truncation) are declined; a NUL inside a string
- * becomes 0xFF. */
+ * becomes 0xFF. Consecutive samples with equal packed runs share one array,
+ * a profile's attribute_indices (which OTTL edits in place) never shares
+ * one, and no carved array can be grown in place over its neighbours. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -269,5 +271,73 @@ PG_TEST(test_depth_and_cap)
     pg_arena_destroy(a);
 }
 
+/* Profile A: samples s0, s1 with attribute_indices [1, 2] and values 5, 7, and
+ * attribute_indices [1, 2] of its own (right after s1 on the wire); profile B the same
+ * attribute_indices. */
+PG_TEST(test_shared_sample_arrays)
+{
+    int32_t attrs[] = {1, 2};
+    int64_t v0[] = {5}, v1[] = {7};
+    Opentelemetry__Proto__Profiles__V1development__Sample s[2] = {
+        OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT,
+        OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT};
+    Opentelemetry__Proto__Profiles__V1development__Sample *sp[2] = {&s[0], &s[1]};
+    pg_otlp_profile p[2] = {OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILE__INIT,
+                            OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__PROFILE__INIT};
+    pg_otlp_profile *pp[2] = {&p[0], &p[1]};
+    pg_otlp_scopeprof sc = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SCOPE_PROFILES__INIT;
+    pg_otlp_scopeprof *scp = &sc;
+    pg_otlp_resprof rp = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__RESOURCE_PROFILES__INIT;
+    pg_otlp_resprof *rpp = &rp;
+    pg_otlp_request req =
+        OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_SERVICE_REQUEST__INIT;
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_unpack_info info;
+    struct pg_otlp_request *out = NULL;
+    pg_otlp_profile *a0, *b0;
+    uint8_t *wire;
+    size_t n;
+
+    PG_REQUIRE(a != NULL);
+    for (int i = 0; i < 2; i++) {
+        s[i].n_attribute_indices = 2;
+        s[i].attribute_indices = attrs;
+        s[i].n_values = 1;
+        s[i].values = i == 0 ? v0 : v1;
+        p[i].n_attribute_indices = 2;
+        p[i].attribute_indices = attrs;
+    }
+    p[0].n_samples = 2;
+    p[0].samples = sp;
+    sc.n_profiles = 2;
+    sc.profiles = pp;
+    rp.n_scope_profiles = 1;
+    rp.scope_profiles = &scp;
+    req.n_resource_profiles = 1;
+    req.resource_profiles = &rpp;
+    wire = pack(a, &req.base, &n);
+    CHECK_INT(compare("shared arrays", wire, n), PG_OTLP_UNPACK_OK);
+    CHECK_INT(pg_otlp_unpack_request(a, wire, n, 64, &out, &info), PG_OTLP_UNPACK_OK);
+    PG_REQUIRE(out != NULL);
+    a0 = out->resource_profiles[0]->scope_profiles[0]->profiles[0];
+    b0 = out->resource_profiles[0]->scope_profiles[0]->profiles[1];
+    PG_REQUIRE(a0->n_samples == 2 && a0->n_attribute_indices == 2 && b0->n_attribute_indices == 2);
+    CHECK(a0->samples[0]->attribute_indices == a0->samples[1]->attribute_indices);
+    CHECK(a0->samples[0]->values != a0->samples[1]->values);
+    CHECK_INT((int)a0->samples[1]->values[0], 7);
+    CHECK(a0->attribute_indices != a0->samples[1]->attribute_indices);
+    CHECK(b0->attribute_indices != a0->attribute_indices);
+    CHECK_INT((int)((uintptr_t)a0->samples[1]->values % 8), 0);
+    /* The last carved array is not the arena's last allocation: growing it copies. */
+    {
+        int32_t *last = b0->attribute_indices;
+        int32_t *grown = pg_arena_realloc(a, last, 2 * sizeof(*last), 64 * sizeof(*last));
+
+        CHECK(grown != NULL && grown != last);
+    }
+    pg_arena_destroy(a);
+}
+
 PG_TEST_MAIN(PG_CASE(test_fixtures_same_as_protobuf_c), PG_CASE(test_golden_and_mutations),
-             PG_CASE(test_wire_cases), PG_CASE(test_depth_and_cap))
+             PG_CASE(test_wire_cases), PG_CASE(test_depth_and_cap),
+             PG_CASE(test_shared_sample_arrays))
