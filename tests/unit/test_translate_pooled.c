@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The large-profile path of the translator: a gzip'd pprof over the pool's
+ * minimum is inflated into a core/bufpool block and its sample bytes are given
+ * back to the pool during the sample pass. The request must be the same, byte
+ * for byte, as the one from the plain body (arena path, nothing given back),
+ * for sample runs that repeat stacks and labels across the points where bytes
+ * are given back (the stack cache and the iterator's label cache must not read
+ * them; under ASan the given-back bytes are poisoned). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/arena.h"
+#include "core/bufpool.h"
+#include "otlp/dict.h"
+#include "pg_test.h"
+#include "pg_test_zlib.h"
+#include "pprof/translate.h"
+#include "pprof_writer.h"
+
+#define N_FUNCS 400
+#define N_STACKS 300
+#define N_PAIRS 120
+
+static char g_names[N_FUNCS][48];
+static char g_trace[N_PAIRS][33], g_span[N_PAIRS][17];
+
+/* A profile of @n_samples samples: stacks and label sets come in runs of @run equal
+ * samples (run 1: every sample differs from the last), so the caches see hits that
+ * reach back across the pass's release points. */
+static uint8_t *make_profile(size_t n_samples, size_t run, size_t *len)
+{
+    struct ppb b;
+    int64_t k_trace, k_span, k_route, route[4], s_trace[N_PAIRS], s_span[N_PAIRS];
+    uint64_t stacks[N_STACKS][24];
+    size_t depth[N_STACKS];
+    uint32_t seed = 12345;
+    struct pw all = {0};
+
+    ppb_init(&b);
+    ppb_value_type(&b, 1, "samples", "count");
+    ppb_value_type(&b, 1, "cpu", "nanoseconds");
+    ppb_mapping(&b, 1, 0x400000, 0x800000, "/bin/app", "abcdef", 15);
+    for (size_t f = 1; f <= N_FUNCS; f++) {
+        uint64_t pair[2] = {f, 10 + f};
+        snprintf(g_names[f - 1], sizeof(g_names[0]), "pkg.(*T%zu).method%zu", f % 17, f);
+        ppb_function(&b, f, g_names[f - 1], "pkg/file.go", (int64_t)f);
+        ppb_location(&b, f, 1, 0x400000 + 16 * f, pair, 1, (int)(f % 11 == 0));
+    }
+    for (size_t i = 0; i < N_PAIRS; i++) {
+        snprintf(g_trace[i], sizeof(g_trace[0]), "%08x%08x%08x%08zx", 0xabcdu, 7u, 9u, i + 1);
+        snprintf(g_span[i], sizeof(g_span[0]), "%08x%08zx", 0x5151u, i + 1);
+        s_trace[i] = ppb_s(&b, g_trace[i]);
+        s_span[i] = ppb_s(&b, g_span[i]);
+    }
+    k_trace = ppb_s(&b, "trace_id");
+    k_span = ppb_s(&b, "span_id");
+    k_route = ppb_s(&b, "http.route");
+    route[0] = ppb_s(&b, "/a");
+    route[1] = ppb_s(&b, "/b");
+    route[2] = ppb_s(&b, "/c");
+    route[3] = ppb_s(&b, "/d");
+    for (size_t s = 0; s < N_STACKS; s++) {
+        depth[s] = 6 + s % 18;
+        for (size_t d = 0; d < depth[s]; d++) {
+            seed = seed * 1103515245u + 12345u;
+            stacks[s][d] = 1 + (seed >> 8) % N_FUNCS;
+        }
+    }
+    for (size_t i = 0; i < n_samples; i++) {
+        size_t g = i / run, st = (g * 7) % N_STACKS, pr = (g * 13) % N_PAIRS;
+        struct pw s = {0}, l = {0};
+        uint64_t vals[2] = {1 + g % 5, (1 + g % 5) * 10000000u};
+
+        pw_packed(&s, 1, stacks[st], depth[st]);
+        pw_packed(&s, 2, vals, 2);
+        pw_u(&l, 1, (uint64_t)k_trace);
+        pw_u(&l, 2, (uint64_t)s_trace[pr]);
+        pw_msg(&s, 3, &l);
+        pw_u(&l, 1, (uint64_t)k_span);
+        pw_u(&l, 2, (uint64_t)s_span[pr]);
+        pw_msg(&s, 3, &l);
+        if (g % 3 != 0) {
+            pw_u(&l, 1, (uint64_t)k_route);
+            pw_u(&l, 2, (uint64_t)route[g % 4]);
+            pw_msg(&s, 3, &l);
+        }
+        pw_msg(&b.out, 2, &s);
+        pw_free(&l);
+    }
+    pw_u(&b.out, 9, 1700000000000000000ull);
+    pw_u(&b.out, 12, 10000000);
+    pw_raw(&all, b.out.b, b.out.n);
+    for (size_t i = 0; i < b.nstr; i++) {
+        pw_str(&all, 6, b.strs[i]);
+    }
+    pw_free(&b.out);
+    *len = all.n;
+    return all.b;
+}
+
+/* The request's bytes with the random profile ids cleared (they differ per call). */
+static uint8_t *packed_without_ids(struct pg_otlp_request *req, size_t *len)
+{
+    struct pg_otlp_scopeprof *sp = req->resource_profiles[0]->scope_profiles[0];
+    uint8_t *buf;
+
+    for (size_t k = 0; k < sp->n_profiles; k++) {
+        sp->profiles[k]->profile_id.len = 0;
+    }
+    *len = protobuf_c_message_get_packed_size(&req->base);
+    buf = malloc(*len ? *len : 1);
+    protobuf_c_message_pack(&req->base, buf);
+    return buf;
+}
+
+PG_TEST(pooled_equals_plain)
+{
+    static const struct {
+        const char *name;
+        size_t samples, run;
+        bool payload;
+        bool released; /* sample bytes expected back in the pool during the pass */
+    } cases[] = {
+        {"every sample new", 60000, 1, false, true},
+        {"runs of 7 equal samples", 60000, 7, false, true},
+        {"runs of 5000 (label and stack caches reach back)", 60000, 5000, false, true},
+        {"original payload kept: nothing given back", 60000, 3, true, false},
+        {"small run (under 2 MiB): nothing given back", 3000, 1, false, false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t plen, glen, l1, l2;
+        uint8_t *plain = make_profile(cases[i].samples, cases[i].run, &plen);
+        uint8_t *gz = pg_test_squeeze(plain, plen, PG_TEST_GZIP_BITS, &glen);
+        struct pg_arena *a1 = pg_arena_create(0), *a2 = pg_arena_create(0);
+        struct pg_otlp_request *r1 = NULL, *r2 = NULL;
+        struct pg_translate_stats s1, s2;
+        struct pg_translate_opts o;
+        struct pg_status st;
+        uint8_t *b1, *b2;
+
+        pg_translate_opts_default(&o);
+        o.include_original_payload = cases[i].payload;
+        CHECK_INT(pg_pprof_translate(a1, plain, plen, &o, &r1, &s1, &st), PG_ERR_OK);
+        CHECK_INT(pg_pprof_translate(a2, gz, glen, &o, &r2, &s2, &st), PG_ERR_OK);
+        if (r1 == NULL || r2 == NULL) {
+            fprintf(stderr, "  case %s: %s\n", cases[i].name, st.msg);
+        } else {
+            b1 = packed_without_ids(r1, &l1);
+            b2 = packed_without_ids(r2, &l2);
+            if (l1 != l2 || memcmp(b1, b2, l1) != 0 ||
+                (s2.released_bytes > 0) != cases[i].released || s1.released_bytes != 0) {
+                fprintf(stderr, "  case %s: %zu / %zu bytes, released %zu / %zu\n",
+                        cases[i].name, l1, l2, s1.released_bytes, s2.released_bytes);
+            }
+            CHECK(l1 == l2 && memcmp(b1, b2, l1) == 0);
+            CHECK(s1.released_bytes == 0);
+            CHECK((s2.released_bytes > 0) == cases[i].released);
+            if (cases[i].released) {
+                /* most of the run: all but the last step and the margins */
+                CHECK(s2.released_bytes + ((size_t)2 << 20) > plen / 2);
+            }
+            CHECK_INT((int)s2.samples, (int)cases[i].samples);
+            free(b1);
+            free(b2);
+        }
+        pg_arena_destroy(a1);
+        pg_arena_destroy(a2);
+        free(plain);
+        free(gz);
+    }
+}
+
+/* The dictionary's large tables (here the link table: 100 000 links, 2 MiB of slots) come
+ * from core/bufpool and go back to it when the builder's scratch arena dies, so the next
+ * large request finds their pages resident; small tables stay malloc'd. */
+PG_TEST(dict_tables_back_to_the_pool)
+{
+    static const struct {
+        const char *name;
+        size_t links;
+        bool pooled;
+    } cases[] = {
+        {"100 000 links", 100000, true},
+        {"500 links", 500, false},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_arena *out = pg_arena_create(0), *scratch = pg_arena_create(0);
+        struct pg_dict_builder *b = pg_dict_builder_new(out, scratch);
+        struct pg_bufpool_stats before, after;
+        bool ok = b != NULL;
+
+        pg_bufpool_release();
+        pg_bufpool_stats(&before);
+        for (size_t k = 0; ok && k < cases[i].links; k++) {
+            uint8_t trace[16] = {1}, span[8] = {2};
+            memcpy(trace + 8, &k, sizeof(k));
+            memcpy(span, &k, sizeof(k));
+            ok = pg_dict_link(b, trace, span) == (int32_t)k + 1;
+        }
+        CHECK(ok);
+        pg_arena_destroy(scratch); /* the builder's tables go */
+        pg_bufpool_stats(&after);
+        if ((after.held >= ((size_t)2 << 20)) != cases[i].pooled) {
+            fprintf(stderr, "  case %s: pool holds %zu bytes\n", cases[i].name, after.held);
+        }
+        CHECK((after.held >= ((size_t)2 << 20)) == cases[i].pooled);
+        CHECK(after.held >= before.held);
+        pg_arena_destroy(out);
+        pg_bufpool_release();
+    }
+}
+
+PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(dict_tables_back_to_the_pool))
