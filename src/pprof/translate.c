@@ -27,8 +27,6 @@
 #define KEY_TYPE_ORDER "pprof.scope.sample_type_order"
 #define KEY_DEFAULT_TYPE "pprof.scope.default_sample_type"
 
-/* Fixed attribute keys interned on top of the pprof strings (bound for the key arrays). */
-#define FIXED_KEYS 16
 
 void pg_translate_opts_default(struct pg_translate_opts *o)
 {
@@ -173,8 +171,7 @@ make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns
             o->n_timestamps_unix_nano = 0;
             o->timestamps_unix_nano = NULL;
             o->stack_index = srecs[i].stack;
-            o->attribute_indices = (int32_t *)srecs[i].attrs;
-            o->n_attribute_indices = srecs[i].n_attrs;
+            o->attribute_indices = (int32_t *)srec_attrs(srecs[i].attrs, &o->n_attribute_indices);
             o->link_index = srecs[i].link;
             o->values = (int64_t *)v;
             o->n_values = 1;
@@ -227,7 +224,8 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
     x->b = pg_dict_builder_new(x->out, x->scratch);
     x->str_otlp = pg_arena_alloc(x->scratch, p->n_strings * sizeof(int32_t));
     x->keykind = pg_arena_calloc(x->scratch, p->n_strings, 1);
-    x->seen_n = p->n_strings + FIXED_KEYS;
+    /* by key strindex, grown to the largest key seen (a few keys, often early strings) */
+    x->seen_n = 64;
     x->seen_stamp = pg_arena_calloc(x->scratch, x->seen_n, sizeof(uint32_t));
     /* As many entries as there can be pairs (at most one per sample, and two strings per
      * pair), up to the maximum: zeroing the full memo was most of its cost for a small
@@ -381,7 +379,7 @@ static enum pg_err build(struct xlate *x, const uint8_t *pprof_bytes, size_t ppr
             const struct pg_pprof_str *def =
                 &p->strings[p->default_sample_type != 0 ? p->default_sample_type
                                                         : p->sample_types[nt - 1].type];
-            const char *defc = pg_dict_tmp_cstr(x->b, def->p, def->len);
+            const char *defc = pg_dict_tmp_cstr(x->b, pg_pprof_str_p(p, def), def->len);
             sattrs[0] = scope_order_attr(x, order, nt);
             sattrs[1] = defc != NULL ? pg_otlp_kv_str(x->out, KEY_DEFAULT_TYPE, defc) : NULL;
             if (sattrs[0] == NULL || sattrs[1] == NULL) {
@@ -496,6 +494,19 @@ enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **b
         layers++;
         note_peak(&x);
         drop_input(&x); /* the outer layer is inflated: only x.scratch is read from now */
+    }
+    if (x.pool_buf == NULL && dlen >= PG_BUFPOOL_MIN) {
+        /* A large pprof that is a block of its own in an arena (the caller's decoded body,
+         * or a layer zlib inflated) becomes this call's pool block the same way. */
+        struct pg_arena *holder = layers > 0 ? x.scratch : x.input != NULL ? *x.input : NULL;
+        size_t got = 0;
+        uint8_t *base = holder != NULL ? pg_arena_take_block(holder, data, &got) : NULL;
+
+        if (base != NULL) {
+            x.pool_buf = base;
+            x.pool_got = got;
+            x.pool_len = (size_t)(data - base) + dlen;
+        }
     }
     err = pg_pprof_decode(x.scratch, data, dlen, &opts->limits, &x.p, st);
     if (err == PG_ERR_OK) {

@@ -36,7 +36,7 @@ static int32_t attr_str(struct xlate *x, const char *key, int64_t pprof_val)
     if (k < 0) {
         return k;
     }
-    return pg_dict_attr_str(x->b, k, x->p.strings[pprof_val].p, x->p.strings[pprof_val].len, 0);
+    return pg_dict_attr_str(x->b, k, pg_pprof_str_p(&x->p, &x->p.strings[pprof_val]), x->p.strings[pprof_val].len, 0);
 }
 
 static int32_t attr_true(struct xlate *x, const char *key)
@@ -175,7 +175,7 @@ enum pg_err pg_xlate_profile_attrs(struct xlate *x, const int32_t **out, size_t 
         }
         for (size_t i = 0; i < x->p.n_comments; i++) {
             const struct pg_pprof_str *s = &x->p.strings[x->p.comments[i]];
-            const char *c = pg_dict_tmp_cstr(x->b, s->p, s->len);
+            const char *c = pg_dict_tmp_cstr(x->b, pg_pprof_str_p(&x->p, s), s->len);
             opentelemetry__proto__common__v1__any_value__init(&vals[i]);
             vals[i].value_case = PG_OTLP_ANYVALUE_STR;
             vals[i].string_value = c != NULL ? pg_arena_strdup(x->scratch, c) : NULL;

@@ -17,9 +17,9 @@ static enum key_kind key_kind(struct xlate *x, int64_t key)
     if (k == KK_UNKNOWN) {
         const struct pg_pprof_str *s = &x->p.strings[key];
         k = KK_OTHER;
-        if (s->len == x->trace_len && memcmp(s->p, x->opts->trace_id_label, s->len) == 0) {
+        if (s->len == x->trace_len && memcmp(pg_pprof_str_p(&x->p, s), x->opts->trace_id_label, s->len) == 0) {
             k = KK_TRACE;
-        } else if (s->len == x->span_len && memcmp(s->p, x->opts->span_id_label, s->len) == 0) {
+        } else if (s->len == x->span_len && memcmp(pg_pprof_str_p(&x->p, s), x->opts->span_id_label, s->len) == 0) {
             k = KK_SPAN;
         }
         x->keykind[key] = k;
@@ -87,7 +87,7 @@ __attribute__((noinline)) static int32_t label_attr_new(struct xlate *x,
         }
         a = pg_dict_attr(x->b, key, &v, u);
     } else {
-        a = pg_dict_attr_str(x->b, key, x->p.strings[val].p, x->p.strings[val].len, 0);
+        a = pg_dict_attr_str(x->b, key, pg_pprof_str_p(&x->p, &x->p.strings[val]), x->p.strings[val].len, 0);
     }
     if (a < 0) {
         return a;
@@ -152,7 +152,7 @@ static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
         const struct pg_pprof_label *l = &labels[j];
         opentelemetry__proto__common__v1__any_value__init(&vals[n]);
         if (l->str != 0) {
-            const char *s = pg_dict_tmp_cstr(x->b, x->p.strings[l->str].p,
+            const char *s = pg_dict_tmp_cstr(x->b, pg_pprof_str_p(&x->p, &x->p.strings[l->str]),
                                              x->p.strings[l->str].len);
             vals[n].value_case = PG_OTLP_ANYVALUE_STR;
             vals[n].string_value = s != NULL ? pg_arena_strdup(x->scratch, s) : NULL;
@@ -169,7 +169,7 @@ static int32_t multi_attr(struct xlate *x, const struct pg_pprof_label *labels,
                  * ends up unused must not leave an orphan string behind */
                 const struct pg_pprof_str *u1 = &x->p.strings[unit];
                 const struct pg_pprof_str *u2 = &x->p.strings[l->num_unit];
-                unit_mixed |= u1->len != u2->len || memcmp(u1->p, u2->p, u1->len) != 0;
+                unit_mixed |= u1->len != u2->len || memcmp(pg_pprof_str_p(&x->p, u1), pg_pprof_str_p(&x->p, u2), u1->len) != 0;
             }
         }
         ptrs[n] = &vals[n];
@@ -201,6 +201,28 @@ static inline const int32_t *one_attr_list(struct xlate *x, int32_t a)
         x->one_list[a] = pg_dict_index_list(x->b, &a, 1);
     }
     return x->one_list[a];
+}
+
+/* Makes the key-indexed group arrays reach key @key (stamps kept, new ones 0). */
+__attribute__((noinline)) static bool seen_grow(struct xlate *x, size_t key)
+{
+    size_t n = x->seen_n;
+    uint32_t *st, *gr;
+
+    while (n <= key) {
+        n *= 2;
+    }
+    st = pg_arena_calloc(x->scratch, n, sizeof(uint32_t));
+    gr = pg_arena_alloc(x->scratch, n * sizeof(uint32_t));
+    if (st == NULL || gr == NULL) {
+        return false;
+    }
+    memcpy(st, x->seen_stamp, x->seen_n * sizeof(uint32_t));
+    memcpy(gr, x->seen_group, x->seen_n * sizeof(uint32_t));
+    x->seen_stamp = st;
+    x->seen_group = gr;
+    x->seen_n = n;
+    return true;
 }
 
 /* Turns a sample's labels into a link index and an attribute list. */
@@ -285,7 +307,7 @@ classified:
             const struct pg_pprof_str *ts_s = &x->p.strings[lab[tr].str];
             const struct pg_pprof_str *ss_s = &x->p.strings[lab[sp].str];
 
-            if (pg_hex_link_ids(ts_s->p, ts_s->len, ss_s->p, ss_s->len, ids) &&
+            if (pg_hex_link_ids(pg_pprof_str_p(&x->p, ts_s), ts_s->len, pg_pprof_str_p(&x->p, ss_s), ss_s->len, ids) &&
                 (l = pg_dict_link(x->b, ids, ids + 16)) < 0) {
                 return pg_xlate_nomem(x, "links");
             }
@@ -333,9 +355,8 @@ classified:
         if ((key = pg_xlate_pstr(x, lab[j].key)) < 0) {
             return pg_xlate_nomem(x, "attributes");
         }
-        if ((size_t)key >= x->seen_n) {
-            return pg_status_set(x->st, PG_ERR_INTERNAL, "pprof translation: key index %d "
-                                 "beyond the expected string count", key);
+        if ((size_t)key >= x->seen_n && !seen_grow(x, (size_t)key)) {
+            return pg_xlate_nomem(x, "attributes");
         }
         if (x->seen_stamp[key] == x->stamp) {
             struct label_group *g = &x->groups[x->seen_group[key]];

@@ -18,7 +18,7 @@
 #endif
 
 /* The run's bytes are given back in steps of this much (a few pool slots per push). */
-#define RELEASE_STEP ((size_t)1 << 20)
+#define RELEASE_STEP ((size_t)512 << 10)
 /* Kept behind the cursor: the sample just translated (at most 2 + 127 bytes in the run). */
 #define RELEASE_MARGIN ((size_t)512)
 
@@ -275,6 +275,7 @@ enum pg_err pg_xlate_samples(struct xlate *x, struct pg_pprof_sample_iter *it, i
     for (size_t i = 0; i < ns; i++) {
         const int32_t *attrs;
         size_t n_attrs;
+        uintptr_t word;
         int32_t stack = 0, link = 0;
         bool done;
 
@@ -290,13 +291,14 @@ enum pg_err pg_xlate_samples(struct xlate *x, struct pg_pprof_sample_iter *it, i
         if (s->labels_same && i > 0) {
             /* the previous sample's labels: its link and attributes */
             link = srecs[i - 1].link;
-            attrs = srecs[i - 1].attrs;
-            n_attrs = srecs[i - 1].n_attrs;
+            word = srecs[i - 1].attrs;
         } else if ((err = pg_xlate_sample_labels(x, s, &link, &attrs, &n_attrs)) !=
                    PG_ERR_OK) {
             return err;
+        } else if (!srec_pack(x, attrs, n_attrs, &word)) {
+            return pg_xlate_nomem(x, "samples");
         }
-        srecs[i] = (struct srec){attrs, (uint32_t)n_attrs, stack, link};
+        srecs[i] = (struct srec){word, stack, link};
         if (it->r.p >= next_release) {
             const uint8_t *upto = it->r.p < p->sample_run_end ? it->r.p : p->sample_run_end;
             release_run(x, it, upto - RELEASE_MARGIN);

@@ -5,7 +5,9 @@
  * for byte, as the one from the plain body (arena path, nothing given back),
  * for sample runs that repeat stacks and labels across the points where bytes
  * are given back (the stack cache and the iterator's label cache must not read
- * them; under ASan the given-back bytes are poisoned). */
+ * them; under ASan the given-back bytes are poisoned). Also: the compact
+ * per-sample record's attribute list word (lengths under 15 in the pointer's
+ * low bits, longer ones out of line) and the dictionary's pooled tables. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,6 +132,7 @@ PG_TEST(pooled_equals_plain)
         {"original payload kept: nothing given back", 60000, 3, true, false},
         {"small run (under 2 MiB): nothing given back", 3000, 1, false, false},
     };
+    static const char *const owned_name = "plain body in an arena of its own (owned)";
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         size_t plen, glen, l1, l2;
@@ -167,11 +170,98 @@ PG_TEST(pooled_equals_plain)
             free(b1);
             free(b2);
         }
+        /* The same plain body handed over in its own arena (as the receiver does after
+         * Content-Encoding): its block is taken from the arena and given back in parts. */
+        if (i == 0 && r1 != NULL) {
+            struct pg_arena *a3 = pg_arena_create(0), *body = pg_arena_create(0);
+            uint8_t *copy = pg_arena_memdup(body, plain, plen);
+            struct pg_otlp_request *r3 = NULL;
+            struct pg_translate_stats s3;
+            size_t l3;
+
+            CHECK_INT(pg_pprof_translate_owned(a3, &body, copy, plen, &o, &r3, &s3, &st),
+                      PG_ERR_OK);
+            CHECK(body == NULL);
+            if (r3 != NULL) {
+                uint8_t *b3 = packed_without_ids(r3, &l3);
+                b1 = packed_without_ids(r1, &l1);
+                if (l1 != l3 || memcmp(b1, b3, l1) != 0 || s3.released_bytes == 0) {
+                    fprintf(stderr, "  case %s: %zu / %zu bytes, released %zu\n", owned_name,
+                            l1, l3, s3.released_bytes);
+                }
+                CHECK(l1 == l3 && memcmp(b1, b3, l1) == 0);
+                CHECK(s3.released_bytes > 0);
+                free(b1);
+                free(b3);
+            }
+            pg_arena_destroy(body);
+            pg_arena_destroy(a3);
+        }
         pg_arena_destroy(a1);
         pg_arena_destroy(a2);
         free(plain);
         free(gz);
     }
+}
+
+/* Every sample's attribute list comes out whole whatever its length: lists of up to 14
+ * ride in the record's pointer bits, longer ones out of line. */
+PG_TEST(attribute_list_lengths)
+{
+    static const size_t lens[] = {0, 1, 2, 14, 15, 16, 31, 40};
+    static char keys[40][8], vals[40][8];
+    struct ppb b;
+    uint64_t pair[2] = {1, 10}, loc[1] = {1};
+    int64_t v[1] = {1};
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_otlp_request *r = NULL;
+    struct pg_status st;
+    struct pw all = {0};
+
+    ppb_init(&b);
+    ppb_value_type(&b, 1, "samples", "count");
+    ppb_function(&b, 1, "main", "main.go", 1);
+    ppb_location(&b, 1, 0, 0x1000, pair, 1, 0);
+    for (size_t k = 0; k < 40; k++) {
+        snprintf(keys[k], sizeof(keys[k]), "k%zu", k);
+        snprintf(vals[k], sizeof(vals[k]), "v%zu", k);
+    }
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        struct ppb_label labs[40];
+        for (size_t k = 0; k < lens[i]; k++) {
+            labs[k] = (struct ppb_label){keys[k], vals[(k + i) % 40], 0, NULL};
+        }
+        /* twice: the second takes the first's record (equal label bytes) */
+        ppb_sample(&b, loc, 1, v, 1, labs, lens[i], 1);
+        ppb_sample(&b, loc, 1, v, 1, labs, lens[i], 1);
+    }
+    pw_raw(&all, b.out.b, b.out.n);
+    for (size_t i = 0; i < b.nstr; i++) {
+        pw_str(&all, 6, b.strs[i]);
+    }
+    CHECK_INT(pg_pprof_translate(a, all.b, all.n, NULL, &r, NULL, &st), PG_ERR_OK);
+    if (r != NULL) {
+        const struct pg_otlp_profile *pr = r->resource_profiles[0]->scope_profiles[0]->profiles[0];
+        const struct pg_otlp_dict *d = r->dictionary;
+        CHECK_INT((int)pr->n_samples, (int)(2 * sizeof(lens) / sizeof(lens[0])));
+        for (size_t i = 0; i < pr->n_samples && i / 2 < sizeof(lens) / sizeof(lens[0]); i++) {
+            const struct pg_otlp_sample *sm = pr->samples[i];
+            size_t want = lens[i / 2];
+            if (sm->n_attribute_indices != want) {
+                fprintf(stderr, "  sample %zu: %zu attributes, want %zu\n", i,
+                        sm->n_attribute_indices, want);
+            }
+            CHECK_INT((int)sm->n_attribute_indices, (int)want);
+            for (size_t k = 0; k < sm->n_attribute_indices && k < want; k++) {
+                const struct pg_otlp_kvu *kv = d->attribute_table[sm->attribute_indices[k]];
+                CHECK_STR(d->string_table[kv->key_strindex], keys[k]);
+                CHECK_STR(kv->value->string_value, vals[(k + i / 2) % 40]);
+            }
+        }
+    }
+    pw_free(&b.out);
+    pw_free(&all);
+    pg_arena_destroy(a);
 }
 
 /* The dictionary's large tables (here the link table: 100 000 links, 2 MiB of slots) come
@@ -215,4 +305,4 @@ PG_TEST(dict_tables_back_to_the_pool)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(dict_tables_back_to_the_pool))
+PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(attribute_list_lengths), PG_CASE(dict_tables_back_to_the_pool))
