@@ -2,9 +2,9 @@
  * What the translator's files share (private to src/pprof/translate*.c): the
  * translation state and its caches (types), and the string index map inline.
  * Calls go one way: translate.c (entry, gzip layers, the request) ->
- * translate_samples.c (the sample pass) -> translate_labels.c (labels to
- * attributes and links) -> translate_dict.c (dictionary entries from pprof
- * entities, error wording); translate.c also calls translate_dict.c. */
+ * translate_samples.c (the sample pass: stacks, labels to links and
+ * attributes) -> translate_dict.c (dictionary entries from pprof entities,
+ * error wording); translate.c also calls translate_dict.c. */
 #ifndef PG_PPROF_TRANSLATE_INTERNAL_H
 #define PG_PPROF_TRANSLATE_INTERNAL_H
 
@@ -186,11 +186,6 @@ enum pg_err pg_xlate_samples_init(struct xlate *x, const struct pg_pprof_sample_
  * turned into its record in @srecs (its stack, link and attribute list interned). */
 enum pg_err pg_xlate_samples(struct xlate *x, struct pg_pprof_sample_iter *it, int64_t *values,
                              struct srec *srecs);
-
-/* ---- translate_labels.c ---- */
-/* Turns a sample's labels into a link index and an attribute list. */
-enum pg_err pg_xlate_sample_labels(struct xlate *x, const struct pg_pprof_sample *s,
-                                   int32_t *link, const int32_t **attrs, size_t *n_attrs);
 
 /* ---- translate_dict.c ---- */
 /* The status for a failed allocation while building @what: LIMIT when a cap was hit. */
