@@ -464,7 +464,7 @@ enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **b
     }
     while (pg_is_gzip(data, dlen)) {
         uint8_t *inner;
-        size_t inner_len, got = 0;
+        size_t inner_len, got = 0, room;
         if (layers >= opts->limits.max_gzip_layers) {
             err = pg_status_set(st, PG_ERR_LIMIT,
                                 "pprof: more than %zu nested gzip layers (limit "
@@ -474,8 +474,14 @@ enum pg_err pg_pprof_translate_owned(struct pg_arena *arena, struct pg_arena **b
         }
         /* A large layer (known by its ISIZE) goes into a pool block the sample pass can
          * give back in parts; anything else into the scratch arena. */
-        if (!pg_inflate_gzip_pooled(data, dlen, opts->limits.max_inflated_bytes, &inner,
-                                    &inner_len, &got)) {
+        /* within what the scratch arena could still hand out: over it, pg_inflate says so */
+        room = pg_arena_cap(x.scratch) == 0 ? SIZE_MAX
+                                            : pg_arena_cap(x.scratch) - pg_arena_used(x.scratch);
+        if (!pg_inflate_gzip_pooled(data, dlen,
+                                    room < opts->limits.max_inflated_bytes
+                                        ? room
+                                        : opts->limits.max_inflated_bytes,
+                                    &inner, &inner_len, &got)) {
             err = pg_inflate(x.scratch, data, dlen, PG_INFLATE_GZIP,
                              opts->limits.max_inflated_bytes, &inner, &inner_len, st);
             if (err != PG_ERR_OK) {

@@ -32,7 +32,7 @@ static char g_trace[N_PAIRS][33], g_span[N_PAIRS][17];
 /* A profile of @n_samples samples: stacks and label sets come in runs of @run equal
  * samples (run 1: every sample differs from the last), so the caches see hits that
  * reach back across the pass's release points. */
-static uint8_t *make_profile(size_t n_samples, size_t run, size_t *len)
+static uint8_t *make_profile_extra(size_t n_samples, size_t run, size_t extra, size_t *len)
 {
     struct ppb b;
     int64_t k_trace, k_span, k_route, route[4], s_trace[N_PAIRS], s_span[N_PAIRS];
@@ -98,9 +98,20 @@ static uint8_t *make_profile(size_t n_samples, size_t run, size_t *len)
     for (size_t i = 0; i < b.nstr; i++) {
         pw_str(&all, 6, b.strs[i]);
     }
+    if (extra > 0) { /* a string nothing refers to: bytes in the pprof only */
+        char *big = malloc(extra);
+        memset(big, 'x', extra);
+        pw_bytes(&all, 6, big, extra);
+        free(big);
+    }
     pw_free(&b.out);
     *len = all.n;
     return all.b;
+}
+
+static uint8_t *make_profile(size_t n_samples, size_t run, size_t *len)
+{
+    return make_profile_extra(n_samples, run, 0, len);
 }
 
 /* The request's bytes with the random profile ids cleared (they differ per call). */
@@ -204,6 +215,34 @@ PG_TEST(pooled_equals_plain)
     }
 }
 
+/* The request's memory cap still bounds a pooled layer: a 1 MiB pprof (mostly a string
+ * nothing uses) under a 768 KiB cap is refused as over the limit, as in the arena path,
+ * though its request would fit. */
+PG_TEST(pooled_layer_within_the_cap)
+{
+    static const struct {
+        size_t cap;
+        enum pg_err want;
+    } cases[] = {{(size_t)768 << 10, PG_ERR_LIMIT}, {0, PG_ERR_OK}};
+    size_t plen, glen;
+    uint8_t *plain = make_profile_extra(200, 1, (size_t)1 << 20, &plen);
+    uint8_t *gz = pg_test_squeeze(plain, plen, PG_TEST_GZIP_BITS, &glen);
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pg_arena *a = pg_arena_create(cases[i].cap);
+        struct pg_otlp_request *r = NULL;
+        struct pg_status st;
+        enum pg_err e = pg_pprof_translate(a, gz, glen, NULL, &r, NULL, &st);
+        if (e != cases[i].want) {
+            fprintf(stderr, "  cap %zu: %d (%s)\n", cases[i].cap, e, st.msg);
+        }
+        CHECK_INT(e, cases[i].want);
+        pg_arena_destroy(a);
+    }
+    free(plain);
+    free(gz);
+}
+
 /* Every sample's attribute list comes out whole whatever its length: lists of up to 14
  * ride in the record's pointer bits, longer ones out of line. */
 PG_TEST(attribute_list_lengths)
@@ -305,4 +344,4 @@ PG_TEST(dict_tables_back_to_the_pool)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(attribute_list_lengths), PG_CASE(dict_tables_back_to_the_pool))
+PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(attribute_list_lengths), PG_CASE(pooled_layer_within_the_cap), PG_CASE(dict_tables_back_to_the_pool))
