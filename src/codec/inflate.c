@@ -19,6 +19,7 @@
 #endif
 
 #include "codec/codec.h"
+#include "core/bufpool.h"
 #include "core/vec.h"
 
 /* deflate cannot expand more than ~1032:1, so a larger ISIZE claim is a lie. */
@@ -147,6 +148,50 @@ static bool gunzip_whole(struct pg_arena *arena, const uint8_t *in, size_t len, 
     return true;
 }
 #endif
+
+bool pg_inflate_gzip_pooled(const uint8_t *in, size_t len, size_t max_out, uint8_t **out,
+                            size_t *out_len, size_t *block)
+{
+#ifdef PG_HAVE_LIBDEFLATE
+    struct libdeflate_decompressor *d;
+    size_t isize, in_used = 0, out_used = 0, got;
+    uint8_t *buf;
+
+    *out = NULL;
+    *out_len = 0;
+    *block = 0;
+    if (len < 18 || !pg_is_gzip(in, len)) {
+        return false;
+    }
+    isize = (size_t)in[len - 4] | (size_t)in[len - 3] << 8 | (size_t)in[len - 2] << 16 |
+            (size_t)in[len - 1] << 24;
+    if (isize < PG_BUFPOOL_MIN || isize > max_out || isize / PG_DEFLATE_MAX_RATIO > len ||
+        (d = thread_decompressor()) == NULL) {
+        return false;
+    }
+    if ((buf = pg_bufpool_get(isize, &got)) == NULL) {
+        return false;
+    }
+    if (libdeflate_gzip_decompress_ex(d, in, len, buf, isize, &in_used, &out_used) !=
+            LIBDEFLATE_SUCCESS ||
+        in_used != len || out_used != isize) {
+        pg_bufpool_put(buf, got, isize); /* written up to isize at most */
+        return false;
+    }
+    *out = buf;
+    *out_len = isize;
+    *block = got;
+    return true;
+#else
+    (void)in;
+    (void)len;
+    (void)max_out;
+    *out = NULL;
+    *out_len = 0;
+    *block = 0;
+    return false;
+#endif
+}
 
 enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
                        enum pg_inflate_format fmt, size_t max_out, uint8_t **out, size_t *out_len,

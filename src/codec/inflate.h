@@ -28,4 +28,14 @@ enum pg_err pg_inflate(struct pg_arena *arena, const uint8_t *in, size_t len,
                        enum pg_inflate_format fmt, size_t max_out, uint8_t **out, size_t *out_len,
                        struct pg_status *st);
 
+/* A single-member gzip @in whose ISIZE trailer is at least PG_BUFPOOL_MIN and at most
+ * @max_out, inflated in one call (libdeflate) into a block of core/bufpool: true with
+ * *@out holding *@out_len bytes in a block of *@block bytes, owned by the caller, who gives
+ * it back with pg_bufpool_put (in pieces if it likes: a consumer that is done with a
+ * page-aligned part early lets the rest of its request reuse those pages). False (nothing
+ * reported, nothing held) for anything else: a smaller or odd body, no libdeflate, bad
+ * data; pg_inflate then does the work and gives the precise error. */
+bool pg_inflate_gzip_pooled(const uint8_t *in, size_t len, size_t max_out, uint8_t **out,
+                            size_t *out_len, size_t *block);
+
 #endif

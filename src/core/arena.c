@@ -489,6 +489,33 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
     return c;
 }
 
+void *pg_arena_take_block(struct pg_arena *a, const void *p, size_t *size)
+{
+    struct chunk **link = &a->head, *c;
+
+    *size = 0;
+    for (c = a->head; c != NULL && chunk_data(c) != p; c = c->next) {
+        link = &c->next;
+    }
+    if (c == NULL || c->size <= POOL_MAX_CHUNK) {
+        return NULL; /* not a block of its own from the buffer pool */
+    }
+    if (c == a->head) {
+        /* a big block is the head only until a regular chunk comes, its window empty */
+        if (a->b.cur != chunk_data(c) + c->size) {
+            return NULL;
+        }
+        a->b.cur = a->b.seg = a->b.lim = c->next != NULL ? chunk_data(c->next) + c->next->size
+                                                         : NULL;
+    }
+    *link = c->next;
+    a->b.last = NULL;
+    a->footprint -= CHUNK_HDR + c->size;
+    UNPOISON(chunk_data(c), c->size);
+    *size = CHUNK_HDR + c->size;
+    return c;
+}
+
 /* Folds the fast path's allocations into a->used. */
 static inline void sync_used(struct pg_arena *a)
 {

@@ -98,6 +98,13 @@ char *pg_arena_strndup(struct pg_arena *a, const char *s, size_t n);
 void *pg_arena_memdup(struct pg_arena *a, const void *p, size_t n);
 char *pg_arena_sprintf(struct pg_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Takes the large block @p out of @a: @p must be what a pg_arena_alloc of more than 256 KiB
+ * returned (such a block gets a core/bufpool chunk of its own). The caller then owns the
+ * pool block [return value, + *@size) holding it (a header precedes @p) and gives it back
+ * with pg_bufpool_put, in pieces if it likes; @a's footprint drops by *@size. NULL (nothing
+ * changed) when @p is not such a block, or is the head chunk with room left in it. */
+void *pg_arena_take_block(struct pg_arena *a, const void *p, size_t *size);
+
 /* Registers fn(data) to run at destroy time (LIFO). Returns 0, or -1 on OOM. */
 int pg_arena_cleanup_add(struct pg_arena *a, void (*fn)(void *), void *data);
 

@@ -40,11 +40,14 @@ static inline uint64_t hash_u64(uint64_t h, uint64_t v)
 enum tab_id { T_STR, T_FUNC, T_MAP, T_LOC, T_STACK, T_ATTR, T_LINK, T_LIST, T__COUNT };
 
 struct tab {
-    void **items;   /* malloc'd; the entries themselves live in the out arena */
-    uint32_t *lens; /* malloc'd, T_STR: byte length; T_LIST: element count; else NULL */
+    void **items;   /* owned (see *_got); the entries themselves live in the out arena */
+    uint32_t *lens; /* owned, T_STR: byte length; T_LIST: element count; else NULL */
     size_t n, cap;
-    uint64_t *slots; /* malloc'd; 0 = empty */
+    uint64_t *slots; /* owned; 0 = empty */
     size_t mask;     /* slots - 1 (power of two) */
+    /* Each array's block size when it came from core/bufpool (the large ones), 0 when
+     * malloc'd: a large table's pages then stay resident for the next large request. */
+    size_t items_got, lens_got, slots_got;
 };
 
 struct pg_dict_builder {
@@ -58,8 +61,9 @@ struct pg_dict_builder {
 
 /* dict_tables.c, the slow paths of dict.c's inline table code: doubling @t's
  * item (and length) arrays; doubling its slots (rehashed); at create, taking
- * this thread's spare arrays; at the end (an arena cleanup), freeing the
- * tables or keeping small ones as this thread's spares. */
+ * this thread's spare arrays; at the end (an arena cleanup), giving the tables
+ * back (large arrays to core/bufpool, small ones kept as this thread's spares
+ * or freed). */
 bool pg_dict_tab_push_grow(struct pg_dict_builder *b, struct tab *t);
 bool pg_dict_tab_grow(struct pg_dict_builder *b, struct tab *t);
 void pg_dict_spare_take(struct pg_dict_builder *b);

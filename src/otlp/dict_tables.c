@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The dictionary builder's table storage: growing the item and slot arrays
- * under the scratch arena's cap (bytes counted, peak kept), and the
- * per-thread spare arrays a small request reuses instead of mallocing. The
- * lookups and inserts stay inline in dict.c; these are their out-of-line
- * slow paths. */
+ * under the scratch arena's cap (bytes counted, peak kept), the per-thread
+ * spare arrays a small request reuses instead of mallocing, and the large
+ * arrays taken from and given back to core/bufpool (a large profile's tables
+ * are MiBs: from malloc they were mapped and unmapped, so faulted in, on
+ * every push). The lookups and inserts stay inline in dict.c; these are their
+ * out-of-line slow paths. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bufpool.h"
 #include "core/vec.h"
 #include "otlp/dict.h"
 #include "otlp/dict_internal.h"
@@ -35,15 +38,57 @@ static void heap_account(struct pg_dict_builder *b, size_t old_size, size_t new_
     }
 }
 
-static void *heap_realloc(struct pg_dict_builder *b, void *old, size_t old_size, size_t new_size)
+/* An array of @size bytes, uninitialised: a pool block when that large (*@got its size),
+ * else malloc'd (*@got 0). */
+static void *arr_get(size_t size, size_t *got)
 {
-    void *p;
+    *got = 0;
+    if (size >= PG_BUFPOOL_MIN) {
+        return pg_bufpool_get(size, got);
+    }
+    return malloc(size);
+}
 
-    if (!heap_charge(b, old_size, new_size) || (p = realloc(old, new_size)) == NULL) {
-        return NULL;
+/* Gives back an array of arr_get (@got as it said), of which the first @used bytes were
+ * written. NULL ok. */
+static void arr_put(void *p, size_t got, size_t used)
+{
+    if (got != 0) {
+        pg_bufpool_put(p, got, used);
+    } else {
+        free(p);
+    }
+}
+
+/* Grows *@p (@old_size bytes, *@got as arr_get said) to @new_size, keeping its first
+ * @keep bytes. Small arrays stay with realloc; a large one moves to or within the pool
+ * (a copy of @keep bytes, the old block back to the pool for the next growth). */
+static bool heap_grow(struct pg_dict_builder *b, void **p, size_t *got, size_t old_size,
+                      size_t new_size, size_t keep)
+{
+    void *np;
+    size_t ngot = 0;
+
+    if (!heap_charge(b, old_size, new_size)) {
+        return false;
+    }
+    if (*got == 0 && new_size < PG_BUFPOOL_MIN) {
+        if ((np = realloc(*p, new_size)) == NULL) {
+            return false;
+        }
+    } else {
+        if ((np = arr_get(new_size, &ngot)) == NULL) {
+            return false;
+        }
+        if (keep > 0) {
+            memcpy(np, *p, keep);
+        }
+        arr_put(*p, *got, keep);
     }
     heap_account(b, old_size, new_size);
-    return p;
+    *p = np;
+    *got = ngot;
+    return true;
 }
 
 /* Spare tables, one set per thread: when a builder dies, its arrays of up to SPARE_MAX
@@ -65,9 +110,9 @@ static bool spare_key_ok;
 
 static void tab_free_arrays(struct tab *t)
 {
-    free(t->items);
-    free(t->lens);
-    free(t->slots);
+    arr_put(t->items, t->items_got, t->n * sizeof(void *));
+    arr_put(t->lens, t->lens_got, t->n * sizeof(uint32_t));
+    arr_put(t->slots, t->slots_got, (t->mask + 1) * sizeof(uint64_t)); /* zeroed whole */
     memset(t, 0, sizeof(*t));
 }
 
@@ -140,7 +185,8 @@ void pg_dict_free_tables(void *arg)
     for (int i = 0; i < T__COUNT; i++) {
         struct tab *t = &b->t[i];
         if (sp != NULL && t->items != NULL && t->slots != NULL && t->cap <= SPARE_MAX &&
-            t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST)) {
+            t->mask < 2 * SPARE_MAX && (t->lens != NULL) == (i == T_STR || i == T_LIST) &&
+            t->items_got == 0 && t->lens_got == 0 && t->slots_got == 0) {
             if (sp->t[i].items != NULL || sp->t[i].lens != NULL || sp->t[i].slots != NULL) {
                 tab_free_arrays(&sp->t[i]); /* normally empty: its arrays went to this builder */
             }
@@ -159,19 +205,20 @@ __attribute__((noinline)) bool pg_dict_tab_push_grow(struct pg_dict_builder *b, 
     bool with_lens = t == &b->t[T_STR] || t == &b->t[T_LIST];
     /* uint32_t lens fit wherever the pointers do: one capacity for both */
     size_t ncap = pg_vec_next_cap(t->cap, sizeof(void *), t->cap + 1, 32, 0);
-    void **ni = ncap == 0 ? NULL
-                          : heap_realloc(b, t->items, t->cap * sizeof(void *), ncap * sizeof(void *));
+    void *p = t->items;
 
-    if (ni == NULL) {
+    if (ncap == 0 || !heap_grow(b, &p, &t->items_got, t->cap * sizeof(void *),
+                                ncap * sizeof(void *), t->n * sizeof(void *))) {
         return false;
     }
-    t->items = ni;
+    t->items = p;
     if (with_lens) {
-        uint32_t *nl = heap_realloc(b, t->lens, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t));
-        if (nl == NULL) {
+        p = t->lens;
+        if (!heap_grow(b, &p, &t->lens_got, t->cap * sizeof(uint32_t), ncap * sizeof(uint32_t),
+                       t->n * sizeof(uint32_t))) {
             return false; /* items already grown: cap stays, the next push retries */
         }
-        t->lens = nl;
+        t->lens = p;
     }
     t->cap = ncap;
     return true;
@@ -181,10 +228,19 @@ __attribute__((noinline)) bool pg_dict_tab_grow(struct pg_dict_builder *b, struc
 {
     size_t nslots = t->slots ? (t->mask + 1) * 2 : 64; /* small first: doubles */
     size_t old_bytes = t->slots ? (t->mask + 1) * sizeof(uint64_t) : 0;
+    size_t got = 0;
     uint64_t *ns;
 
-    if (!heap_charge(b, 0, nslots * sizeof(uint64_t)) ||
-        (ns = calloc(nslots, sizeof(uint64_t))) == NULL) {
+    if (!heap_charge(b, 0, nslots * sizeof(uint64_t))) {
+        return false;
+    }
+    if (nslots * sizeof(uint64_t) >= PG_BUFPOOL_MIN) {
+        /* a pool block holds an earlier request's bytes */
+        if ((ns = pg_bufpool_get(nslots * sizeof(uint64_t), &got)) == NULL) {
+            return false;
+        }
+        memset(ns, 0, nslots * sizeof(uint64_t));
+    } else if ((ns = calloc(nslots, sizeof(uint64_t))) == NULL) {
         return false;
     }
     heap_account(b, 0, nslots * sizeof(uint64_t));
@@ -199,10 +255,11 @@ __attribute__((noinline)) bool pg_dict_tab_grow(struct pg_dict_builder *b, struc
                 ns[pos] = s;
             }
         }
-        free(t->slots);
+        arr_put(t->slots, t->slots_got, old_bytes);
         heap_account(b, old_bytes, 0);
     }
     t->slots = ns;
+    t->slots_got = got;
     t->mask = nslots - 1;
     return true;
 }

@@ -539,7 +539,7 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
             struct pg_pprof_str *sp = p->strings + is;
             const uint8_t *q = r.p;
             for (size_t k = 0; k < c->string_run_n; k++) {
-                sp[k].p = (const char *)q + 2;
+                sp[k].off = (uint32_t)(q + 2 - p->buf);
                 sp[k].len = q[1];
                 q += 2 + q[1];
             }
@@ -551,7 +551,7 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
             if (r.p[0] == 0x32) {
                 struct pg_pprof_str *sp = p->strings + is;
                 do {
-                    sp->p = (const char *)r.p + 2;
+                    sp->off = (uint32_t)(r.p + 2 - p->buf);
                     sp->len = r.p[1];
                     sp++;
                     r.p += 2 + r.p[1];
@@ -588,7 +588,7 @@ static enum pg_err fill_fields(struct pg_arena *a, struct pg_pprof *p, const str
         case 4: err = decode_location(a, p, sub, &p->locations[il++], st); break;
         case 5: err = decode_function(p, sub, &p->functions[ifn++], st); break;
         case 6:
-            p->strings[is].p = (const char *)sub.p;
+            p->strings[is].off = (uint32_t)(sub.p - p->buf);
             p->strings[is].len = (uint32_t)(sub.end - sub.p);
             is++;
             break;
@@ -732,6 +732,9 @@ enum pg_err pg_pprof_decode(struct pg_arena *a, const uint8_t *buf, size_t len,
     p->limits = limits;
     if (len == 0) {
         return pg_status_set(st, PG_ERR_MALFORMED, "pprof: empty profile (0 bytes)");
+    }
+    if (len > UINT32_MAX) { /* string offsets are 32 bits */
+        return pg_status_set(st, PG_ERR_LIMIT, "pprof: %zu bytes, more than 4 GiB", len);
     }
     if ((err = count_fields(p, &c, st)) != PG_ERR_OK ||
         (err = check_limits(limits, &c, st)) != PG_ERR_OK) {

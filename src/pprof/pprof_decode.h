@@ -19,9 +19,10 @@
 
 #define PG_PPROF_NONE UINT32_MAX
 
+/* A string of the table: its bytes at buf + off (not NUL-terminated; pg_pprof_str_p). Eight
+ * bytes, not a pointer and a length: a large profile holds ~100 000 of them at the peak. */
 struct pg_pprof_str {
-    const char *p; /* points into the decoded buffer; not NUL-terminated */
-    uint32_t len;
+    uint32_t off, len;
 };
 
 struct pg_pprof_vt {
@@ -128,6 +129,11 @@ struct pg_pprof_sample_iter {
     uint64_t prev_values_word, prev_values_mask;
     size_t prev_values_len;
 };
+
+static inline const char *pg_pprof_str_p(const struct pg_pprof *p, const struct pg_pprof_str *s)
+{
+    return (const char *)p->buf + s->off;
+}
 
 /* Decodes and validates @buf (uncompressed pprof) into @p; index arrays live in @scratch.
  * MALFORMED with a precise reason, LIMIT naming the limit, NOMEM. */

@@ -50,6 +50,8 @@ struct pg_translate_stats {
                            * tables), released before the Sample structs are allocated */
     size_t peak_bytes;    /* most memory this call held at once: request arena + scratch +
                            * the compact per-sample records (what one request costs) */
+    size_t released_bytes; /* sample bytes given back to core/bufpool during the sample pass
+                            * (a large gzip'd body only; 0 otherwise) */
 };
 
 /* @body is the HTTP body after Content-Encoding was removed; gzip magic layers inside are
