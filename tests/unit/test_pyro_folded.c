@@ -28,7 +28,7 @@ static enum pg_err render(const uint8_t *buf, size_t len, char *out, size_t cap,
     if (err == PG_ERR_OK) {
         err = pg_pprof_sample_iter_init(a, &p, &it, &st);
     }
-#define S(i) (int)p.strings[i].len, p.strings[i].p
+#define S(i) (int)p.strings[i].len, pg_pprof_str_p(&p, &p.strings[i])
     if (err == PG_ERR_OK) {
         snprintf(types, tcap, "%.*s/%.*s period %.*s/%.*s=%lld t=%lld d=%lld",
                  S(p.sample_types[0].type), S(p.sample_types[0].unit), S(p.period_type.type),
