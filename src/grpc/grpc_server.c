@@ -45,6 +45,11 @@
  * reader or dropped), so windows only pace the client. */
 #define STREAM_WINDOW (1 << 20)
 #define CONN_WINDOW (8 << 20)
+/* Plain TCP reads: one recv() of up to this much (several SDK calls of all
+ * of a client's streams), at most READS_PER_PASS of them per loop pass so
+ * one busy connection does not starve the others. */
+#define RBUF_BYTES (128u << 10)
+#define READS_PER_PASS 4
 
 const char *const pg_grpc_server_event_names[] = {
     "max_connections",   "per_peer",          "accept_paused",
@@ -75,6 +80,9 @@ static void conn_close(struct gconn *c)
         grpc_call_end(c->calls);
     }
     pg_h2_end(&c->h2);
+    if (c->read_ev != NULL) {
+        event_free(c->read_ev); /* before the bufferevent closes the socket */
+    }
     if (c->bev != NULL) {
         bufferevent_free(c->bev);
     }
@@ -114,6 +122,33 @@ static void conn_close(struct gconn *c)
     free(c);
 }
 
+/* Plain TCP: one writev() of everything the session queued. What the
+ * socket does not take is the bufferevent's to write (its write event is
+ * on only then, so a call costs no epoll change). False when the socket
+ * is broken. */
+static bool sock_write(struct gconn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    int n = 0;
+
+    if (evbuffer_get_length(out) > 0) {
+        /* A socket bufferevent keeps its output's start frozen so only it
+         * drains it; its own write thaws it the same way around the write. */
+        evbuffer_unfreeze(out, 1);
+        n = evbuffer_write(out, c->fd);
+        evbuffer_freeze(out, 1);
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return false;
+    }
+    if (evbuffer_get_length(out) > 0) {
+        bufferevent_enable(c->bev, EV_WRITE);
+    } else if (bufferevent_get_enabled(c->bev) & EV_WRITE) {
+        bufferevent_disable(c->bev, EV_WRITE);
+    }
+    return true;
+}
+
 /* Writes what nghttp2 queued; closes the connection once it is finished
  * (GOAWAY both ways, nghttp2's own termination, or ours) and written. */
 static void conn_flush(struct gconn *c)
@@ -124,13 +159,28 @@ static void conn_flush(struct gconn *c)
         return;
     }
     pg_status_clear(&st);
-    if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
-        pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
-        if (c->close_event < 0) {
-            c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+    /* Plain TCP: nghttp2 stops at the output's high-water mark; once the
+     * socket took it all, it goes on (a few rounds at most per pass). */
+    for (int round = 0; round < 4; round++) {
+        if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
+            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+            if (c->close_event < 0) {
+                c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+            }
+            conn_close(c);
+            return;
         }
-        conn_close(c);
-        return;
+        if (c->read_ev == NULL) {
+            break;
+        }
+        if (!sock_write(c)) {
+            conn_close(c); /* the peer is gone (EPIPE, ECONNRESET) */
+            return;
+        }
+        if (pg_h2_out_pending(&c->h2) > 0 || c->h2.ng == NULL ||
+            !nghttp2_session_want_write(c->h2.ng)) {
+            break;
+        }
     }
     if (c->h2.ng != NULL && !c->closing && !pg_h2_finished(&c->h2)) {
         return;
@@ -144,8 +194,12 @@ static void conn_flush(struct gconn *c)
     }
     /* The last frames (GOAWAY) go out first; on_write closes at empty. */
     c->closing = true;
+    if (c->read_ev != NULL) {
+        event_del(c->read_ev);
+    }
     bufferevent_disable(c->bev, EV_READ);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    bufferevent_enable(c->bev, EV_WRITE);
 }
 
 /* Graceful end in two steps, as grpc-go and nghttp2 advise: a shutdown
@@ -351,6 +405,42 @@ static void on_read(struct bufferevent *bev, void *arg)
     conn_flush(c);
 }
 
+/* Plain TCP: recv() straight into the server's buffer and on to nghttp2.
+ * What the calls answered goes out from defer_ev, after every connection
+ * this loop pass found ready was read, so a client with several
+ * connections is woken once for all their answers. */
+static void on_sock_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct gconn *c = arg;
+    struct pg_grpc_server *s = c->srv;
+
+    (void)what;
+    for (int i = 0; i < READS_PER_PASS && !c->closing && c->h2.ng != NULL; i++) {
+        ssize_t n = recv(fd, s->rbuf, RBUF_BYTES, 0);
+        struct pg_status st;
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            break;
+        }
+        if (n <= 0) {
+            conn_close(c); /* the peer closed or reset: as the bufferevent's EOF / error */
+            return;
+        }
+        c->last_read_ns = pg_mono_ns();
+        pg_status_clear(&st);
+        if (pg_h2_recv_mem(&c->h2, s->rbuf, (size_t)n, &st) != PG_ERR_OK) {
+            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+            c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+            conn_close(c);
+            return;
+        }
+        if ((size_t)n < RBUF_BYTES) {
+            break;
+        }
+    }
+    event_active(c->defer_ev, 0, 0);
+}
+
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct gconn *c = arg;
@@ -447,13 +537,28 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     c->age_ev = evtimer_new(s->base, on_age, c);
     c->defer_ev = event_new(s->base, -1, 0, on_defer, c);
     c->goaway_ev = evtimer_new(s->base, on_goaway_timeout, c);
+    c->fd = tls ? -1 : bufferevent_getfd(bev);
+    if (c->fd >= 0) {
+        if (s->rbuf == NULL) {
+            s->rbuf = malloc(RBUF_BYTES);
+        }
+        c->read_ev = event_new(s->base, c->fd, EV_READ | EV_PERSIST, on_sock_read, c);
+    }
     if (c->hs_ev == NULL || c->ka_ev == NULL || c->idle_ev == NULL || c->age_ev == NULL ||
-        c->defer_ev == NULL || c->goaway_ev == NULL) {
+        c->defer_ev == NULL || c->goaway_ev == NULL ||
+        (c->fd >= 0 && (s->rbuf == NULL || c->read_ev == NULL))) {
         conn_close(c);
         return NULL;
     }
-    bufferevent_setcb(bev, on_read, on_write, on_event, c);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    if (c->read_ev != NULL) {
+        /* The bufferevent writes only what the socket did not take (sock_write). */
+        bufferevent_setcb(bev, NULL, on_write, on_event, c);
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
+        event_add(c->read_ev, NULL);
+    } else {
+        bufferevent_setcb(bev, on_read, on_write, on_event, c);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
     tv = pg_ns_to_tv(s->lim.handshake_timeout_ns);
     evtimer_add(c->hs_ev, &tv);
     return c;
@@ -765,6 +870,7 @@ void pg_grpc_server_free(struct pg_grpc_server *s)
     if (s->cbs != NULL) {
         nghttp2_session_callbacks_del(s->cbs);
     }
+    free(s->rbuf);
     sh = s->sh;
     pthread_mutex_lock(&sh->mu);
     refs = --sh->refs;

@@ -86,24 +86,38 @@ void pg_h2_end(struct pg_h2 *h)
     h->ping_out = false;
 }
 
+enum pg_err pg_h2_recv_mem(struct pg_h2 *h, const uint8_t *data, size_t len, struct pg_status *st)
+{
+    ssize_t n;
+
+    if (h->ng == NULL || len == 0) {
+        return PG_ERR_OK;
+    }
+    h->in_recv = true;
+    n = nghttp2_session_mem_recv(h->ng, data, len);
+    h->in_recv = false;
+    if (n < 0) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
+    }
+    return PG_ERR_OK;
+}
+
 enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st)
 {
     struct evbuffer *in = bufferevent_get_input(h->bev);
 
     while (h->ng != NULL && evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
-        ssize_t n;
+        enum pg_err err;
 
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
             break;
         }
-        h->in_recv = true;
-        n = nghttp2_session_mem_recv(h->ng, v.iov_base, v.iov_len);
-        h->in_recv = false;
-        if (n < 0) {
-            return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
+        err = pg_h2_recv_mem(h, v.iov_base, v.iov_len, st);
+        if (err != PG_ERR_OK) {
+            return err;
         }
-        evbuffer_drain(in, (size_t)n);
+        evbuffer_drain(in, v.iov_len);
     }
     return PG_ERR_OK;
 }

@@ -56,6 +56,9 @@ void pg_h2_end(struct pg_h2 *h);
  * owner closes the connection. Stops early when a callback ended the
  * session (h->ng NULL). */
 enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st);
+/* The same for @len bytes the owner read from the socket itself (into a
+ * buffer of its own, reused: nghttp2 keeps no pointer into it). */
+enum pg_err pg_h2_recv_mem(struct pg_h2 *h, const uint8_t *data, size_t len, struct pg_status *st);
 /* Writes what nghttp2 has queued, up to the high-water mark. Calls from
  * inside nghttp2's callbacks (during pg_h2_recv or pg_h2_send) return OK at
  * once: the running pump sends afterwards. MALFORMED on a session error. */
