@@ -122,33 +122,6 @@ static void conn_close(struct gconn *c)
     free(c);
 }
 
-/* Plain TCP: one writev() of everything the session queued. What the
- * socket does not take is the bufferevent's to write (its write event is
- * on only then, so a call costs no epoll change). False when the socket
- * is broken. */
-static bool sock_write(struct gconn *c)
-{
-    struct evbuffer *out = bufferevent_get_output(c->bev);
-    int n = 0;
-
-    if (evbuffer_get_length(out) > 0) {
-        /* A socket bufferevent keeps its output's start frozen so only it
-         * drains it; its own write thaws it the same way around the write. */
-        evbuffer_unfreeze(out, 1);
-        n = evbuffer_write(out, c->fd);
-        evbuffer_freeze(out, 1);
-    }
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return false;
-    }
-    if (evbuffer_get_length(out) > 0) {
-        bufferevent_enable(c->bev, EV_WRITE);
-    } else if (bufferevent_get_enabled(c->bev) & EV_WRITE) {
-        bufferevent_disable(c->bev, EV_WRITE);
-    }
-    return true;
-}
-
 /* Writes what nghttp2 queued; closes the connection once it is finished
  * (GOAWAY both ways, nghttp2's own termination, or ours) and written. */
 static void conn_flush(struct gconn *c)
@@ -159,9 +132,10 @@ static void conn_flush(struct gconn *c)
         return;
     }
     pg_status_clear(&st);
-    /* Plain TCP: nghttp2 stops at the output's high-water mark; once the
-     * socket took it all, it goes on (a few rounds at most per pass). */
-    for (int round = 0; round < 4; round++) {
+    /* Plain TCP: nghttp2 stops at the output's high-water mark; while the
+     * socket takes it all it goes on (nothing else would wake it: the
+     * bufferevent's write event is on only while output waits). */
+    for (;;) {
         if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
             pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
             if (c->close_event < 0) {
@@ -173,7 +147,8 @@ static void conn_flush(struct gconn *c)
         if (c->read_ev == NULL) {
             break;
         }
-        if (!sock_write(c)) {
+        if (pg_h2_write_fd(&c->h2, &st) != PG_ERR_OK) {
+            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
             conn_close(c); /* the peer is gone (EPIPE, ECONNRESET) */
             return;
         }
@@ -412,31 +387,29 @@ static void on_read(struct bufferevent *bev, void *arg)
 static void on_sock_read(evutil_socket_t fd, short what, void *arg)
 {
     struct gconn *c = arg;
-    struct pg_grpc_server *s = c->srv;
+    struct pg_status st;
+    bool got = false;
+    enum pg_err err;
 
+    (void)fd;
     (void)what;
-    for (int i = 0; i < READS_PER_PASS && !c->closing && c->h2.ng != NULL; i++) {
-        ssize_t n = recv(fd, s->rbuf, RBUF_BYTES, 0);
-        struct pg_status st;
-
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            break;
-        }
-        if (n <= 0) {
-            conn_close(c); /* the peer closed or reset: as the bufferevent's EOF / error */
-            return;
-        }
+    if (c->closing) {
+        return;
+    }
+    pg_status_clear(&st);
+    err = pg_h2_recv_fd(&c->h2, c->srv->rbuf, RBUF_BYTES, READS_PER_PASS, &got, &st);
+    if (got) {
         c->last_read_ns = pg_mono_ns();
-        pg_status_clear(&st);
-        if (pg_h2_recv_mem(&c->h2, s->rbuf, (size_t)n, &st) != PG_ERR_OK) {
-            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+    }
+    if (err != PG_ERR_OK) {
+        /* The peer closed or reset (as the bufferevent's EOF / error), or
+         * nghttp2 refused what it sent (bad preface, frame error, flood). */
+        pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+        if (err == PG_ERR_MALFORMED) {
             c->close_event = PG_GRPC_CLOSED_PROTOCOL;
-            conn_close(c);
-            return;
         }
-        if ((size_t)n < RBUF_BYTES) {
-            break;
-        }
+        conn_close(c);
+        return;
     }
     event_active(c->defer_ev, 0, 0);
 }
