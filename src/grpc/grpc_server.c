@@ -136,6 +136,8 @@ static void conn_flush(struct gconn *c)
      * socket takes it all it goes on (nothing else would wake it: the
      * bufferevent's write event is on only while output waits). */
     for (;;) {
+        bool produced;
+
         if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
             pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
             if (c->close_event < 0) {
@@ -147,12 +149,15 @@ static void conn_flush(struct gconn *c)
         if (c->read_ev == NULL) {
             break;
         }
+        produced = pg_h2_out_pending(&c->h2) > 0;
         if (pg_h2_write_fd(&c->h2, &st) != PG_ERR_OK) {
             pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
             conn_close(c); /* the peer is gone (EPIPE, ECONNRESET) */
             return;
         }
-        if (pg_h2_out_pending(&c->h2) > 0 || c->h2.ng == NULL ||
+        /* A pass that made nothing ends it too: want_write alone could
+         * stay true for a frame nghttp2 cannot send yet. */
+        if (!produced || pg_h2_out_pending(&c->h2) > 0 || c->h2.ng == NULL ||
             !nghttp2_session_want_write(c->h2.ng)) {
             break;
         }
