@@ -5,8 +5,10 @@
 # a time, in one run, on the same SDK-sized request (the first SDK capture
 # translated to OTLP by tests/tools/pg_pprof2otlp):
 #   1. gRPC: h2load (Debian nghttp2-client) posting the 5-byte-prefixed message
-#      for DURATION s over CONNS connections x STREAMS streams;
-#   2. HTTP: wrk posting the protobuf body for DURATION s;
+#      for DURATION s over CONNS connections x STREAMS streams, two client
+#      threads as wrk's (one h2load thread capped pprofgate near 18 k req/s
+#      here while using a quarter of a core: every answer waited for it);
+#   2. HTTP: wrk (2 threads) posting the protobuf body for DURATION s;
 #   each: req/s, CPU (user+system of the server, /proc) per request, and the
 #   requests the receiver accepted (its metrics / debug lines) so refusals
 #   cannot pass for throughput;
@@ -174,7 +176,7 @@ measure() { # which
     sleep 1
     R[$which.idle]=$(status_kb VmRSS)
     t0=$(ticks)
-    h2load -D "$DURATION" -c "$CONNS" -m "$STREAMS" -d "$TMP/sdk.grpc" \
+    h2load -t 2 -D "$DURATION" -c "$CONNS" -m "$STREAMS" -d "$TMP/sdk.grpc" \
         -H 'content-type: application/grpc' -H 'te: trailers' \
         "http://127.0.0.1:$g$EXPORT" > "$TMP/h2load.$which" 2>&1 || true
     t1=$(ticks)

@@ -39,6 +39,11 @@
  * reader or dropped), so windows only pace the client. */
 #define STREAM_WINDOW (1 << 20)
 #define CONN_WINDOW (8 << 20)
+/* Plain TCP reads: one recv() of up to this much (several SDK calls of all
+ * of a client's streams), at most READS_PER_PASS of them per loop pass so
+ * one busy connection does not starve the others. */
+#define RBUF_BYTES (128u << 10)
+#define READS_PER_PASS 4
 
 const char *const pg_grpc_server_event_names[] = {
     "max_connections",   "per_peer",          "accept_paused",
@@ -69,6 +74,9 @@ static void conn_close(struct gconn *c)
         grpc_call_end(c->calls);
     }
     pg_h2_end(&c->h2);
+    if (c->read_ev != NULL) {
+        event_free(c->read_ev); /* before the bufferevent closes the socket */
+    }
     if (c->bev != NULL) {
         bufferevent_free(c->bev);
     }
@@ -115,13 +123,35 @@ static void conn_flush(struct gconn *c)
         return;
     }
     pg_status_clear(&st);
-    if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
-        pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
-        if (c->close_event < 0) {
-            c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+    /* Plain TCP: nghttp2 stops at the output's high-water mark; while the
+     * socket takes it all it goes on (nothing else would wake it: the
+     * bufferevent's write event is on only while output waits). */
+    for (;;) {
+        bool produced;
+
+        if (c->h2.ng != NULL && pg_h2_send(&c->h2, &st) != PG_ERR_OK) {
+            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+            if (c->close_event < 0) {
+                c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+            }
+            conn_close(c);
+            return;
         }
-        conn_close(c);
-        return;
+        if (c->read_ev == NULL) {
+            break;
+        }
+        produced = pg_h2_out_pending(&c->h2) > 0;
+        if (pg_h2_write_fd(&c->h2, &st) != PG_ERR_OK) {
+            pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+            conn_close(c); /* the peer is gone (EPIPE, ECONNRESET) */
+            return;
+        }
+        /* A pass that made nothing ends it too: want_write alone could
+         * stay true for a frame nghttp2 cannot send yet. */
+        if (!produced || pg_h2_out_pending(&c->h2) > 0 || c->h2.ng == NULL ||
+            !nghttp2_session_want_write(c->h2.ng)) {
+            break;
+        }
     }
     if (c->h2.ng != NULL && !c->closing && !pg_h2_finished(&c->h2)) {
         return;
@@ -135,8 +165,12 @@ static void conn_flush(struct gconn *c)
     }
     /* The last frames (GOAWAY) go out first; on_write closes at empty. */
     c->closing = true;
+    if (c->read_ev != NULL) {
+        event_del(c->read_ev);
+    }
     bufferevent_disable(c->bev, EV_READ);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    bufferevent_enable(c->bev, EV_WRITE);
 }
 
 /* Graceful end in two steps, as grpc-go and nghttp2 advise: a shutdown
@@ -342,6 +376,40 @@ static void on_read(struct bufferevent *bev, void *arg)
     conn_flush(c);
 }
 
+/* Plain TCP: recv() straight into the server's buffer and on to nghttp2.
+ * What the calls answered goes out from defer_ev, after every connection
+ * this loop pass found ready was read, so a client with several
+ * connections is woken once for all their answers. */
+static void on_sock_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct gconn *c = arg;
+    struct pg_status st;
+    bool got = false;
+    enum pg_err err;
+
+    (void)fd;
+    (void)what;
+    if (c->closing) {
+        return;
+    }
+    pg_status_clear(&st);
+    err = pg_h2_recv_fd(&c->h2, c->srv->rbuf, RBUF_BYTES, READS_PER_PASS, &got, &st);
+    if (got) {
+        c->last_read_ns = pg_mono_ns();
+    }
+    if (err != PG_ERR_OK) {
+        /* The peer closed or reset (as the bufferevent's EOF / error), or
+         * nghttp2 refused what it sent (bad preface, frame error, flood). */
+        pg_log_debug("grpc", "%s: %s", c->peer, pg_status_text(&st));
+        if (err == PG_ERR_MALFORMED) {
+            c->close_event = PG_GRPC_CLOSED_PROTOCOL;
+        }
+        conn_close(c);
+        return;
+    }
+    event_active(c->defer_ev, 0, 0);
+}
+
 static void on_write(struct bufferevent *bev, void *arg)
 {
     struct gconn *c = arg;
@@ -438,13 +506,28 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     c->age_ev = evtimer_new(s->base, on_age, c);
     c->defer_ev = event_new(s->base, -1, 0, on_defer, c);
     c->goaway_ev = evtimer_new(s->base, on_goaway_timeout, c);
+    c->fd = tls ? -1 : bufferevent_getfd(bev);
+    if (c->fd >= 0) {
+        if (s->rbuf == NULL) {
+            s->rbuf = malloc(RBUF_BYTES);
+        }
+        c->read_ev = event_new(s->base, c->fd, EV_READ | EV_PERSIST, on_sock_read, c);
+    }
     if (c->hs_ev == NULL || c->ka_ev == NULL || c->idle_ev == NULL || c->age_ev == NULL ||
-        c->defer_ev == NULL || c->goaway_ev == NULL) {
+        c->defer_ev == NULL || c->goaway_ev == NULL ||
+        (c->fd >= 0 && (s->rbuf == NULL || c->read_ev == NULL))) {
         conn_close(c);
         return NULL;
     }
-    bufferevent_setcb(bev, on_read, on_write, on_event, c);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    if (c->read_ev != NULL) {
+        /* The bufferevent writes only what the socket did not take (sock_write). */
+        bufferevent_setcb(bev, NULL, on_write, on_event, c);
+        bufferevent_disable(bev, EV_READ | EV_WRITE);
+        event_add(c->read_ev, NULL);
+    } else {
+        bufferevent_setcb(bev, on_read, on_write, on_event, c);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
     tv = pg_ns_to_tv(s->lim.handshake_timeout_ns);
     evtimer_add(c->hs_ev, &tv);
     return c;
@@ -659,6 +742,7 @@ void pg_grpc_server_free(struct pg_grpc_server *s)
     if (s->cbs != NULL) {
         nghttp2_session_callbacks_del(s->cbs);
     }
+    free(s->rbuf);
     pg_acceptor_fini(&s->acc);
     free(s);
 }

@@ -16,7 +16,7 @@
  *    length of its message (memory admission) before the message is
  *    buffered; a refused call is answered trailers-only and its DATA is
  *    discarded as it arrives, never kept;
- *  - grpc-encoding gzip and identity (the codec table's rows allowed by the
+ *  - grpc-encoding identity and the codec table's rows allowed by the
  *    receiver), the decoded message capped at max_recv_msg_size;
  *  - grpc-timeout gives the call a deadline: past it the server answers
  *    DEADLINE_EXCEEDED itself and the handler's late answer is dropped;

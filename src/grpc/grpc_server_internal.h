@@ -32,6 +32,7 @@ struct pg_grpc_server {
     nghttp2_option *opt;                 /* owned: flood limits, copied per session */
     nghttp2_session_callbacks *cbs;      /* owned: copied per session */
     char accept_enc[96];                 /* grpc-accept-encoding value */
+    uint8_t *rbuf;                       /* owned: plain TCP reads land here, fed to nghttp2 at once */
     bool stopping;
 };
 
@@ -42,6 +43,12 @@ struct gconn {
     struct pg_grpc_server *srv;
     struct gconn *prev, *next;
     struct bufferevent *bev;  /* owned (and the fd) */
+    /* Plain TCP reads and writes the socket itself (one recv() into the
+     * server's rbuf, one writev() of the bufferevent's output per loop
+     * pass, no epoll change per call); the bufferevent only writes what the
+     * socket did not take. NULL (TLS, a test's pair): the bufferevent does all. */
+    struct event *read_ev;
+    int fd;                   /* the socket when read_ev, else -1 */
     struct pg_h2 h2;          /* the session; h2.ng NULL until the preface can flow */
     struct pg_peer_key key;
     bool counted;             /* in the shared caps */

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The nghttp2 <-> bufferevent pump: mem_recv of what arrived, mem_send
- * through the send callback into the bufferevent with a high-water mark,
- * and the outstanding-PING timer. */
+ * The nghttp2 <-> bufferevent pump: mem_recv of what arrived (from the
+ * bufferevent, or read from a plain socket by the pump itself), mem_send
+ * through the send callback into the bufferevent with a high-water mark
+ * (written by the bufferevent, or by one writev of the pump), and the
+ * outstanding-PING timer. */
 #include "h2/h2_session.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -86,24 +92,90 @@ void pg_h2_end(struct pg_h2 *h)
     h->ping_out = false;
 }
 
+enum pg_err pg_h2_recv_mem(struct pg_h2 *h, const uint8_t *data, size_t len, struct pg_status *st)
+{
+    ssize_t n;
+
+    if (h->ng == NULL || len == 0) {
+        return PG_ERR_OK;
+    }
+    h->in_recv = true;
+    n = nghttp2_session_mem_recv(h->ng, data, len);
+    h->in_recv = false;
+    if (n < 0) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
+    }
+    return PG_ERR_OK;
+}
+
 enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st)
 {
     struct evbuffer *in = bufferevent_get_input(h->bev);
 
     while (h->ng != NULL && evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
-        ssize_t n;
+        enum pg_err err;
 
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
             break;
         }
-        h->in_recv = true;
-        n = nghttp2_session_mem_recv(h->ng, v.iov_base, v.iov_len);
-        h->in_recv = false;
-        if (n < 0) {
-            return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
+        err = pg_h2_recv_mem(h, v.iov_base, v.iov_len, st);
+        if (err != PG_ERR_OK) {
+            return err;
         }
-        evbuffer_drain(in, (size_t)n);
+        evbuffer_drain(in, v.iov_len);
+    }
+    return PG_ERR_OK;
+}
+
+enum pg_err pg_h2_recv_fd(struct pg_h2 *h, uint8_t *buf, size_t cap, int max_reads, bool *got,
+                          struct pg_status *st)
+{
+    int fd = bufferevent_getfd(h->bev);
+
+    for (int i = 0; i < max_reads && h->ng != NULL; i++) {
+        ssize_t n = recv(fd, buf, cap, 0);
+        enum pg_err err;
+
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            break;
+        }
+        if (n <= 0) {
+            return pg_status_set(st, PG_ERR_IO, "%s",
+                                 n == 0 ? "connection closed by the peer" : strerror(errno));
+        }
+        *got = true;
+        err = pg_h2_recv_mem(h, buf, (size_t)n, st);
+        if (err != PG_ERR_OK) {
+            return err;
+        }
+        if ((size_t)n < cap) {
+            break; /* drained: the next readiness brings more */
+        }
+    }
+    return PG_ERR_OK;
+}
+
+enum pg_err pg_h2_write_fd(struct pg_h2 *h, struct pg_status *st)
+{
+    struct evbuffer *out = bufferevent_get_output(h->bev);
+    int n = 0, e = 0;
+
+    if (evbuffer_get_length(out) > 0) {
+        /* A socket bufferevent keeps its output's start frozen so only it
+         * drains it; its own write thaws it the same way around the write. */
+        evbuffer_unfreeze(out, 1);
+        n = evbuffer_write(out, bufferevent_getfd(h->bev));
+        e = errno;
+        evbuffer_freeze(out, 1);
+    }
+    if (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+        return pg_status_set(st, PG_ERR_IO, "%s", strerror(e));
+    }
+    if (evbuffer_get_length(out) > 0) {
+        bufferevent_enable(h->bev, EV_WRITE);
+    } else if (bufferevent_get_enabled(h->bev) & EV_WRITE) {
+        bufferevent_disable(h->bev, EV_WRITE);
     }
     return PG_ERR_OK;
 }

@@ -6,7 +6,12 @@
  * calls pg_h2_send again from its write callback), and the bookkeeping of
  * the one PING we keep outstanding. The session's user_data is the
  * struct pg_h2; the owner finds itself through pg_h2->owner. Everything
- * runs on the bufferevent's loop thread. */
+ * runs on the bufferevent's loop thread.
+ * On a plain socket the owner may do the I/O itself (pg_h2_recv_fd,
+ * pg_h2_write_fd): one recv() per pass into a buffer it reuses, and one
+ * writev() of the output, the bufferevent writing only what the socket did
+ * not take. A socket bufferevent's own read costs an ioctl(FIONREAD) and a
+ * readv() per 4 KiB, its write an epoll_ctl() on and off per answer. */
 #ifndef PG_H2_H2_SESSION_H
 #define PG_H2_H2_SESSION_H
 
@@ -56,6 +61,20 @@ void pg_h2_end(struct pg_h2 *h);
  * owner closes the connection. Stops early when a callback ended the
  * session (h->ng NULL). */
 enum pg_err pg_h2_recv(struct pg_h2 *h, struct pg_status *st);
+/* The same for @len bytes the owner read from the socket itself (into a
+ * buffer of its own, reused: nghttp2 keeps no pointer into it). */
+enum pg_err pg_h2_recv_mem(struct pg_h2 *h, const uint8_t *data, size_t len, struct pg_status *st);
+/* Plain socket (the bufferevent's fd, its reading left off): recv() into
+ * @buf (@cap bytes, the caller's, reused) and feeds each read to the
+ * session, at most @max_reads reads and only while they fill @buf. OK when
+ * the socket has nothing more for now; IO when the peer closed or reset;
+ * MALFORMED as pg_h2_recv. *@got is set when a byte was read. */
+enum pg_err pg_h2_recv_fd(struct pg_h2 *h, uint8_t *buf, size_t cap, int max_reads, bool *got,
+                          struct pg_status *st);
+/* Plain socket: writes the output in one writev(). What the socket does not
+ * take stays for the bufferevent, whose write event is on only then (off
+ * again once the output is empty). IO when the socket is broken. */
+enum pg_err pg_h2_write_fd(struct pg_h2 *h, struct pg_status *st);
 /* Writes what nghttp2 has queued, up to the high-water mark. Calls from
  * inside nghttp2's callbacks (during pg_h2_recv or pg_h2_send) return OK at
  * once: the running pump sends afterwards. MALFORMED on a session error. */

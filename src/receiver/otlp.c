@@ -192,11 +192,13 @@ static enum pg_err otlp_create(const struct pg_component_ctx *ctx, void **state)
         problems += check_endpoint(ctx, path, "grpc", p->grpc.endpoint, p->grpc.transport, sd);
         sd->max_msg = (size_t)mib * MIB;
         sd->include_metadata = p->grpc.include_metadata;
-        /* grpc-encoding: gzip and identity, as grpc-go's server. */
+        /* grpc-encoding: identity, gzip and zstd (the Collector's gRPC
+         * server also registers zstd; snappy is not in the codec table). */
         {
             const struct pg_codec *gz = pg_codec_find("gzip", 4);
+            const struct pg_codec *zs = pg_codec_find("zstd", 4);
 
-            sd->allowed = gz != NULL ? pg_codec_bit(gz) : 0;
+            sd->allowed = (gz != NULL ? pg_codec_bit(gz) : 0) | (zs != NULL ? pg_codec_bit(zs) : 0);
         }
     }
     if (p->has_http) {

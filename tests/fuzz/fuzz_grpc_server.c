@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0
  * libFuzzer target for the unary gRPC server (grpc/grpc_server.c,
  * grpc_session.c): the input is a client's byte stream (preface, frames)
- * into one server connection over a bufferevent pair, so every nghttp2
- * callback, the message reader, decoding, answers and the ping policy see
- * hostile frames. The handler answers by path: /hold keeps the call (ended
+ * into one server connection, so every nghttp2 callback, the message
+ * reader, decoding, answers and the ping policy see hostile frames. Byte
+ * 0's low bit picks the transport: a bufferevent pair (the bufferevent
+ * reads and writes, as for TLS) or a socket pair (the server's own recv()
+ * and writev() of plain TCP). The handler answers by path: /hold keeps the call (ended
  * at free), /refuse refuses at the headers, /len refuses at the length,
- * anything else is echoed. Byte 0 splits the stream into two writes.
+ * anything else is echoed. Byte 0's other bits split the stream into two
+ * writes.
  * Invariants: the server never holds a call the handler was not told
  * ended, and freeing it ends them all. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/buffer.h>
@@ -87,12 +92,48 @@ static const struct pg_grpc_server_ops fz_ops = {
     fz_headers, fz_length, fz_call, fz_answer, fz_done, NULL,
 };
 
+/* The client's end: a bufferevent of a pair, or a plain socket. */
+struct client_end {
+    struct bufferevent *bev;
+    int fd;
+};
+
+static void client_write(struct client_end *e, const uint8_t *p, size_t n)
+{
+    if (e->bev != NULL) {
+        bufferevent_write(e->bev, p, n);
+        return;
+    }
+    while (n > 0) {
+        ssize_t w = send(e->fd, p, n, MSG_NOSIGNAL);
+
+        if (w <= 0) {
+            return; /* the server closed, or its buffer is full: the rest is dropped */
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void client_drain(struct client_end *e)
+{
+    uint8_t sink[4096];
+
+    if (e->bev != NULL) {
+        evbuffer_drain(bufferevent_get_input(e->bev), SIZE_MAX);
+        return;
+    }
+    while (recv(e->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct event_base *base;
     struct pg_grpc_server_limits lim = {0};
     struct pg_grpc_server *s;
     struct bufferevent *pair[2];
+    struct client_end cli = {NULL, -1};
     size_t split;
 
     if (size < 1) {
@@ -108,21 +149,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.min_ping_interval_ns = 1;
     s = pg_grpc_server_new(base, -1, NULL, &lim, &fz_ops, NULL);
     check(s != NULL);
-    check(bufferevent_pair_new(base, 0, pair) == 0);
-    check(pg_grpc_server_adopt(s, pair[0], "fuzz"));
-    split = 1 + (size > 1 ? data[0] % (size - 1) : 0);
-    bufferevent_write(pair[1], data + 1, split - 1);
+    if (data[0] & 1) {
+        int sv[2];
+        struct bufferevent *bev;
+
+        check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
+        bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+        check(bev != NULL);
+        check(pg_grpc_server_adopt(s, bev, "fuzz"));
+        cli.fd = sv[1];
+    } else {
+        check(bufferevent_pair_new(base, 0, pair) == 0);
+        check(pg_grpc_server_adopt(s, pair[0], "fuzz"));
+        cli.bev = pair[1];
+    }
+    split = 1 + (size > 1 ? (size_t)(data[0] >> 1) % (size - 1) : 0);
+    client_write(&cli, data + 1, split - 1);
     for (int i = 0; i < 4; i++) {
         event_base_loop(base, EVLOOP_NONBLOCK);
     }
-    bufferevent_write(pair[1], data + split, size - split);
+    client_write(&cli, data + split, size - split);
     for (int i = 0; i < 8; i++) {
         event_base_loop(base, EVLOOP_NONBLOCK);
-        evbuffer_drain(bufferevent_get_input(pair[1]), SIZE_MAX);
+        client_drain(&cli);
     }
     check((size_t)open_calls == pg_grpc_server_open_calls(s));
     pg_grpc_server_free(s);
     check(open_calls == 0);
-    bufferevent_free(pair[1]);
+    if (cli.bev != NULL) {
+        bufferevent_free(cli.bev);
+    } else {
+        close(cli.fd);
+    }
     return 0;
 }

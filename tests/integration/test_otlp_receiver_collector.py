@@ -2,7 +2,7 @@
 """The real Collector (tests/interop/collector's pg-otelcol) as a client of
 pprofgate's otlp receiver: OTLP made from the pprof fixtures goes into the
 Collector's otlp receiver, its `otlp_grpc` exporter (grpc-go, gzip by
-default, grpc-timeout set) sends it to pprofgate's gRPC side, and
+default, then zstd; grpc-timeout set) sends it to pprofgate's gRPC side, and
 pprofgate's otlp exporter forwards it to the Node gRPC test server. What
 arrives must equal what was sent, sample for sample, with nothing refused
 on the way. Skipped (77) without a Go toolchain, as the other Collector
@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
@@ -51,11 +52,14 @@ def main():
         want.update(rx.fingerprints([req]))
         keys |= rx.resource_keys([req])
 
-    col_port = free_port()
     with GrpcServer() as sink, \
             Gateway(rx.config(sink.port).replace("    loops: 2\n", ""), n_listeners=2) as gw:
         gport, _ = rx.ports(gw)
-        col_cfg = f"""
+        for comp in ("gzip", "zstd"):
+            urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{sink.control}/reset", method="POST"), timeout=10).read()
+            col_port = free_port()
+            col_cfg = f"""
 receivers:
   otlp:
     protocols:
@@ -65,6 +69,7 @@ exporters:
   otlp_grpc:
     endpoint: 127.0.0.1:{gport}
     tls: {{insecure: true}}
+    compression: {comp}
 service:
   pipelines:
     profiles:
@@ -73,19 +78,19 @@ service:
   telemetry:
     logs: {{level: info}}
 """
-        with Collector(col_cfg) as col:
-            out = json.loads(rx.node(tmp, "send", str(col_port), "identity",
-                                     *[f for _, f in inputs]))
-            res.check("the Collector accepted every request", all(o["code"] == 0 for o in out),
-                      out)
-            n_want = sum(want.values())
-            st = sink.wait(lambda s: s.get("samples", 0) >= n_want, timeout=30)
-            got = rx.fingerprints(sink.get("/requests"), keys)
-            res.check(f"Collector -> pprofgate gRPC -> sink: sample for sample ({n_want} samples)",
-                      got == want,
-                      (st, list((want - got).items())[:2], list((got - want).items())[:2]))
-            res.check("the Collector logged no export failure", not col.problems(),
-                      col.problems()[:5])
+            with Collector(col_cfg) as col:
+                out = json.loads(rx.node(tmp, "send", str(col_port), "identity",
+                                         *[f for _, f in inputs]))
+                res.check(f"{comp}: the Collector accepted every request",
+                          all(o["code"] == 0 for o in out), out)
+                n_want = sum(want.values())
+                st = sink.wait(lambda s: s.get("samples", 0) >= n_want, timeout=30)
+                got = rx.fingerprints(sink.get("/requests"), keys)
+                res.check(f"{comp}: Collector -> pprofgate gRPC -> sink: sample for sample "
+                          f"({n_want} samples)", got == want,
+                          (st, list((want - got).items())[:2], list((got - want).items())[:2]))
+                res.check(f"{comp}: the Collector logged no export failure", not col.problems(),
+                          col.problems()[:5])
         log = gw.log()
         res.check("pprofgate refused nothing", "answered" not in log, log[-1500:])
         rc = gw.stop()

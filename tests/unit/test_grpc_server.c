@@ -329,6 +329,47 @@ PG_TEST(unary_ok)
     rig_stop(&r);
 }
 
+/* Answers larger than the socket buffers: the server's own writev() takes
+ * part, the bufferevent writes the rest and hands back once it is empty
+ * (client and server share this thread, so nothing is read meanwhile). */
+PG_TEST(large_answers_past_the_socket_buffer)
+{
+    struct pg_grpc_server_limits lim = small_limits();
+    struct rig r;
+    struct pg_grpc_conn *cli;
+    struct result res[4];
+    size_t len = 900u << 10;
+    uint8_t *body = malloc(len);
+
+    PG_REQUIRE(body != NULL);
+    for (size_t i = 0; i < len; i++) {
+        body[i] = (uint8_t)(i * 7 + i / 4096);
+    }
+    lim.max_recv_msg_size = 1u << 20;
+    PG_REQUIRE(rig_start(&r, &lim, NULL));
+    cli = client_new(&r, NULL);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 4; i++) {
+            call_start(cli, ECHO_PATH, body, len, false, NULL, 10000 * MS, &res[i]);
+        }
+        for (int i = 0; i < 4; i++) {
+            pump(&r, 10000, &res[i].done);
+            CHECK_INT(res[i].code, PG_GRPC_OK);
+            CHECK_INT(res[i].resp_len, sizeof(res[i].resp)); /* the first 8 KiB kept */
+            CHECK(memcmp(res[i].resp, body, sizeof(res[i].resp)) == 0);
+        }
+    }
+    CHECK_INT(r.n_calls, 8);
+    /* Small calls after: the connection is back to its own writes. */
+    call_run(&r, cli, ECHO_PATH, body, 100, false, NULL, &res[0]);
+    CHECK_INT(res[0].code, PG_GRPC_OK);
+    CHECK_INT(res[0].resp_len, 100);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
+    pg_grpc_conn_free(cli);
+    rig_stop(&r);
+    free(body);
+}
+
 PG_TEST(gzip_request_and_bomb)
 {
     struct pg_grpc_server_limits lim = small_limits();
@@ -1546,7 +1587,8 @@ static void setup(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(gzip_request_and_bomb),
+PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(large_answers_past_the_socket_buffer),
+             PG_CASE(gzip_request_and_bomb),
              PG_CASE(encoding_not_allowed_is_unimplemented), PG_CASE(unknown_path_unimplemented),
              PG_CASE(message_over_cap_refused_unbuffered), PG_CASE(on_length_refusal),
              PG_CASE(grpc_timeout_deadline_exceeded), PG_CASE(retry_info_reaches_the_client),
