@@ -16,14 +16,10 @@
 #include "pprof/translate.h"
 #include "scrape/labels.h"
 #include "scrape/scrape_config.h"
+#include "scrape/sd_sink.h"
 
 struct pg_scraper;
 
-/* One discovered target before relabeling: address + labels of its group. */
-struct pg_scrape_tg_target {
-    const char *address;
-    const struct pg_labels *labels; /* group and meta labels; borrowed */
-};
 
 /* @cfg, @opts and @receiver_id are borrowed and must outlive the scraper.
  * @max_body caps a response body (the push path's max_request_body_size). */

@@ -378,6 +378,40 @@ static void on_response(void *arg, const struct pg_http_response *r)
     }
 }
 
+void pg_scrape_inflight_add(struct pg_scrape_target *t)
+{
+    struct pg_scrape_target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+
+    t->next_inflight = *b;
+    *b = t;
+    t->s->in_flight++;
+}
+
+void pg_scrape_inflight_del(struct pg_scrape_target *t)
+{
+    for (struct pg_scrape_target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+         *pp != NULL;
+         pp = &(*pp)->next_inflight) {
+        if (*pp == t) {
+            *pp = t->next_inflight;
+            t->s->in_flight--;
+            return;
+        }
+    }
+}
+
+bool pg_scrape_url_in_flight(const struct pg_scrape_target *self)
+{
+    for (const struct pg_scrape_target *t = self->s->inflight[self->url_hash % INFLIGHT_BUCKETS];
+         t != NULL;
+         t = t->next_inflight) {
+        if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void pg_scrape_start_target(struct pg_scrape_target *t)
 {
     start_request(t, false);
