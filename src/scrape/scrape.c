@@ -135,7 +135,12 @@ void pg_scraper_stop(struct pg_scraper *s)
 
 bool pg_scraper_idle(const struct pg_scraper *s)
 {
-    return s == NULL || s->in_flight == 0;
+    return s == NULL || (s->in_flight == 0 && s->works == 0);
+}
+
+void pg_scraper_set_lane(struct pg_scraper *s, const struct pg_work_lane *lane)
+{
+    s->lane = *lane;
 }
 
 void pg_scraper_destroy(struct pg_scraper *s)
@@ -152,6 +157,7 @@ void pg_scraper_destroy(struct pg_scraper *s)
             break;
         }
     }
+    pg_scrape_work_cancel(s); /* before any target is freed: a work reads its target */
     pg_scrape_sync_free(s);
     /* The series stay: a reloaded scraper with the same targets continues
      * them. (Every target belongs to an address freed above; none is left.) */

@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 
 #include "core/metrics.h"
+#include "core/work.h"
 #include "scrape/htab.h"
 #include "scrape/scrape.h"
 
@@ -92,6 +93,8 @@ struct pg_scrape_target {
     int64_t deadline_ns;                 /* next tick, monotonic */
     struct event *timer;                 /* owned */
     struct pg_http_call *call;           /* in flight, or NULL */
+    struct pg_work *work;                /* its body's translation in the lane, or NULL */
+    bool dead;                           /* freed while its work runs: work_done frees it */
     int64_t started_ns;
     bool pending;                        /* a tick came during our own scrape: run next */
     char *hop_host, *hop_pq;             /* owned: where a redirect sent this scrape, or NULL */
@@ -141,6 +144,8 @@ struct pg_scraper {
     struct pg_file_sd *file_sd;          /* owned */
     struct pg_k8s_sd *k8s_sd;            /* owned */
     size_t in_flight;
+    size_t works;                        /* translations submitted, not yet done */
+    struct pg_work_lane lane;            /* the receiver's background lane (or none) */
     /* borrowed: targets with a call, by URL hash */
     struct pg_scrape_target *inflight[INFLIGHT_BUCKETS];
     bool started, stopped;
@@ -169,6 +174,8 @@ void pg_scrape_target_free(struct pg_scrape_target *t);
 /* scrape_exchange.c */
 /* Starts one scrape of @t. */
 void pg_scrape_start_target(struct pg_scrape_target *t);
+/* Takes back the scraper's translations from the lane (destroy). */
+void pg_scrape_work_cancel(struct pg_scraper *s);
 /* The in-flight URL table: single flight per URL across jobs. */
 void pg_scrape_inflight_add(struct pg_scrape_target *t);
 void pg_scrape_inflight_del(struct pg_scrape_target *t);

@@ -20,9 +20,15 @@ void pg_scrape_target_free(struct pg_scrape_target *t)
     if (t->call != NULL) {
         pg_http_call_cancel(t->call);
         pg_scrape_inflight_del(t);
+        t->call = NULL;
     }
     if (t->timer != NULL) {
         event_free(t->timer);
+        t->timer = NULL;
+    }
+    if (t->work != NULL) {
+        t->dead = true; /* its translation reads it: the work's end frees the rest */
+        return;
     }
     pg_labels_free(&t->labels);
     pg_labels_free(&t->attrs);
@@ -64,8 +70,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         pg_metric_add(t->m_skipped, 1);
     }
     arm(t);
-    if (t->call != NULL) {
-        /* Our own scrape still runs (a CPU window is as long as the
+    if (t->call != NULL || t->work != NULL) {
+        /* Our own scrape (or its translation) still runs (a CPU window is as long as the
          * interval): run again as soon as it ends, as a Go ticker would.
          * A second tick meanwhile is missed. */
         if (t->pending) {
