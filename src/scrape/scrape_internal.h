@@ -122,7 +122,7 @@ struct pg_scrape_op {
 struct pg_scrape_job_state {
     SSL_CTX *ssl;                        /* owned; https jobs */
     size_t active, dropped;              /* kept current by pg_scraper_sync */
-    struct pg_metric *m_active, *m_dropped;
+    struct pg_metric *m_active, *m_dropped, *m_builds;
 };
 
 struct pg_scraper {

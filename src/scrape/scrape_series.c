@@ -82,6 +82,11 @@ void pg_scrape_job_gauges(struct pg_scraper *s, size_t ji)
         js->m_dropped = pg_metric_gauge("pprofgate_scrape_targets",
                                         "Targets per job after relabeling (active) or dropped by it.",
                                         l);
+        snprintf(l, sizeof(l), "receiver=\"%s\",job=\"%s\"", s->receiver_id, jv);
+        js->m_builds = pg_metric_counter("pprofgate_scrape_sd_builds_total",
+                                         "Discovered addresses relabeled into targets: the work "
+                                         "discovery churn costs (an unchanged address costs none).",
+                                         l);
     }
     pg_metric_set(js->m_active, (int64_t)js->active);
     pg_metric_set(js->m_dropped, (int64_t)js->dropped);

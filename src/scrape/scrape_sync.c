@@ -121,6 +121,10 @@ static void build(struct pg_scraper *s, struct pg_scrape_raw *r)
     struct pg_scrape_tg_target tg = {r->address, &r->gl->l};
     size_t dropped = 0;
 
+    if (js->m_builds == NULL) {
+        pg_scrape_job_gauges(s, src->job_index);
+    }
+    pg_metric_add(js->m_builds, 1);
     for (size_t k = 0; k < job->n_profiles; k++) {
         struct pg_scrape_target *t;
 
