@@ -25,8 +25,6 @@
 #include "http/tls_client.h"
 #include "http/client.h"
 #include "otlp/otlp_build.h"
-#include "scrape/file_sd.h"
-#include "scrape/k8s_sd.h"
 
 /* ---- one scrape ---------------------------------------------------------- */
 
