@@ -338,7 +338,7 @@ void pg_scraper_sync(struct pg_scraper *s, size_t ji, const char *source,
             nx = e->next;
             if (r->seen != src->epoch) {
                 pg_htab_del(&src->raws, e);
-                r->h.next = &gone->h;
+                r->h.next = gone != NULL ? &gone->h : NULL; /* h is first: a raw is its node */
                 gone = r;
             }
         }
