@@ -235,6 +235,11 @@ try:
           f"p99 flooded / control = {pct(lat, 0.99) / max(pct(clat, 0.99), 0.001):.1f}")
     if sched is not None:
         print(sched_report(sched[0], gw.proc.pid))
+    if os.environ.get("RAW503"):
+        print("\n".join(re.findall(r"answered 503: [^\n]*", gw.log())[:12]))
+    reasons = sorted({re.sub(r"[0-9.]+ MiB", "N MiB", r)
+                      for r in re.findall(r'answered 503: ([^(]*)', gw.log())})
+    print("  503 reasons: " + "; ".join(reasons[:4]))
 finally:
     gw.kill()
     ctl.kill()

@@ -4,11 +4,12 @@
 timed bounds live here, not in tests). Every loop is bounded in count and
 time; every address is 127.0.0.1.
 
-  python3 bench/scale.py [--targets 5000] [--only file_sd,fair,spool]
+  python3 bench/scale.py [--targets 5000] [--only file_sd,churn,fair,spool]
 
 file_sd: start-up to listening with N targets, then 10 rewrites (half the
 targets change each time) while a client pushes every 50 ms: push latency
-and /metrics latency. fair: 20 clients loop a 23 KB gzip body inflating to
+and /metrics latency. churn: the same rewrites with pushes every 20 ms and
+nobody reading /metrics, one event loop (the scraper's loop's own stall). fair: 20 clients loop a 23 KB gzip body inflating to
 1e6 identical samples while one client pushes a 4 KB Go heap profile every
 100 ms: that client's latency. spool: a 3 GiB damaged (sparse) segment in
 the persistent queue's directory: start-up to listening."""
@@ -93,6 +94,30 @@ def bench_file_sd(n):
             f"{pct(d, .5) * 1000:.0f} / {pct(d, .99) * 1000:.0f} / {max(d) * 1000:.0f} ms",
             "every push <= 200 ms")
         row(f"file_sd {n}: /metrics during rewrites, max", f"{max(mlat):.3f} s", "<= 1 s")
+
+
+def bench_churn(n):
+    """Loop stall only: pushes every 20 ms while the file is rewritten 5 times
+    (half the targets change each time), nobody polling /metrics."""
+    scale.N_FILE = n
+    one = '    server: {endpoint: "127.0.0.1:0"}\n'
+    # One loop: every push meets the loop the scraper runs on.
+    gw = Gateway(scale.FILE_CONFIG.replace(one, one[:-2] + ", loops: 1}\n"), ready_timeout=600)
+    os.makedirs(gw.path("sd"))
+    scale.write_targets(gw.path("sd/targets.json"), 0)
+    gw.start()
+    with gw:
+        gw.wait_log(rf"{n} targets added", 300)
+        lat = []
+        for gen in range(1, 6):
+            scale.write_targets(gw.path("sd/targets.json"), gen)
+            end = time.time() + 4
+            while time.time() < end and len(lat) < 2000:
+                lat.append(timed_push(gw.port)[1])
+                time.sleep(0.02)
+        row(f"churn {n}: push during 5 rewrites, no /metrics polling, p50/p99/max ({len(lat)})",
+            f"{pct(lat, .5) * 1000:.0f} / {pct(lat, .99) * 1000:.0f} / {max(lat) * 1000:.0f} ms",
+            "every push <= 200 ms")
 
 
 def expensive_body():
@@ -183,6 +208,8 @@ def main():
     only = a.only.split(",")
     if "file_sd" in only:
         bench_file_sd(a.targets)
+    if "churn" in only:
+        bench_churn(a.targets)
     if "fair" in only:
         bench_fair()
     if "spool" in only:

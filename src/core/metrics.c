@@ -65,6 +65,11 @@ static size_t fam_cap, fam_n;
 static struct pg_metric **ser_tab;
 static size_t ser_cap, ser_n;
 static struct pg_metric sink;
+/* Renders in progress (under reg_lock): while one runs, a removed series is
+ * parked on the graveyard (chained by hnext) instead of freed, because the
+ * render's snapshot still points at it; the last render to end frees them. */
+static size_t renders;
+static struct pg_metric *graveyard;
 
 static uint64_t fnv(uint64_t h, const char *s)
 {
@@ -455,6 +460,17 @@ static bool labels_extend(const char *labels, const char *want)
            (labels[n] == '\0' || labels[n] == ',');
 }
 
+/* Under reg_lock: frees @m now, or parks it while a render may read it. */
+static void retire(struct pg_metric *m)
+{
+    if (renders > 0) {
+        m->hnext = graveyard;
+        graveyard = m;
+    } else {
+        metric_free(m);
+    }
+}
+
 size_t pg_metrics_remove(const char *name_prefix, const char *labels)
 {
     size_t removed = 0, np = strlen(name_prefix);
@@ -471,7 +487,7 @@ size_t pg_metrics_remove(const char *name_prefix, const char *labels)
             nx = m->next;
             if (labels_extend(m->labels, labels)) {
                 series_unlink(m);
-                metric_free(m);
+                retire(m);
                 removed++;
             }
         }
@@ -487,8 +503,8 @@ void pg_metric_remove(struct pg_metric *m)
     }
     pthread_mutex_lock(&reg_lock);
     series_unlink(m);
+    retire(m);
     pthread_mutex_unlock(&reg_lock);
-    metric_free(m);
 }
 
 size_t pg_metrics_series(void)
@@ -501,24 +517,56 @@ size_t pg_metrics_series(void)
     return n;
 }
 
+/* The render works on a snapshot: the series pointers are copied under
+ * reg_lock (a few ms for 100 000 series) and formatted without it, so
+ * registrations and removals (scrape target churn on the loop) never wait
+ * for formatting, nor a render for them; values are read with atomics as
+ * always. Families are never freed, so their names and help stay valid. */
 void pg_metrics_render(FILE *out)
 {
+    struct pg_metric **snap;
+    size_t n = 0, total;
+
     pthread_mutex_lock(&reg_lock);
+    total = ser_n;
+    snap = malloc((total + 1) * sizeof(*snap));
+    if (snap != NULL) {
+        renders++;
+        for (struct family *f = fam_head; f != NULL; f = f->next) {
+            for (struct pg_metric *m = f->head; m != NULL && n < total; m = m->next) {
+                snap[n++] = m;
+            }
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (snap == NULL) {
+        fputs("# out of memory rendering the registry\n", out);
+        return;
+    }
     /* The text format wants every series of a family in one group under one
      * HELP/TYPE; a family whose series were all removed is left out. */
-    for (struct family *f = fam_head; f != NULL; f = f->next) {
-        if (f->head == NULL) {
-            continue;
+    for (size_t i = 0; i < n; i++) {
+        struct family *f = snap[i]->fam;
+
+        if (i == 0 || snap[i - 1]->fam != f) {
+            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
+                    type_name(f->type));
         }
-        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
-                type_name(f->type));
-        for (struct pg_metric *m = f->head; m != NULL; m = m->next) {
-            render_series(out, m);
-        }
+        render_series(out, snap[i]);
     }
     /* Cardinality, visible: scrape targets and their churn show up here. */
     fprintf(out, "# HELP pprofgate_metric_series Series in this registry (each scrape target "
                  "adds about 7).\n# TYPE pprofgate_metric_series gauge\n"
-                 "pprofgate_metric_series %zu\n", ser_n);
+                 "pprofgate_metric_series %zu\n", total);
+    free(snap);
+    pthread_mutex_lock(&reg_lock);
+    if (--renders == 0) {
+        while (graveyard != NULL) {
+            struct pg_metric *m = graveyard;
+
+            graveyard = m->hnext;
+            metric_free(m);
+        }
+    }
     pthread_mutex_unlock(&reg_lock);
 }

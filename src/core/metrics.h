@@ -47,7 +47,9 @@ void pg_metric_remove(struct pg_metric *m);
 size_t pg_metrics_series(void);
 
 /* Writes the whole registry in Prometheus text format 0.0.4, then the gauge
- * pprofgate_metric_series (how many series it holds). */
+ * pprofgate_metric_series (how many series it holds). Formats a snapshot
+ * without holding the registry's lock (registration and removal never wait
+ * for it); any thread. */
 void pg_metrics_render(FILE *out);
 
 #endif

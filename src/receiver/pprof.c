@@ -423,7 +423,11 @@ enum pg_err pg_rx_start(void *state, struct pg_status *st)
         }
     }
     if (rx->scraper != NULL) {
-        enum pg_err err = pg_scraper_start(rx->scraper, st);
+        struct pg_work_lane lane = pg_rx_work_lane(rx); /* scrape work below push work */
+        enum pg_err err;
+
+        pg_scraper_set_lane(rx->scraper, &lane);
+        err = pg_scraper_start(rx->scraper, st);
 
         if (err != PG_ERR_OK) {
             return err;

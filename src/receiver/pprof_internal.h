@@ -24,6 +24,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/work.h"
 #include "http/auth.h"
 #include "http/conn_limits.h"
 #include "http/http_request.h"
@@ -79,6 +80,7 @@ struct rx_loop {
     /* Jobs the workers finished for this loop (under the pool's lock) and
      * the eventfd that wakes it. */
     struct rx_job *done, **done_tail;
+    struct pg_work *work_done;     /* background work finished for this loop (pg_work_lane) */
     int done_efd;
     struct event *done_ev;
     /* Answers by code: the series are the receiver's (one per code), the
@@ -275,6 +277,10 @@ void pg_rx_pool_destroy(struct rx *rx);
 size_t pg_rx_pool_threads(const struct rx *rx);
 /* True while a job is queued, running or waiting on the done list. */
 bool pg_rx_pool_busy(const struct rx *rx);
+/* The pool's background lane (core/work.h) for the scraper: below every
+ * push job, never on the worker kept for small jobs. Inline (submit false)
+ * while the pool has no workers. */
+struct pg_work_lane pg_rx_work_lane(struct rx *rx);
 /* The timer that polls @lp's held requests; false on OOM. */
 bool pg_rx_held_init(struct rx_loop *lp);
 /* Answers every request @lp holds 503 (exporters take no more data). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The pprof receiver's translation jobs: a body is decoded and translated
  * inline on the loop (small pushes) or on a pool of worker threads (two
- * lanes by estimated cost: cheap jobs first, one worker kept for them), then
+ * lanes by estimated cost: cheap jobs first, one worker kept for them; and
+ * a third, lowest lane of background work, struct pg_work: scrapes), then
  * delivered to the pipeline and answered on the thread of the loop that read
  * it (each loop has its own held queue and done list); while an
  * exporter with block_on_overflow is full, finished jobs wait in the held
@@ -45,6 +46,12 @@ struct rx_pool {
     struct rx_job *big, **big_tail;     /* large (by estimated cost) */
     size_t big_running;
     const char **big_peers;             /* n_threads: the peers of running large jobs */
+    /* Background work (pg_work_lane): taken only when neither request lane
+     * has a job a worker may take, and never by the last free worker. */
+    struct pg_work *low, **low_tail;
+    size_t low_running;
+    const void **low_owners;            /* n_threads: owners of running background work */
+    pthread_cond_t low_cv;              /* a background work ended (cancel waits) */
     bool stop;                        /* under mu */
     pthread_t *threads;
     size_t n_threads;
@@ -405,10 +412,57 @@ void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
  * ~3 ms, paid at every wakeup of a request). */
 #define WORKER_SLICE_NS (500u * 1000u)
 
-/* Under mu: may one more worker start a large job? Not the last free one. */
+/* Under mu: may one more worker start a large job or background work? Not
+ * the last free one. */
 static bool big_allowed(const struct rx_pool *pool)
 {
-    return pool->n_threads < 2 || pool->big_running + 1 < pool->n_threads;
+    return pool->n_threads < 2 || pool->big_running + pool->low_running + 1 < pool->n_threads;
+}
+
+/* Under mu: a worker's next background work, or NULL. */
+static struct pg_work *take_low(struct rx_pool *pool)
+{
+    struct pg_work *w = pool->low;
+
+    if (w == NULL || !big_allowed(pool)) {
+        return NULL;
+    }
+    pool->low = w->next;
+    if (pool->low == NULL) {
+        pool->low_tail = &pool->low;
+    }
+    pool->low_owners[pool->low_running++] = w->owner;
+    return w;
+}
+
+/* Worker: runs background work @w and hands it to its loop. */
+static void run_low(struct rx_pool *pool, struct pg_work *w)
+{
+    struct rx_loop *lp = w->lane_loop;
+    bool wake;
+
+    w->next = NULL;
+    w->run(w);
+    pthread_mutex_lock(&pool->mu);
+    for (size_t i = 0; i < pool->low_running; i++) {
+        if (pool->low_owners[i] == w->owner) {
+            pool->low_owners[i] = pool->low_owners[--pool->low_running];
+            break;
+        }
+    }
+    wake = lp->done == NULL && lp->work_done == NULL;
+    w->next = lp->work_done;
+    lp->work_done = w;
+    pthread_cond_broadcast(&pool->low_cv);
+    if (pool->big != NULL || pool->low != NULL) {
+        pthread_cond_broadcast(&pool->cv); /* a waiting worker may take one now */
+    }
+    pthread_mutex_unlock(&pool->mu);
+    if (wake) {
+        uint64_t one = 1;
+
+        (void)!write(lp->done_efd, &one, sizeof(one));
+    }
 }
 
 /* Same client: "ip:port" up to the last colon (a connection's port differs). */
@@ -463,14 +517,21 @@ static void *worker_main(void *arg)
 
         bool big = false;
 
+        struct pg_work *w = NULL;
+
         pthread_mutex_lock(&pool->mu);
         while (pool->todo == NULL && !pool->stop &&
-               (pool->big == NULL || !big_allowed(pool))) {
+               ((pool->big == NULL && pool->low == NULL) || !big_allowed(pool))) {
             pthread_cond_wait(&pool->cv, &pool->mu);
         }
         if (pool->stop) {
             pthread_mutex_unlock(&pool->mu);
             return NULL;
+        }
+        if (pool->todo == NULL && pool->big == NULL && (w = take_low(pool)) != NULL) {
+            pthread_mutex_unlock(&pool->mu);
+            run_low(pool, w);
+            continue;
         }
         if (pool->todo != NULL) {
             job = pool->todo;
@@ -529,10 +590,14 @@ static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     (void)!read(fd, &n, sizeof(n));
+    struct pg_work *works;
+
     pthread_mutex_lock(&pool->mu);
     list = lp->done;
     lp->done = NULL;
     lp->done_tail = &lp->done;
+    works = lp->work_done;
+    lp->work_done = NULL;
     pthread_mutex_unlock(&pool->mu);
     while (list != NULL) {
         struct rx_job *job = list;
@@ -541,6 +606,92 @@ static void on_jobs_done(evutil_socket_t fd, short what, void *arg)
         __atomic_sub_fetch(&pool->in_flight, 1, __ATOMIC_RELEASE);
         pg_rx_job_finish(lp, job, true);
     }
+    while (works != NULL) {
+        struct pg_work *w = works;
+
+        works = w->next;
+        w->next = NULL;
+        w->done(w);
+    }
+}
+
+/* ---- the background lane (struct pg_work_lane) -------------------------- */
+
+static bool lane_submit(void *arg, struct event_base *base, struct pg_work *w)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+    struct rx_loop *lp = NULL;
+
+    for (size_t i = 0; pool != NULL && i < rx->n_loops && lp == NULL; i++) {
+        lp = rx->loops[i].base == base ? &rx->loops[i] : NULL;
+    }
+    if (lp == NULL || pool->n_threads == 0) {
+        return false;
+    }
+    w->lane_loop = lp;
+    w->next = NULL;
+    pthread_mutex_lock(&pool->mu);
+    *pool->low_tail = w;
+    pool->low_tail = &w->next;
+    pthread_cond_broadcast(&pool->cv); /* only some workers may take it */
+    pthread_mutex_unlock(&pool->mu);
+    return true;
+}
+
+/* Moves @owner's work out of *@pp onto *@out. Under mu. */
+static void take_owned(struct pg_work **pp, const void *owner, struct pg_work **out)
+{
+    while (*pp != NULL) {
+        struct pg_work *w = *pp;
+
+        if (w->owner == owner) {
+            *pp = w->next;
+            w->next = *out;
+            *out = w;
+        } else {
+            pp = &w->next;
+        }
+    }
+}
+
+static struct pg_work *lane_cancel(void *arg, const void *owner)
+{
+    struct rx *rx = arg;
+    struct rx_pool *pool = rx->pool;
+    struct pg_work *out = NULL;
+    bool running = true;
+
+    if (pool == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&pool->mu);
+    while (running) {
+        running = false;
+        for (size_t i = 0; i < pool->low_running; i++) {
+            running = running || pool->low_owners[i] == owner;
+        }
+        if (running) {
+            pthread_cond_wait(&pool->low_cv, &pool->mu);
+        }
+    }
+    take_owned(&pool->low, owner, &out);
+    pool->low_tail = &pool->low;
+    while (*pool->low_tail != NULL) {
+        pool->low_tail = &(*pool->low_tail)->next;
+    }
+    for (size_t i = 0; i < rx->n_loops; i++) {
+        take_owned(&rx->loops[i].work_done, owner, &out);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return out;
+}
+
+struct pg_work_lane pg_rx_work_lane(struct rx *rx)
+{
+    struct pg_work_lane lane = {rx, lane_submit, lane_cancel};
+
+    return lane;
 }
 
 bool pg_rx_pool_attach(struct rx *rx, struct rx_loop *lp)
@@ -573,12 +724,15 @@ enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *s
     }
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->cv, NULL);
+    pthread_cond_init(&pool->low_cv, NULL);
     pool->todo_tail = &pool->todo;
     pool->big_tail = &pool->big;
+    pool->low_tail = &pool->low;
     pool->threads = calloc(n, sizeof(*pool->threads));
     pool->big_peers = calloc(n + 1, sizeof(*pool->big_peers));
+    pool->low_owners = calloc(n + 1, sizeof(*pool->low_owners));
     rx->pool = pool;
-    if (pool->threads == NULL || pool->big_peers == NULL) {
+    if (pool->threads == NULL || pool->big_peers == NULL || pool->low_owners == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "%s: cannot set up worker threads: %s",
                              rx->log_name, strerror(errno));
     }
@@ -648,9 +802,11 @@ void pg_rx_pool_destroy(struct rx *rx)
         }
     }
     pthread_cond_destroy(&pool->cv);
+    pthread_cond_destroy(&pool->low_cv);
     pthread_mutex_destroy(&pool->mu);
     free(pool->threads);
     free(pool->big_peers);
+    free(pool->low_owners);
     free(pool);
     rx->pool = NULL;
 }

@@ -2,7 +2,8 @@
  * file_sd_configs: target groups from JSON or YAML files (Prometheus's
  * format: a list of {targets: [...], labels: {...}}). Globs are expanded and
  * every file stat'ed each second; a file whose inode, size or mtime changed
- * is re-read at once, every file at refresh_interval regardless. A file that
+ * is re-read at once (on a reader thread), every file at refresh_interval
+ * regardless. A file that
  * fails to parse keeps its previous targets (the failure is logged and
  * counted); a file that disappears removes its targets. */
 #ifndef PG_SCRAPE_FILE_SD_H
@@ -11,13 +12,14 @@
 #include "core/err.h"
 #include "scrape/labels.h"
 #include "scrape/scrape_config.h"
+#include "scrape/sd_sink.h"
 
 struct event_base;
-struct pg_scraper;
 struct pg_file_sd;
 
-/* Starts watching; *@out stays NULL when no job has file_sd_configs. */
-enum pg_err pg_file_sd_start(struct pg_scraper *s, struct event_base *base,
+/* Starts watching; groups go to @sink (copied). *@out stays NULL when no
+ * job has file_sd_configs. */
+enum pg_err pg_file_sd_start(const struct pg_sd_sink *sink, struct event_base *base,
                              const struct pg_scrape_config *cfg, struct pg_file_sd **out,
                              struct pg_status *st);
 void pg_file_sd_free(struct pg_file_sd *f);

@@ -127,7 +127,7 @@ struct watcher {
 };
 
 struct pg_k8s_sd {
-    struct pg_scraper *s;                   /* borrowed */
+    struct pg_sd_sink sink;                 /* the caller's: where pods' targets go */
     struct event_base *base;                /* borrowed */
     const struct pg_scrape_config *cfg;     /* borrowed */
     struct watcher *w;                      /* owned */
@@ -181,7 +181,7 @@ static void on_pod_targets(void *arg, const struct pg_scrape_tg_target *tg, size
 {
     struct sync_ctx *c = arg;
 
-    pg_scraper_sync(c->w->k->s, c->w->job, c->source, tg, n);
+    c->w->k->sink.sync(c->w->k->sink.arg, c->w->job, c->source, tg, n);
 }
 
 static void pod_source(const struct watcher *w, struct json_object *pod, char *buf, size_t cap)
@@ -207,7 +207,7 @@ static void pod_delete(struct watcher *w, struct json_object *pod)
     char src[700];
 
     pod_source(w, pod, src, sizeof(src));
-    pg_scraper_sync(w->k->s, w->job, src, NULL, 0);
+    w->k->sink.sync(w->k->sink.arg, w->job, src, NULL, 0);
     source_del(w, src);
 }
 
@@ -253,7 +253,7 @@ static void drop_unlisted(void *arg, const char *src)
     struct watcher *w = arg;
 
     if (!pg_strset_has(&w->sources, src)) {
-        pg_scraper_sync(w->k->s, w->job, src, NULL, 0);
+        w->k->sink.sync(w->k->sink.arg, w->job, src, NULL, 0);
     }
 }
 
@@ -596,7 +596,7 @@ static enum pg_err watcher_init(struct pg_k8s_sd *k, struct watcher *w, size_t j
     return PG_ERR_OK;
 }
 
-enum pg_err pg_k8s_sd_start(struct pg_scraper *s, struct event_base *base,
+enum pg_err pg_k8s_sd_start(const struct pg_sd_sink *sink, struct event_base *base,
                             const struct pg_scrape_config *cfg, struct pg_k8s_sd **out,
                             struct pg_status *st)
 {
@@ -618,7 +618,7 @@ enum pg_err pg_k8s_sd_start(struct pg_scraper *s, struct event_base *base,
         free(k);
         return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
     }
-    k->s = s;
+    k->sink = *sink;
     k->base = base;
     k->cfg = cfg;
     for (size_t j = 0; j < cfg->n_jobs; j++) {

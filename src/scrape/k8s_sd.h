@@ -17,7 +17,8 @@
 #include <stdint.h>
 
 #include "core/err.h"
-#include "scrape/scrape.h"
+#include "scrape/scrape_config.h"
+#include "scrape/sd_sink.h"
 
 struct event_base;
 struct json_object;
@@ -31,8 +32,8 @@ struct pg_k8s_sd;
 #define PG_K8S_JSON_DEPTH 64
 
 /* Starts every kubernetes_sd_configs of every job; *@out stays NULL when
- * there are none. Fails when in-cluster settings are missing. */
-enum pg_err pg_k8s_sd_start(struct pg_scraper *s, struct event_base *base,
+ * there are none. Pods' targets go to @sink (copied). Fails when in-cluster settings are missing. */
+enum pg_err pg_k8s_sd_start(const struct pg_sd_sink *sink, struct event_base *base,
                             const struct pg_scrape_config *cfg, struct pg_k8s_sd **out,
                             struct pg_status *st);
 void pg_k8s_sd_free(struct pg_k8s_sd *k);

@@ -16,14 +16,10 @@
 #include "pprof/translate.h"
 #include "scrape/labels.h"
 #include "scrape/scrape_config.h"
+#include "scrape/sd_sink.h"
 
 struct pg_scraper;
 
-/* One discovered target before relabeling: address + labels of its group. */
-struct pg_scrape_tg_target {
-    const char *address;
-    const struct pg_labels *labels; /* group and meta labels; borrowed */
-};
 
 /* @cfg, @opts and @receiver_id are borrowed and must outlive the scraper.
  * @max_body caps a response body (the push path's max_request_body_size). */
@@ -31,6 +27,11 @@ struct pg_scraper *pg_scraper_create(struct pg_host *host, struct pg_consumer *n
                                      const struct pg_scrape_config *cfg,
                                      const struct pg_translate_opts *opts, const char *receiver_id,
                                      size_t max_body, const char *default_service_name);
+/* Where scraped bodies are decoded and translated: a worker pool's
+ * background lane (below push work; core/work.h), copied. Without one, or
+ * while its pool has no workers, on the loop. Before pg_scraper_start. */
+struct pg_work_lane;
+void pg_scraper_set_lane(struct pg_scraper *s, const struct pg_work_lane *lane);
 /* Builds the static targets, starts file discovery and the timers. */
 enum pg_err pg_scraper_start(struct pg_scraper *s, struct pg_status *st);
 /* Replaces every target that came from @source (a discovery key such as

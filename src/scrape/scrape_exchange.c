@@ -25,8 +25,6 @@
 #include "http/tls_client.h"
 #include "http/client.h"
 #include "otlp/otlp_build.h"
-#include "scrape/file_sd.h"
-#include "scrape/k8s_sd.h"
 
 /* ---- one scrape ---------------------------------------------------------- */
 
@@ -171,45 +169,75 @@ static bool add_attrs(struct pg_arena *a, const struct pg_labels *attrs,
     return true;
 }
 
-static void deliver(struct pg_scrape_target *t, const uint8_t *body, size_t len)
-{
-    struct pg_scraper *s = t->s;
-    struct pg_arena *a = pg_arena_create(s->max_body * ARENA_FACTOR);
-    struct pg_otlp_request *req = NULL;
-    struct pg_translate_stats stats;
-    struct pg_status st = {0};
-    struct pg_batch *b;
+/* One scraped body's decode and translation, run in the receiver's
+ * background lane (below every push) when it has workers, else inline.
+ * Owns its body copy and arena until done; the target stays allocated
+ * (pg_scrape_target_free defers to done) while its work exists. */
+struct scrape_work {
+    struct pg_work w;                    /* first: the lane's view */
+    struct pg_scrape_target *t;          /* borrowed; t->work points back */
+    uint8_t *body;                       /* owned copy (the response dies with its callback) */
+    size_t len;
+    struct pg_arena *a;                  /* owned until it becomes the batch's */
+    struct pg_otlp_request *req;         /* in @a */
     enum pg_err err;
-    size_t records;
+    struct pg_status st;
+    const char *reason;                  /* failure reason, or NULL */
+};
+
+/* Worker thread (or inline): reads only @sw, the target's config, attrs
+ * and profile (neither changes while the work exists) and the scraper's
+ * read-only options. */
+static void work_run(struct pg_work *w)
+{
+    struct scrape_work *sw = (struct scrape_work *)w;
+    struct pg_scrape_target *t = sw->t;
+    struct pg_translate_stats stats;
 
     memset(&stats, 0, sizeof(stats));
-    if (a == NULL) {
-        record_failure(t, "internal", "out of memory");
-        return;
+    sw->err = pg_pprof_translate(sw->a, sw->body, sw->len, &t->s->opts, &sw->req, &stats, &sw->st);
+    free(sw->body);
+    sw->body = NULL;
+    if (sw->err != PG_ERR_OK) {
+        sw->reason = sw->err == PG_ERR_LIMIT ? "too_large" : sw->err == PG_ERR_NOMEM ? "internal"
+                                                                                      : "parse";
+    } else if (t->prof->n_keep > 0 && keep_types(t->prof, sw->req) == 0) {
+        sw->reason = "no_sample_type";
+        pg_status_set(&sw->st, PG_ERR_MALFORMED,
+                      "the profile has none of the sample types in keep_sample_type");
+    } else if (!add_attrs(sw->a, &t->attrs, sw->req)) {
+        sw->reason = "internal";
+        pg_status_set(&sw->st, PG_ERR_NOMEM, "out of memory adding resource attributes");
     }
-    err = pg_pprof_translate(a, body, len, &s->opts, &req, &stats, &st);
-    if (err != PG_ERR_OK) {
-        pg_arena_destroy(a);
-        record_failure(t, err == PG_ERR_LIMIT ? "too_large" : err == PG_ERR_NOMEM ? "internal"
-                                                                                   : "parse",
-                       "%s", pg_status_text(&st));
-        return;
+}
+
+/* Loop: the batch into the pipeline, the target's health and metrics. */
+static void work_done(struct pg_work *w)
+{
+    struct scrape_work *sw = (struct scrape_work *)w;
+    struct pg_scrape_target *t = sw->t;
+    struct pg_scraper *s = t->s;
+    struct pg_status st = {0};
+    bool dead = t->dead;
+    size_t len = sw->len, records;
+    struct pg_batch *b;
+    enum pg_err err;
+
+    t->work = NULL;
+    s->works--;
+    if (sw->reason != NULL) {
+        pg_arena_destroy(sw->a);
+        if (!dead) {
+            record_failure(t, sw->reason, "%s", pg_status_text(&sw->st));
+        }
+        goto out;
     }
-    if (t->prof->n_keep > 0 && keep_types(t->prof, req) == 0) {
-        pg_arena_destroy(a);
-        record_failure(t, "no_sample_type",
-                       "the profile has none of the sample types in keep_sample_type");
-        return;
-    }
-    if (!add_attrs(a, &t->attrs, req)) {
-        pg_arena_destroy(a);
-        record_failure(t, "internal", "out of memory adding resource attributes");
-        return;
-    }
-    b = pg_batch_new(a, req); /* takes the arena, also on failure */
+    b = pg_batch_new(sw->a, sw->req); /* takes the arena, also on failure */
     if (b == NULL) {
-        record_failure(t, "internal", "out of memory for a batch");
-        return;
+        if (!dead) {
+            record_failure(t, "internal", "out of memory for a batch");
+        }
+        goto out;
     }
     b->received_unix_nano = (uint64_t)pg_real_ns();
     b->raw_bytes = len;
@@ -219,10 +247,16 @@ static void deliver(struct pg_scrape_target *t, const uint8_t *body, size_t len)
     err = pg_consumer_consume(s->next, b, &st); /* takes our reference */
     if (err != PG_ERR_OK) {
         pg_metric_add(s->m_refused, records);
-        record_failure(t, "pipeline", "the pipeline refused the profile: %s", pg_status_text(&st));
-        return;
+        if (!dead) {
+            record_failure(t, "pipeline", "the pipeline refused the profile: %s",
+                           pg_status_text(&st));
+        }
+        goto out;
     }
     pg_metric_add(s->m_accepted, records);
+    if (dead) {
+        goto out; /* its series went with it; the profile still went on */
+    }
     pg_metric_add(t->m_samples, records);
     if (t->health != 1) {
         pg_log_info(LOG_NAME, "scraping %s (job %s, %s): up", t->url, t->job->job_name,
@@ -231,6 +265,61 @@ static void deliver(struct pg_scrape_target *t, const uint8_t *body, size_t len)
     t->health = 1;
     t->last_error[0] = '\0';
     pg_metric_set(t->m_up, 1);
+out:
+    free(sw);
+    if (dead) {
+        pg_scrape_target_free(t); /* deferred while the work ran */
+    } else if (t->pending && !s->stopped) {
+        t->pending = false;
+        pg_scrape_start_target(t);
+    }
+}
+
+void pg_scrape_work_cancel(struct pg_scraper *s)
+{
+    struct pg_work *w = s->lane.cancel != NULL ? s->lane.cancel(s->lane.arg, s) : NULL;
+
+    while (w != NULL) {
+        struct scrape_work *sw = (struct scrape_work *)w;
+
+        w = w->next;
+        sw->t->work = NULL;
+        s->works--;
+        if (sw->t->dead) {
+            pg_scrape_target_free(sw->t);
+        }
+        free(sw->body);
+        pg_arena_destroy(sw->a);
+        free(sw);
+    }
+}
+
+static void deliver(struct pg_scrape_target *t, const uint8_t *body, size_t len)
+{
+    struct pg_scraper *s = t->s;
+    struct scrape_work *sw = calloc(1, sizeof(*sw));
+
+    if (sw == NULL || (sw->a = pg_arena_create(s->max_body * ARENA_FACTOR)) == NULL ||
+        (sw->body = malloc(len)) == NULL) {
+        if (sw != NULL) {
+            pg_arena_destroy(sw->a);
+        }
+        free(sw);
+        record_failure(t, "internal", "out of memory");
+        return;
+    }
+    memcpy(sw->body, body, len);
+    sw->len = len;
+    sw->t = t;
+    sw->w.run = work_run;
+    sw->w.done = work_done;
+    sw->w.owner = s;
+    t->work = &sw->w;
+    s->works++;
+    if (s->lane.submit == NULL || !s->lane.submit(s->lane.arg, s->host->base, &sw->w)) {
+        work_run(&sw->w);
+        work_done(&sw->w);
+    }
 }
 
 /* Body text for an error message: printable prefix only. */
@@ -372,10 +461,44 @@ static void on_response(void *arg, const struct pg_http_response *r)
                            "HTTP %d: %s", r->status, text);
         }
     }
-    if (t->pending && !s->stopped) {
-        t->pending = false;
+    if (t->pending && t->work == NULL && !s->stopped) {
+        t->pending = false; /* else work_done starts it */
         pg_scrape_start_target(t);
     }
+}
+
+void pg_scrape_inflight_add(struct pg_scrape_target *t)
+{
+    struct pg_scrape_target **b = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+
+    t->next_inflight = *b;
+    *b = t;
+    t->s->in_flight++;
+}
+
+void pg_scrape_inflight_del(struct pg_scrape_target *t)
+{
+    for (struct pg_scrape_target **pp = &t->s->inflight[t->url_hash % INFLIGHT_BUCKETS];
+         *pp != NULL;
+         pp = &(*pp)->next_inflight) {
+        if (*pp == t) {
+            *pp = t->next_inflight;
+            t->s->in_flight--;
+            return;
+        }
+    }
+}
+
+bool pg_scrape_url_in_flight(const struct pg_scrape_target *self)
+{
+    for (const struct pg_scrape_target *t = self->s->inflight[self->url_hash % INFLIGHT_BUCKETS];
+         t != NULL;
+         t = t->next_inflight) {
+        if (t != self && t->url_hash == self->url_hash && strcmp(t->url, self->url) == 0) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void pg_scrape_start_target(struct pg_scrape_target *t)

@@ -208,6 +208,10 @@ class Gateway:
         return self
 
     def __enter__(self):
+        # `gw.start()` then `with gw:` (to time the start): one process, not two
+        # (a second start leaked the first, scraping and burning CPU forever).
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         return self.start()
 
     def __exit__(self, *exc):
