@@ -56,6 +56,11 @@ int pg_http_parse_head_in(char *buf, size_t len, const struct pg_http_parse_limi
 /* Line feeds in @buf: an upper bound of its header lines. */
 size_t pg_http_head_lines(const char *buf, size_t len);
 
+/* The value of the first header named @name (ASCII case-insensitive) in @h, or NULL: as
+ * evhttp_find_header, cheaper (the first byte and then glibc's strcasecmp, where libevent
+ * calls a function per byte); a receiver looks up a few per request. */
+const char *pg_http_find_header(const struct evkeyvalq *h, const char *name);
+
 /* Incremental chunked-body decoder. Zero it to start. */
 struct pg_http_chunked {
     int state;

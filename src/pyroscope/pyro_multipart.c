@@ -19,10 +19,20 @@ static bool is_lws(uint8_t c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* RFC 2045 tspecials and CTLs end a token. */
+/* RFC 2045 tspecials and CTLs end a token: a table of the 256 byte values built at compile
+ * time (a token byte is looked at for every parameter of every part). */
+#define IS_TOKEN(c)                                                                       \
+    ((c) > 0x20 && (c) < 0x7f && (c) != '(' && (c) != ')' && (c) != '<' && (c) != '>' && \
+     (c) != '@' && (c) != ',' && (c) != ';' && (c) != ':' && (c) != '\\' && (c) != '"' && \
+     (c) != '/' && (c) != '[' && (c) != ']' && (c) != '?' && (c) != '=')
+#define T4(n) IS_TOKEN(n), IS_TOKEN((n) + 1), IS_TOKEN((n) + 2), IS_TOKEN((n) + 3)
+#define T16(n) T4(n), T4((n) + 4), T4((n) + 8), T4((n) + 12)
+#define T64(n) T16(n), T16((n) + 16), T16((n) + 32), T16((n) + 48)
+static const bool token_byte[256] = {T64(0), T64(64), T64(128), T64(192)};
+
 static bool is_token(uint8_t c)
 {
-    return c > 0x20 && c < 0x7f && strchr("()<>@,;:\\\"/[]?=", c) == NULL;
+    return token_byte[c];
 }
 
 /* Reads a parameter value at *p (a token or a quoted-string, backslash escapes undone) into
@@ -48,12 +58,15 @@ static bool read_param_value(const uint8_t **p, const uint8_t *end, char *out, s
         }
         q++;
     } else {
-        for (; q < end && is_token(*q); q++) {
-            if (n + 1 >= cap) {
-                return false;
-            }
-            out[n++] = (char)*q;
+        const uint8_t *t = q;
+        while (q < end && is_token(*q)) {
+            q++;
         }
+        n = (size_t)(q - t);
+        if (n >= cap) {
+            return false;
+        }
+        memcpy(out, t, n);
     }
     out[n] = '\0';
     *out_len = n;
@@ -61,21 +74,33 @@ static bool read_param_value(const uint8_t **p, const uint8_t *end, char *out, s
     return true;
 }
 
-/* Walks "type; k=v; k2=\"v2\"" in [p, end): checks the type is @want (case-insensitive), then
- * copies the value of the parameter @param into @out. Returns 1 found, 0 absent, -1 type
+/* A parameter find_param looks for, and where its value goes. */
+struct param_out {
+    const char *name;
+    size_t name_len;
+    char *out; /* room cap, NUL-terminated */
+    size_t cap, len;
+    bool found; /* the last one wins; Go refuses duplicates, either way one value */
+    bool quoted; /* a quoted-string (may hold any byte but NUL); else a token (printable) */
+};
+
+/* Walks "type; k=v; k2=\"v2\"" in [p, end) once: checks the type is @want (case-insensitive),
+ * then copies the value of each parameter of @ps[0..n) present. Returns 0 parsed, -1 type
  * differs, -2 malformed or too long. */
-static int find_param(const uint8_t *p, const uint8_t *end, const char *want, const char *param,
-                      char *out, size_t cap, size_t *out_len)
+static int find_param(const uint8_t *p, const uint8_t *end, const char *want,
+                      struct param_out *ps, size_t n_ps)
 {
     const uint8_t *t;
-    int found = 0;
+    size_t wlen = strlen(want);
 
     while (p < end && is_lws(*p)) {
         p++;
     }
-    for (t = p; t < end && *t != ';' && !is_lws(*t); t++) {
+    for (t = p; t < end && (is_token(*t) || *t == '/'); t++) { /* a type/subtype's bytes */
     }
-    if ((size_t)(t - p) != strlen(want) || strncasecmp((const char *)p, want, strlen(want)) != 0) {
+    for (; t < end && *t != ';' && !is_lws(*t); t++) { /* anything else up to ';' */
+    }
+    if ((size_t)(t - p) != wlen || strncasecmp((const char *)p, want, wlen) != 0) {
         return -1;
     }
     p = t;
@@ -84,7 +109,7 @@ static int find_param(const uint8_t *p, const uint8_t *end, const char *want, co
             p++;
         }
         if (p == end) {
-            return found;
+            return 0;
         }
         if (*p != ';') {
             return -2;
@@ -94,7 +119,7 @@ static int find_param(const uint8_t *p, const uint8_t *end, const char *want, co
             p++;
         }
         if (p == end) {
-            return found; /* a trailing ';' */
+            return 0; /* a trailing ';' */
         }
         const uint8_t *k = p;
         while (p < end && is_token(*p)) {
@@ -111,15 +136,24 @@ static int find_param(const uint8_t *p, const uint8_t *end, const char *want, co
         while (p < end && is_lws(*p)) {
             p++;
         }
-        bool mine = klen == strlen(param) && strncasecmp((const char *)k, param, klen) == 0;
+        struct param_out *mine = NULL;
+        for (size_t i = 0; i < n_ps; i++) {
+            if (ps[i].name_len == klen && strncasecmp((const char *)k, ps[i].name, klen) == 0) {
+                mine = &ps[i];
+                break;
+            }
+        }
         char scratch[PG_PYRO_MAX_PART_HEADERS];
         size_t n;
-        if (!read_param_value(&p, end, mine ? out : scratch, mine ? cap : sizeof(scratch), &n)) {
+        bool quoted = p < end && *p == '"';
+        if (!read_param_value(&p, end, mine ? mine->out : scratch,
+                              mine ? mine->cap : sizeof(scratch), &n)) {
             return -2;
         }
-        if (mine) {
-            *out_len = n;
-            found = 1; /* the last one wins; Go refuses duplicates, either way one value */
+        if (mine != NULL) {
+            mine->len = n;
+            mine->found = true;
+            mine->quoted = quoted;
         }
     }
 }
@@ -135,7 +169,9 @@ enum pg_err pg_pyro_multipart_boundary(const char *content_type, char *out, size
                              "Content-Type missing, want multipart/form-data");
     }
     const uint8_t *p = (const uint8_t *)content_type, *end = p + strlen(content_type);
-    int r = find_param(p, end, "multipart/form-data", "boundary", b, sizeof(b), &n);
+    struct param_out bp = {"boundary", 8, b, sizeof(b), 0, false, false};
+    int r = find_param(p, end, "multipart/form-data", &bp, 1);
+    n = bp.len;
     if (r == -1) {
         return pg_status_set(st, PG_ERR_UNSUPPORTED,
                              "Content-Type is not multipart/form-data (want multipart/form-data; "
@@ -146,7 +182,7 @@ enum pg_err pg_pyro_multipart_boundary(const char *content_type, char *out, size
                              "Content-Type multipart/form-data: malformed parameters or a "
                              "boundary over %d characters", PG_PYRO_MAX_BOUNDARY);
     }
-    if (r == 0 || n == 0) {
+    if (!bp.found || n == 0) {
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "Content-Type multipart/form-data has no boundary parameter");
     }
@@ -155,7 +191,7 @@ enum pg_err pg_pyro_multipart_boundary(const char *content_type, char *out, size
                              "multipart boundary of %zu characters, over RFC 2046's %d", n,
                              PG_PYRO_MAX_BOUNDARY);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; bp.quoted && i < n; i++) { /* a token is printable already */
         if ((uint8_t)b[i] < 0x20 || (uint8_t)b[i] > 0x7e) {
             return pg_status_set(st, PG_ERR_MALFORMED,
                                  "multipart boundary has a byte 0x%02x that is not printable",
@@ -194,14 +230,17 @@ static int delimiter_kind(const uint8_t *p, const uint8_t *end, const uint8_t **
 
 /* The next delimiter at or after @from that starts a line: its kind (as delimiter_kind, -1
  * none), *@content_end where the content before it ends (its line break excluded) and *@next
- * after it. @at_start: a delimiter at @from itself counts (the body's first line). */
-static int next_delimiter(const uint8_t *from, const uint8_t *end, const char *dash_b,
+ * after it. @nl_b is "\n--boundary" (@dlen + 1 bytes). A memchr per line end, not memmem:
+ * glibc's memmem sets up a 256-entry shift table per call, which costs more than the few
+ * line ends of a gzip'd profile. @at_start: a delimiter at @from itself counts (the body's
+ * first line). */
+static int next_delimiter(const uint8_t *from, const uint8_t *end, const char *nl_b,
                           size_t dlen, bool at_start, const uint8_t **content_end,
                           const uint8_t **next)
 {
     const uint8_t *p = from;
 
-    if (at_start && (size_t)(end - p) >= dlen && memcmp(p, dash_b, dlen) == 0) {
+    if (at_start && (size_t)(end - p) >= dlen && memcmp(p, nl_b + 1, dlen) == 0) {
         int k = delimiter_kind(p + dlen, end, next);
         if (k != 0) {
             *content_end = p;
@@ -213,7 +252,7 @@ static int next_delimiter(const uint8_t *from, const uint8_t *end, const char *d
         if (nl == NULL || (size_t)(end - nl - 1) < dlen) {
             return -1;
         }
-        if (memcmp(nl + 1, dash_b, dlen) == 0) {
+        if (nl[1] == '-' && memcmp(nl + 1, nl_b + 1, dlen) == 0) {
             int k = delimiter_kind(nl + 1 + dlen, end, next);
             if (k != 0) {
                 *content_end = nl > from && nl[-1] == '\r' ? nl - 1 : nl;
@@ -275,17 +314,18 @@ static enum pg_err parse_headers(struct pg_arena *a, const uint8_t *body, const 
                              "multipart: part at offset %zu has no Content-Disposition header",
                              (size_t)(hend - body));
     }
-    char val[PG_PYRO_MAX_PART_HEADERS];
-    size_t n = 0;
-    int r = find_param(cd, cd_end, "form-data", "name", val, sizeof(val), &n);
-    if (r != 1 || n == 0 || memchr(val, '\0', n) != NULL) {
+    char val[PG_PYRO_MAX_PART_HEADERS], fval[PG_PYRO_MAX_PART_HEADERS];
+    struct param_out ps[2] = {{"name", 4, val, sizeof(val), 0, false, false},
+                              {"filename", 8, fval, sizeof(fval), 0, false, false}};
+    int r = find_param(cd, cd_end, "form-data", ps, 2); /* one walk for both */
+    size_t n = ps[0].len;
+    if (r != 0 || !ps[0].found || n == 0 || memchr(val, '\0', n) != NULL) {
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "multipart: part at offset %zu: Content-Disposition is not "
                              "form-data with a name", (size_t)(cd - body));
     }
     part->name = pg_arena_strndup(a, val, n);
-    r = find_param(cd, cd_end, "form-data", "filename", val, sizeof(val), &n);
-    part->filename = r == 1 ? pg_arena_strndup(a, val, n) : NULL;
+    part->filename = ps[1].found ? pg_arena_strndup(a, fval, ps[1].len) : NULL;
     part->content_type = NULL;
     if (ct != NULL) {
         while (ct < ct_end && is_lws(*ct)) {
@@ -296,7 +336,7 @@ static enum pg_err parse_headers(struct pg_arena *a, const uint8_t *body, const 
         }
         part->content_type = pg_arena_strndup(a, (const char *)ct, (size_t)(ct_end - ct));
     }
-    if (part->name == NULL || (r == 1 && part->filename == NULL) ||
+    if (part->name == NULL || (ps[1].found && part->filename == NULL) ||
         (ct != NULL && part->content_type == NULL)) {
         return pg_status_set(st, PG_ERR_NOMEM, "multipart: out of memory");
     }
@@ -339,7 +379,7 @@ enum pg_err pg_pyro_multipart_parse(struct pg_arena *a, const uint8_t *body, siz
                                     const char *boundary, struct pg_pyro_part **parts,
                                     size_t *n_parts, struct pg_status *st)
 {
-    char dash_b[PG_PYRO_MAX_BOUNDARY + 3];
+    char nl_b[PG_PYRO_MAX_BOUNDARY + 4]; /* "\n--" boundary */
     size_t blen = boundary != NULL ? strlen(boundary) : 0;
     const uint8_t *end = body + len, *content_end, *next;
 
@@ -349,11 +389,12 @@ enum pg_err pg_pyro_multipart_parse(struct pg_arena *a, const uint8_t *body, siz
         return pg_status_set(st, PG_ERR_MALFORMED, "multipart: boundary empty or over %d bytes",
                              PG_PYRO_MAX_BOUNDARY);
     }
-    dash_b[0] = dash_b[1] = '-';
-    memcpy(dash_b + 2, boundary, blen);
+    nl_b[0] = '\n';
+    nl_b[1] = nl_b[2] = '-';
+    memcpy(nl_b + 3, boundary, blen);
     size_t dlen = blen + 2;
 
-    int kind = body != NULL ? next_delimiter(body, end, dash_b, dlen, true, &content_end, &next)
+    int kind = body != NULL ? next_delimiter(body, end, nl_b, dlen, true, &content_end, &next)
                             : -1;
     if (kind < 0) {
         return pg_status_set(st, PG_ERR_MALFORMED,
@@ -393,7 +434,7 @@ enum pg_err pg_pyro_multipart_parse(struct pg_arena *a, const uint8_t *body, siz
         const uint8_t *data = hnext;
         /* The delimiter's line break belongs to it, so the search starts one byte back to
          * find a delimiter right after an empty body's blank line. */
-        kind = next_delimiter(data > body ? data - 1 : data, end, dash_b, dlen, false,
+        kind = next_delimiter(data > body ? data - 1 : data, end, nl_b, dlen, false,
                               &content_end, &next);
         if (kind < 0) {
             return pg_status_set(st, PG_ERR_MALFORMED,

@@ -9,21 +9,35 @@
 #include "core/utf8.h"
 #include "pyroscope/pyro_type.h"
 
+/* Byte classes, one table load per byte (the name is read on every push): built at compile
+ * time from the rules, for every byte value 0..255. */
+enum { C_LABEL = 1, C_APP = 2, C_SPACE = 4 };
+#define IS_LABEL(c)                                                                       \
+    (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || ((c) >= '0' && (c) <= '9') || \
+     (c) == '_' || (c) == '.')
+#define IS_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r')) /* \t \n \v \f \r */
+#define CLS(c)                                                                         \
+    (uint8_t)((IS_LABEL(c) ? C_LABEL | C_APP : 0) | ((c) == '-' || (c) == '/' ? C_APP : 0) | \
+              (IS_SPACE(c) ? C_SPACE : 0))
+#define R4(n) CLS(n), CLS((n) + 1), CLS((n) + 2), CLS((n) + 3)
+#define R16(n) R4(n), R4((n) + 4), R4((n) + 8), R4((n) + 12)
+#define R64(n) R16(n), R16((n) + 16), R16((n) + 32), R16((n) + 48)
+static const uint8_t byte_class[256] = {R64(0), R64(64), R64(128), R64(192)};
+
 static bool is_space(char c)
 {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    return (byte_class[(unsigned char)c] & C_SPACE) != 0;
 }
 
 static bool label_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
+    return (byte_class[(unsigned char)c] & C_LABEL) != 0;
 }
 
 /* Pyroscope's service-name rule: a label-name character, or '-' or '/'. */
 static bool app_char(char c)
 {
-    return label_char(c) || c == '-' || c == '/';
+    return (byte_class[(unsigned char)c] & C_APP) != 0;
 }
 
 bool pg_pyro_label_name_valid(const char *s, size_t n)
@@ -55,7 +69,9 @@ static void trim(const char *s, size_t *b, size_t *e)
     }
 }
 
-static enum pg_err parse_app(struct pg_arena *a, const char *s, size_t b, size_t e,
+/* The pieces are cut out of one arena copy of the name (@buf, same offsets as @s): each ends
+ * where a delimiter or trimmed space was, so a NUL is written there instead of copying it. */
+static enum pg_err parse_app(char *buf, const char *s, size_t b, size_t e,
                              struct pg_pyro_name *out, struct pg_status *st)
 {
     trim(s, &b, &e);
@@ -83,20 +99,27 @@ static enum pg_err parse_app(struct pg_arena *a, const char *s, size_t b, size_t
                                  "name: nothing before the profile-type suffix \".%.*s\"",
                                  (int)(e - dot), s + dot);
         }
-        out->type_suffix = pg_arena_strndup(a, s + dot, e - dot);
-        if (out->type_suffix == NULL) {
-            return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
-        }
+        buf[e] = '\0';
+        out->type_suffix = buf + dot;
         app_end = dot - 1;
     }
-    out->app = pg_arena_strndup(a, s + b, app_end - b);
-    return out->app != NULL ? PG_ERR_OK : pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
+    buf[app_end] = '\0';
+    out->app = buf + b;
+    return PG_ERR_OK;
 }
+
+/* The labels being collected (on the stack; the arena gets the final array). */
+struct label_acc {
+    struct pg_pyro_label l[PG_PYRO_MAX_LABELS];
+    size_t klen[PG_PYRO_MAX_LABELS];
+    size_t n;
+    bool utf8; /* the whole list is valid UTF-8, so is every value: cut at ASCII delimiters */
+};
 
 /* One "key=value" item of the label list, [b, e) of @s; a repeated key keeps its first place
  * and takes the last value. */
-static enum pg_err add_label(struct pg_arena *a, const char *s, size_t b, size_t e,
-                             struct pg_pyro_name *out, size_t cap, struct pg_status *st)
+static enum pg_err add_label(char *buf, const char *s, size_t b, size_t e, struct label_acc *acc,
+                             struct pg_status *st)
 {
     const char *eq = memchr(s + b, '=', e - b);
     size_t kb = b, ke, vb, ve = e;
@@ -113,7 +136,11 @@ static enum pg_err add_label(struct pg_arena *a, const char *s, size_t b, size_t
     if (kb == ke) {
         return pg_status_set(st, PG_ERR_MALFORMED, "name: empty label name at offset %zu", kb);
     }
+    uint8_t all = C_LABEL; /* no branch per byte; the offender is looked for only on failure */
     for (size_t i = kb; i < ke; i++) {
+        all &= byte_class[(unsigned char)s[i]];
+    }
+    for (size_t i = kb; all == 0 && i < ke; i++) {
         if (!label_char(s[i])) {
             return pg_status_set(st, PG_ERR_MALFORMED,
                                  "name: byte 0x%02x at offset %zu is not allowed in a label "
@@ -121,77 +148,114 @@ static enum pg_err add_label(struct pg_arena *a, const char *s, size_t b, size_t
                                  (unsigned)(unsigned char)s[i], i);
         }
     }
-    if (!pg_utf8_valid(s + vb, ve - vb)) {
+    if (!acc->utf8 && !pg_utf8_valid(s + vb, ve - vb)) {
         return pg_status_set(st, PG_ERR_MALFORMED,
                              "name: the value of label \"%.*s\" (offset %zu) is not valid UTF-8",
                              (int)(ke - kb > 64 ? 64 : ke - kb), s + kb, vb);
     }
-    char *value = pg_arena_strndup(a, s + vb, ve - vb);
-    if (value == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
-    }
-    for (size_t i = 0; i < out->n_labels; i++) {
-        const char *k = out->labels[i].name;
-        if (strlen(k) == ke - kb && memcmp(k, s + kb, ke - kb) == 0) {
-            out->labels[i].value = value;
+    size_t klen = ke - kb;
+    buf[ve] = '\0'; /* ve <= the ',' or '}' after the value; ke <= the '=' before it */
+    for (size_t i = 0; i < acc->n; i++) {
+        if (acc->klen[i] == klen && memcmp(acc->l[i].name, s + kb, klen) == 0) {
+            acc->l[i].value = buf + vb;
             return PG_ERR_OK;
         }
     }
-    if (out->n_labels == cap) {
+    if (acc->n == PG_PYRO_MAX_LABELS) {
         return pg_status_set(st, PG_ERR_LIMIT, "name: more than %d labels", PG_PYRO_MAX_LABELS);
     }
-    char *key = pg_arena_strndup(a, s + kb, ke - kb);
-    if (key == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
-    }
-    out->labels[out->n_labels].name = key;
-    out->labels[out->n_labels].value = value;
-    out->n_labels++;
+    buf[ke] = '\0';
+    acc->l[acc->n].name = buf + kb;
+    acc->l[acc->n].value = buf + vb;
+    acc->klen[acc->n++] = klen;
     return PG_ERR_OK;
 }
 
 /* The label list between '{' at @open and '}' at @close (exclusive). */
-static enum pg_err parse_labels(struct pg_arena *a, const char *s, size_t open, size_t close,
-                                struct pg_pyro_name *out, struct pg_status *st)
+static enum pg_err parse_labels(struct pg_arena *a, char *buf, const char *s, size_t open,
+                                size_t close, struct pg_pyro_name *out, struct pg_status *st)
 {
-    size_t items = 1;
+    struct label_acc acc;
 
-    for (size_t i = open + 1; i < close; i++) {
-        items += s[i] == ',';
-    }
-    size_t cap = items < PG_PYRO_MAX_LABELS ? items : PG_PYRO_MAX_LABELS;
-    out->labels = pg_arena_alloc(a, cap * sizeof(*out->labels));
-    if (out->labels == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
-    }
-    size_t b = open + 1;
-    for (size_t i = open + 1; i <= close; i++) {
-        if (i < close && s[i] != ',') {
-            continue;
-        }
+    acc.n = 0;
+    acc.utf8 = pg_utf8_valid(s + open + 1, close - open - 1);
+    for (size_t b = open + 1; b <= close;) {
+        const char *comma = memchr(s + b, ',', close - b);
+        size_t i = comma != NULL ? (size_t)(comma - s) : close;
         size_t kb = b, ke = i;
-        trim(s, &kb, &ke);
+
+        if (b == i || is_space(s[b])) { /* else the item is not empty: no trim needed */
+            trim(s, &kb, &ke);
+        }
         /* "{}" and a trailing comma are fine (Pyroscope reads them); an empty item between
          * two commas is a label without a name. */
-        if (kb == ke && (i == close)) {
-            b = i + 1;
-            continue;
+        if (kb == ke && i == close) {
+            break;
         }
         if (kb == ke) {
             return pg_status_set(st, PG_ERR_MALFORMED, "name: empty label at offset %zu", b);
         }
-        enum pg_err err = add_label(a, s, b, i, out, cap, st);
+        enum pg_err err = add_label(buf, s, b, i, &acc, st);
         if (err != PG_ERR_OK) {
             return err;
         }
         b = i + 1;
     }
+    out->labels = pg_arena_alloc(a, (acc.n > 0 ? acc.n : 1) * sizeof(*out->labels));
+    if (out->labels == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
+    }
+    memcpy(out->labels, acc.l, acc.n * sizeof(*out->labels));
+    out->n_labels = acc.n;
+    return PG_ERR_OK;
+}
+
+/* Checks the braces as a left-to-right scan would meet them (the first fault wins): a second
+ * '{' before the '}', a '}' without '{', a NUL, a '{' never closed, text after the '}'. */
+static enum pg_err check_braces(const char *s, size_t len, size_t *open_out, size_t *close_out,
+                                struct pg_status *st)
+{
+    const char *o = memchr(s, '{', len), *c = memchr(s, '}', len), *z = memchr(s, '\0', len);
+    size_t open = o != NULL ? (size_t)(o - s) : len, close = c != NULL ? (size_t)(c - s) : len;
+    size_t nested = len, nul = z != NULL ? (size_t)(z - s) : len;
+
+    if (open < close && open + 1 < len) {
+        const char *o2 = memchr(s + open + 1, '{', close - open - 1);
+        nested = o2 != NULL ? (size_t)(o2 - s) : len;
+    }
+    if (nested < close && nested < nul) {
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "name: nested '{' at offset %zu (braces must be one "
+                             "{k=v,...} list)", nested);
+    }
+    if (nul < close) {
+        return pg_status_set(st, PG_ERR_MALFORMED, "name: NUL byte at offset %zu", nul);
+    }
+    if (close < open) {
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "name: unbalanced braces: '}' at offset %zu has no '{'", close);
+    }
+    if (open != len && close == len) {
+        return pg_status_set(st, PG_ERR_MALFORMED,
+                             "name: unbalanced braces: '{' at offset %zu is never closed", open);
+    }
+    for (size_t i = close + 1; i < len; i++) {
+        if (!is_space(s[i])) {
+            return pg_status_set(st, PG_ERR_MALFORMED,
+                                 "name: text after the closing '}' at offset %zu", i);
+        }
+    }
+    *open_out = open;
+    *close_out = close;
     return PG_ERR_OK;
 }
 
 enum pg_err pg_pyro_name_parse(struct pg_arena *a, const char *s, size_t len,
                                struct pg_pyro_name *out, struct pg_status *st)
 {
+    size_t open = len, close = len;
+    char *buf;
+
     memset(out, 0, sizeof(*out));
     if (len > PG_PYRO_MAX_NAME_LEN) {
         return pg_status_set(st, PG_ERR_LIMIT, "name: %zu bytes, over the cap of %u", len,
@@ -200,41 +264,19 @@ enum pg_err pg_pyro_name_parse(struct pg_arena *a, const char *s, size_t len,
     if (s == NULL || len == 0) {
         return pg_status_set(st, PG_ERR_MALFORMED, "name: missing (want app.name{k=v,...})");
     }
-    size_t open = len, close = len;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '{') {
-            if (open != len) {
-                return pg_status_set(st, PG_ERR_MALFORMED,
-                                     "name: nested '{' at offset %zu (braces must be one "
-                                     "{k=v,...} list)", i);
-            }
-            open = i;
-        } else if (s[i] == '}') {
-            if (open == len) {
-                return pg_status_set(st, PG_ERR_MALFORMED,
-                                     "name: unbalanced braces: '}' at offset %zu has no '{'", i);
-            }
-            close = i;
-            break;
-        } else if (s[i] == '\0') {
-            return pg_status_set(st, PG_ERR_MALFORMED, "name: NUL byte at offset %zu", i);
-        }
+    enum pg_err err = check_braces(s, len, &open, &close, st);
+    if (err != PG_ERR_OK) {
+        return err;
     }
-    if (open != len && close == len) {
-        return pg_status_set(st, PG_ERR_MALFORMED,
-                             "name: unbalanced braces: '{' at offset %zu is never closed", open);
+    buf = pg_arena_alloc(a, len + 1); /* every string of @out points into it */
+    if (buf == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
     }
-    if (close != len) {
-        for (size_t i = close + 1; i < len; i++) {
-            if (!is_space(s[i])) {
-                return pg_status_set(st, PG_ERR_MALFORMED,
-                                     "name: text after the closing '}' at offset %zu", i);
-            }
-        }
-    }
-    enum pg_err err = parse_app(a, s, 0, open, out, st);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    err = parse_app(buf, s, 0, open, out, st);
     if (err != PG_ERR_OK || open == len) {
         return err;
     }
-    return parse_labels(a, s, open, close, out, st);
+    return parse_labels(a, buf, s, open, close, out, st);
 }

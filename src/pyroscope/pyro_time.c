@@ -86,11 +86,69 @@ static int64_t unit_seconds(const char *u, size_t n)
     return 0;
 }
 
+static enum pg_err from_value(int64_t v, size_t n, const char *s, size_t len, int64_t *out_ns,
+                              struct pg_status *st);
+
+/* @t[0..n), digits only (not a date), as a Unix time whose digit count tells the unit. */
+static enum pg_err from_digits(const char *t, size_t n, const char *s, size_t len,
+                               int64_t *out_ns, struct pg_status *st)
+{
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i >= 18 && v > (INT64_MAX - (t[i] - '0')) / 10) { /* 18 digits always fit */
+            return bad(st, s, len, "does not fit int64");
+        }
+        v = v * 10 + (t[i] - '0');
+    }
+    return from_value(v, n, s, len, out_ns, st);
+}
+
+/* The Unix time @v of @n digits in nanoseconds (the digit count tells the unit). */
+static enum pg_err from_value(int64_t v, size_t n, const char *s, size_t len, int64_t *out_ns,
+                              struct pg_status *st)
+{
+    switch (n) {
+    case 13: /* milliseconds */
+        if (v > INT64_MAX / 1000000) {
+            return bad(st, s, len, "does not fit int64 nanoseconds");
+        }
+        *out_ns = v * 1000000;
+        return PG_ERR_OK;
+    case 16: /* microseconds */
+        if (v > INT64_MAX / 1000) {
+            return bad(st, s, len, "does not fit int64 nanoseconds");
+        }
+        *out_ns = v * 1000;
+        return PG_ERR_OK;
+    case 19: /* nanoseconds */
+        *out_ns = v;
+        return PG_ERR_OK;
+    default: /* seconds */
+        if (v > INT64_MAX / NS) {
+            return bad(st, s, len, "does not fit int64 nanoseconds");
+        }
+        *out_ns = v * NS;
+        return PG_ERR_OK;
+    }
+}
+
 enum pg_err pg_pyro_time_parse(const char *s, size_t len, int64_t now_ns, int64_t *out_ns,
                                struct pg_status *st)
 {
     char t[MAX_TIME + 1];
-    size_t n = 0;
+    size_t n = 0, all = 0;
+
+    /* The SDKs' form, digits only, is read in place (8 digits may be a date: the long way). */
+    if (len > 0 && len <= 19 && len != 8) {
+        uint64_t v = 0; /* 19 digits fit uint64 */
+        while (all < len && is_digit(s[all])) {
+            v = v * 10 + (uint64_t)(s[all++] - '0');
+        }
+        if (all == len) {
+            return v > INT64_MAX ? bad(st, s, len, "does not fit int64")
+                                 : from_value((int64_t)v, len, s, len, out_ns, st);
+        }
+    }
 
     /* Pyroscope drops '_', ',' and spaces anywhere, and trims white space. */
     for (size_t i = 0; i < len; i++) {
@@ -117,36 +175,7 @@ enum pg_err pg_pyro_time_parse(const char *s, size_t len, int64_t now_ns, int64_
         if (date != 0) {
             return date > 0 ? PG_ERR_OK : bad(st, s, len, "a date past int64 nanoseconds");
         }
-        int64_t v = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (v > (INT64_MAX - (t[i] - '0')) / 10) {
-                return bad(st, s, len, "does not fit int64");
-            }
-            v = v * 10 + (t[i] - '0');
-        }
-        switch (n) {
-        case 13: /* milliseconds */
-            if (v > INT64_MAX / 1000000) {
-                return bad(st, s, len, "does not fit int64 nanoseconds");
-            }
-            *out_ns = v * 1000000;
-            return PG_ERR_OK;
-        case 16: /* microseconds */
-            if (v > INT64_MAX / 1000) {
-                return bad(st, s, len, "does not fit int64 nanoseconds");
-            }
-            *out_ns = v * 1000;
-            return PG_ERR_OK;
-        case 19: /* nanoseconds */
-            *out_ns = v;
-            return PG_ERR_OK;
-        default: /* seconds */
-            if (v > INT64_MAX / NS) {
-                return bad(st, s, len, "does not fit int64 nanoseconds");
-            }
-            *out_ns = v * NS;
-            return PG_ERR_OK;
-        }
+        return from_digits(t, n, s, len, out_ns, st);
     }
     /* "now" and an offset: [now](+|-)(digits unit)+ */
     size_t i = 0;

@@ -166,7 +166,7 @@ static enum pg_err request_codings(struct rx *rx, struct evkeyvalq *in, struct p
  * the exporters' headers_setter read it there. Its absence is no error. */
 static void tenant_metadata(struct pg_arena *a, const struct evkeyvalq *in, struct pg_metadata *md)
 {
-    const char *org = evhttp_find_header(in, "X-Scope-OrgID");
+    const char *org = pg_http_find_header(in, "X-Scope-OrgID");
     struct pg_metadata_entry *e;
 
     if (org == NULL || (e = pg_arena_alloc(a, sizeof(*e))) == NULL) {
@@ -272,7 +272,7 @@ static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t adm
         }
         if (job->route != RX_ROUTE_PPROF) {
             const char *q = strchr(req->target, '?');
-            const char *ct = evhttp_find_header(in, "Content-Type");
+            const char *ct = pg_http_find_header(in, "Content-Type");
 
             job->query = pg_arena_strdup(job->arena, q != NULL ? q + 1 : "");
             job->ctype = ct != NULL ? pg_arena_strdup(job->arena, ct) : NULL;

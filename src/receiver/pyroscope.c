@@ -15,6 +15,7 @@
 
 #include <event2/http.h>
 
+#include "http/http_parse.h"
 #include "receiver/pyroscope_internal.h"
 
 #define PROTO_CTYPE "application/proto"
@@ -43,19 +44,29 @@ enum pyro_format pg_pyro_format(const char *format, const char *ctype)
     return PYRO_FORMAT_FOLDED;
 }
 
-/* The raw (not decoded) value of @key in @q, copied to @out (cut to fit). */
+/* The raw (not decoded) value of @key in @q, copied to @out (cut to fit):
+ * the first "key=" that starts a parameter. One strstr over the query
+ * (SDK pushes have none: the whole query is passed once). */
 static bool query_raw(const char *q, const char *key, char *out, size_t cap)
 {
-    size_t klen = strlen(key);
+    char pat[32];
+    size_t plen = strlen(key) + 1;
+    const char *hit = q;
 
-    while (q != NULL && *q != '\0') {
-        size_t n = strcspn(q, "&");
+    if (plen >= sizeof(pat)) {
+        return false;
+    }
+    memcpy(pat, key, plen - 1);
+    pat[plen - 1] = '=';
+    pat[plen] = '\0';
+    while (hit != NULL && (hit = strstr(hit, pat)) != NULL) {
+        if (hit == q || hit[-1] == '&') {
+            size_t n = strcspn(hit + plen, "&");
 
-        if (n > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
-            snprintf(out, cap, "%.*s", (int)(n - klen - 1), q + klen + 1);
+            snprintf(out, cap, "%.*s", (int)n, hit + plen);
             return true;
         }
-        q = q[n] == '&' ? q + n + 1 : NULL;
+        hit++;
     }
     return false;
 }
@@ -73,7 +84,7 @@ static bool media_is(const char *ctype, const char *type)
 static enum pg_err pyro_check_head(struct rx *rx, enum rx_route route,
                                    const struct pg_httpd_req *req, struct pg_status *st)
 {
-    const char *ctype = evhttp_find_header(req->in, "Content-Type");
+    const char *ctype = pg_http_find_header(req->in, "Content-Type");
 
     (void)rx;
     if (route == RX_ROUTE_INGEST) {
@@ -92,7 +103,7 @@ static enum pg_err pyro_check_head(struct rx *rx, enum rx_route route,
         return PG_ERR_OK;
     }
     if (route == RX_ROUTE_PUSH) {
-        const char *ver = evhttp_find_header(req->in, "Connect-Protocol-Version");
+        const char *ver = pg_http_find_header(req->in, "Connect-Protocol-Version");
 
         if (!media_is(ctype, PROTO_CTYPE) && !media_is(ctype, JSON_CTYPE)) {
             return pg_status_set(st, PG_ERR_UNSUPPORTED,

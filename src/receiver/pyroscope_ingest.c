@@ -67,6 +67,7 @@ static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct
     m->app = pn.app;
     m->labels = pn.labels;
     m->n_labels = pn.n_labels;
+    m->labels_distinct = true; /* pg_pyro_name_parse merges a repeated key */
     m->select_type = pn.type_suffix;
     *suffix = pn.type_suffix;
     m->spy = qv[Q_SPY];

@@ -9,6 +9,7 @@
 #ifndef PG_RECEIVER_PYROSCOPE_INTERNAL_H
 #define PG_RECEIVER_PYROSCOPE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pyroscope/pyro_name.h"
@@ -20,6 +21,7 @@ struct pyro_meta {
     const char *app;                     /* `name` before '{', suffix removed; or NULL */
     const struct pg_pyro_label *labels;  /* `name`'s labels, or the Push series' */
     size_t n_labels;
+    bool labels_distinct;                /* no key twice (a parsed name): no check needed */
     const char *select_type;             /* sample type the name suffix selects, or NULL */
     const char *spy;                     /* spyName, or NULL */
     const char *aggregation;             /* aggregationType, or NULL */

@@ -21,47 +21,67 @@
 
 /* ---- the query ----------------------------------------------------------- */
 
+/* The value of each hex digit, -1 for any other byte (built at compile time). */
+#define HEX(c)                                                \
+    (int8_t)((c) >= '0' && (c) <= '9'   ? (c) - '0'           \
+             : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10      \
+             : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10      \
+                                        : -1)
+#define H4(n) HEX(n), HEX((n) + 1), HEX((n) + 2), HEX((n) + 3)
+#define H16(n) H4(n), H4((n) + 4), H4((n) + 8), H4((n) + 12)
+#define H64(n) H16(n), H16((n) + 16), H16((n) + 32), H16((n) + 48)
+static const int8_t hex_value[256] = {H64(0), H64(64), H64(128), H64(192)};
+
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
+    return hex_value[(unsigned char)c];
 }
 
-/* @v[0..n) URL-decoded into @a; runs without escapes are copied whole
- * (a `name` is mostly escapes-free text). */
+/* The escape at @p ('%'): its byte into *@o; the bytes read (3, or 1 when
+ * it is not %XX: the '%' stays, as Go's QueryUnescape would refuse it). */
+static inline size_t unescape(const char *p, const char *end, char *o)
+{
+    int h, l;
+
+    if (end - p > 2 && (h = hexval(p[1])) >= 0 && (l = hexval(p[2])) >= 0) {
+        *o = (char)(h << 4 | l);
+        return 3;
+    }
+    *o = '%';
+    return 1;
+}
+
+/* @v[0..n) URL-decoded into @a: without a '+' (the common case) the runs
+ * between escapes are copied whole, one memchr per escape. */
 static const char *query_decode(struct pg_arena *a, const char *v, size_t n)
 {
-    char *out = pg_arena_alloc(a, n + 1);
-    size_t o = 0, i = 0;
+    char *out = pg_arena_alloc(a, n + 1), *o = out;
+    const char *end = v + n, *pct;
 
     if (out == NULL) {
         return NULL;
     }
-    while (i < n) {
-        const char *pct = memchr(v + i, '%', n - i), *plus = memchr(v + i, '+', n - i);
-        const char *e = pct == NULL ? plus : plus == NULL || pct < plus ? pct : plus;
-        size_t run = e != NULL ? (size_t)(e - (v + i)) : n - i;
-        int h, l;
-
-        memcpy(out + o, v + i, run);
-        o += run;
-        i += run;
-        if (i >= n) {
-            break;
+    if (memchr(v, '+', n) != NULL) { /* '+' is a space: every byte looked at */
+        while (v < end) {
+            if (*v == '+') {
+                *o++ = ' ';
+                v++;
+            } else if (*v == '%') {
+                v += unescape(v, end, o++);
+            } else {
+                *o++ = *v++;
+            }
         }
-        if (v[i] == '+') {
-            out[o++] = ' ';
-            i++;
-        } else if (i + 2 < n && (h = hexval(v[i + 1])) >= 0 && (l = hexval(v[i + 2])) >= 0) {
-            out[o++] = (char)(h << 4 | l);
-            i += 3;
-        } else {
-            out[o++] = v[i++];
+    } else {
+        while ((pct = memchr(v, '%', (size_t)(end - v))) != NULL) {
+            memcpy(o, v, (size_t)(pct - v));
+            o += pct - v;
+            v = pct + unescape(pct, end, o++);
         }
+        memcpy(o, v, (size_t)(end - v));
+        o += end - v;
     }
-    out[o] = '\0';
+    *o = '\0';
     return out;
 }
 
@@ -69,25 +89,33 @@ static const char *query_decode(struct pg_arena *a, const char *v, size_t n)
 void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
                          const char **out)
 {
-    size_t klens[QUERY_MAX_KEYS];
+    const char *end = q != NULL ? q + strlen(q) : NULL;
 
     n = n < QUERY_MAX_KEYS ? n : QUERY_MAX_KEYS;
     for (size_t k = 0; k < n; k++) {
         out[k] = NULL;
-        klens[k] = strlen(keys[k]);
     }
-    while (q != NULL && *q != '\0') {
-        size_t seg = strcspn(q, "&"), klen = strcspn(q, "=&");
+    while (q != NULL && q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *seg_end = amp != NULL ? amp : end;
+        const char *eq = q;
+
+        while (eq < seg_end && *eq != '=') { /* keys are short: no memchr call */
+            eq++;
+        }
+        eq = eq < seg_end ? eq : NULL;
+        size_t klen = (size_t)((eq != NULL ? eq : seg_end) - q);
 
         for (size_t k = 0; k < n; k++) {
-            if (klens[k] == klen && q[0] == keys[k][0] && memcmp(q, keys[k], klen) == 0) {
-                const char *v = q + klen + (klen < seg);
+            /* strncmp stops at the key's NUL: keys[k][klen] is in bounds when it returns 0 */
+            if (q[0] == keys[k][0] && strncmp(q, keys[k], klen) == 0 && keys[k][klen] == '\0') {
+                const char *v = eq != NULL ? eq + 1 : seg_end;
 
-                out[k] = query_decode(a, v, (size_t)(q + seg - v)); /* a repeat: the last */
+                out[k] = query_decode(a, v, (size_t)(seg_end - v)); /* a repeat: the last */
                 break;
             }
         }
-        q = q[seg] == '&' ? q + seg + 1 : NULL;
+        q = amp != NULL ? amp + 1 : NULL;
     }
 }
 
@@ -195,14 +223,18 @@ static const struct pg_pyro_stc_entry *stc_find(const struct pyro_meta *m, const
  * or are static): no copies, this runs for every label of every push. */
 static struct pg_otlp_kv *kv_ref(struct pg_arena *a, const char *k, const char *v)
 {
-    struct pg_otlp_kv *kv = pg_arena_alloc(a, sizeof(*kv));
-    struct pg_otlp_anyvalue *av = pg_arena_alloc(a, sizeof(*av));
+    struct kv_av {
+        struct pg_otlp_kv kv;
+        struct pg_otlp_anyvalue av;
+    } *p = pg_arena_alloc(a, sizeof(*p)); /* one allocation for both */
+    struct pg_otlp_kv *kv = p != NULL ? &p->kv : NULL;
+    struct pg_otlp_anyvalue *av = p != NULL ? &p->av : NULL;
 
-    if (kv == NULL || av == NULL) {
+    if (p == NULL) {
         return NULL;
     }
-    opentelemetry__proto__common__v1__key_value__init(kv);
-    opentelemetry__proto__common__v1__any_value__init(av);
+    *kv = (struct pg_otlp_kv)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
+    *av = (struct pg_otlp_anyvalue)OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
     av->value_case = PG_OTLP_ANYVALUE_STR;
     av->string_value = (char *)v;
     kv->key = (char *)k;
@@ -211,16 +243,17 @@ static struct pg_otlp_kv *kv_ref(struct pg_arena *a, const char *k, const char *
 }
 
 /* Sets @k = @v in the list @attrs of *@n (room for one more is there): a
- * key already present takes the later value. */
-static bool attr_set(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, const char *k,
-                     const char *v)
+ * key already among the first @seen takes the later value (the caller
+ * knows the keys after those differ from @k). */
+static bool attr_set_in(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, size_t seen,
+                        const char *k, const char *v)
 {
     struct pg_otlp_kv *kv = kv_ref(a, k, v);
 
     if (kv == NULL) {
         return false;
     }
-    for (size_t i = 0; i < *n; i++) {
+    for (size_t i = 0; i < seen; i++) {
         if (attrs[i]->key != NULL && attrs[i]->key[0] == k[0] && strcmp(attrs[i]->key, k) == 0) {
             attrs[i] = kv;
             return true;
@@ -228,6 +261,12 @@ static bool attr_set(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, c
     }
     attrs[(*n)++] = kv;
     return true;
+}
+
+static bool attr_set(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, const char *k,
+                     const char *v)
+{
+    return attr_set_in(a, attrs, n, *n, k, v);
 }
 
 /* Resource and scope: service.name, the labels, the session, the spy. */
@@ -277,6 +316,7 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
     if (svc != NULL && svc[0] != '\0' && !attr_set(a, attrs, &n, "service.name", svc)) {
         return false;
     }
+    size_t fixed = n; /* distinct labels (a parsed name) need only be matched against these */
     for (size_t i = 0; i < m->n_labels; i++) {
         const char *k = m->labels[i].name;
 
@@ -285,7 +325,7 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
              (strcmp(k + 11, "name") == 0 || strcmp(k + 11, "version") == 0))) {
             continue; /* internal, or placed above/below */
         }
-        if (!attr_set(a, attrs, &n, k, m->labels[i].value)) {
+        if (!attr_set_in(a, attrs, &n, m->labels_distinct ? fixed : n, k, m->labels[i].value)) {
             return false;
         }
     }
