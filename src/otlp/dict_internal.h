@@ -40,7 +40,7 @@ struct pg_dict_builder {
     size_t tmp_cap;
 };
 
-/* dict_tables.c, the slow paths of dict.c's inline table code: doubling @t's
+/* dict_tables.c, the slow paths of the inline table code below: doubling @t's
  * item (and length) arrays; doubling its slots (rehashed); at create, taking
  * this thread's spare arrays; at the end (an arena cleanup), giving the tables
  * back (large arrays to core/bufpool, small ones kept as this thread's spares
