@@ -120,8 +120,8 @@ enum pg_err pg_dict_validate_limits(struct pg_arena *scratch, const struct pg_ot
                                     bool no_duplicates, const struct pg_otlp_limits *limits,
                                     struct pg_status *st);
 
-/* Helpers shared with the tests/fuzzers: value equality/hash of AnyValues. */
+/* Value equality of AnyValues (anyvalue.c), shared with the tests/fuzzers; the byte hash
+ * pg_dict_hash_bytes is in otlp/dict_hash.h. */
 bool pg_dict_anyvalue_equal(const struct pg_otlp_anyvalue *a, const struct pg_otlp_anyvalue *b);
-uint64_t pg_dict_hash_bytes(const void *p, size_t n, uint64_t seed);
 
 #endif

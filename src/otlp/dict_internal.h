@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
- * The builder's tables and hash mixing, shared by the interning code
- * (dict.c), the import (dict_import.c) and AnyValue hashing (anyvalue.c);
- * not part of the dictionary's public interface. */
+ * The builder's tables: their types, the inline lookup and insert every
+ * interning file uses, and the zero values of the messages they make; shared
+ * by the builder (dict.c), the interning (dict_strings.c, dict_messages.c),
+ * the table storage (dict_tables.c) and the import (dict_import.c); not part
+ * of the dictionary's public interface. */
 #ifndef PG_OTLP_DICT_INTERNAL_H
 #define PG_OTLP_DICT_INTERNAL_H
 
@@ -10,32 +12,11 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "otlp/dict.h"
+#include "otlp/dict_hash.h"
+#include "otlp/otlp.h"
 
 struct pg_otlp_anyvalue;
-
-/* The builder's hash mixing (murmur3-style), shared with anyvalue.c. */
-#define K1 0x9e3779b97f4a7c15ull
-#define K2 0xc2b2ae3d27d4eb4full
-
-static inline uint64_t rotl64(uint64_t x, int r)
-{
-    return (x << r) | (x >> (64 - r));
-}
-
-static inline uint64_t fmix64(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
-}
-
-static inline uint64_t hash_u64(uint64_t h, uint64_t v)
-{
-    return rotl64(h ^ (v * K1), 31) * K2;
-}
 
 enum tab_id { T_STR, T_FUNC, T_MAP, T_LOC, T_STACK, T_ATTR, T_LINK, T_LIST, T__COUNT };
 
@@ -59,7 +40,7 @@ struct pg_dict_builder {
     size_t tmp_cap;
 };
 
-/* dict_tables.c, the slow paths of dict.c's inline table code: doubling @t's
+/* dict_tables.c, the slow paths of the inline table code below: doubling @t's
  * item (and length) arrays; doubling its slots (rehashed); at create, taking
  * this thread's spare arrays; at the end (an arena cleanup), giving the tables
  * back (large arrays to core/bufpool, small ones kept as this thread's spares
@@ -74,5 +55,81 @@ void pg_dict_free_tables(void *arg);
 uint64_t pg_dict_any_hash(const struct pg_otlp_anyvalue *v, uint64_t h);
 struct pg_otlp_anyvalue *pg_dict_any_copy(struct pg_arena *a, const struct pg_otlp_anyvalue *v,
                                           unsigned depth);
+
+
+/* ---- the inline table code (slow paths in dict_tables.c) ---------------- */
+
+static inline bool tab_push(struct pg_dict_builder *b, struct tab *t, void *item, uint32_t len)
+{
+    if (t->n == t->cap && !pg_dict_tab_push_grow(b, t)) {
+        return false;
+    }
+    t->items[t->n] = item;
+    if (t->lens != NULL) { /* T_STR and T_LIST: allocated with their first items */
+        t->lens[t->n] = len;
+    }
+    t->n++;
+    return true;
+}
+
+typedef bool (*eq_fn)(const struct tab *t, size_t idx, const void *key);
+
+/* Looks @key up; on a miss *@slot is where the new entry's slot goes. */
+__attribute__((unused)) static int32_t tab_find(struct tab *t, uint64_t h, eq_fn eq, const void *key, uint64_t **slot)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    size_t pos = h32 & t->mask;
+
+    for (;;) {
+        uint64_t s = t->slots[pos];
+        if (s == 0) {
+            *slot = &t->slots[pos];
+            return -1;
+        }
+        if ((uint32_t)(s >> 32) == h32 && eq(t, (size_t)(uint32_t)s - 1, key)) {
+            return (int32_t)((uint32_t)s - 1);
+        }
+        pos = (pos + 1) & t->mask;
+    }
+}
+
+/* Makes sure one more entry fits under a 50% load factor. */
+static inline bool tab_reserve(struct pg_dict_builder *b, struct tab *t)
+{
+    if (t->slots == NULL || (t->n + 1) * 2 > t->mask + 1) {
+        return pg_dict_tab_grow(b, t);
+    }
+    return true;
+}
+
+static inline int32_t tab_insert(struct pg_dict_builder *b, struct tab *t, uint64_t h,
+                                 uint64_t *slot, void *item, uint32_t len)
+{
+    uint32_t h32 = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    int32_t idx = (int32_t)t->n;
+
+    if (t->n >= INT32_MAX - 1 || !tab_push(b, t, item, len)) {
+        return PG_DICT_NOMEM;
+    }
+    *slot = (uint64_t)h32 << 32 | ((uint64_t)idx + 1);
+    return idx;
+}
+
+/* Zero values of the messages made here, copied by assignment: the generated *__init()
+ * functions are out-of-line calls doing the same copy. */
+__attribute__((unused)) static const struct pg_otlp_function function_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__FUNCTION__INIT;
+__attribute__((unused)) static const struct pg_otlp_mapping mapping_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__MAPPING__INIT;
+__attribute__((unused)) static const struct pg_otlp_location location_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LOCATION__INIT;
+__attribute__((unused)) static const struct pg_otlp_line line_init = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINE__INIT;
+__attribute__((unused)) static const struct pg_otlp_stack stack_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__STACK__INIT;
+__attribute__((unused)) static const struct pg_otlp_kvu kvu_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__KEY_VALUE_AND_UNIT__INIT;
+__attribute__((unused)) static const struct pg_otlp_anyvalue anyvalue_init = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+__attribute__((unused)) static const struct pg_otlp_link link_init =
+    OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
 
 #endif

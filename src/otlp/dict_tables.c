@@ -4,7 +4,7 @@
  * spare arrays a small request reuses instead of mallocing, and the large
  * arrays taken from and given back to core/bufpool (a large profile's tables
  * are MiBs: from malloc they were mapped and unmapped, so faulted in, on
- * every push). The lookups and inserts stay inline in dict.c; these are their
+ * every push). The lookups and inserts stay inline (dict_internal.h); these are their
  * out-of-line slow paths. */
 #include <pthread.h>
 #include <stdlib.h>

@@ -18,6 +18,7 @@
 #include "core/bufpool.h"
 #include "core/hex.h"
 #include "core/vec.h"
+#include "otlp/dict_hash.h"
 #ifdef PG_ARENA_ASAN
 #include <sanitizer/asan_interface.h>
 #endif

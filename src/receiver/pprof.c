@@ -4,9 +4,9 @@
  * caps at accept, the head judged before any body byte is read), the heap
  * sampler's own profiles (`self:`) and pull mode (`scrape:`, src/scrape).
  * This file is the component: config checks, metrics, listener start and
- * shutdown. The HTTP handling is in pprof_handler.c, the translation jobs
- * (worker pool, held queue) in pprof_workers.c, the config tables in
- * pprof_config.c. Each request gets its own arenas: the body and its
+ * shutdown. The HTTP handling is in pprof_handler.c, the worker pool in
+ * pprof_workers.c, a job's life (delivery, held queue) in pprof_jobs.c,
+ * the config tables in pprof_config.c. Each request gets its own arenas: the body and its
  * Content-Encoding layers live in a scratch arena that dies with the
  * request; the translated OTLP request lives in the batch arena handed to
  * the pipeline. Status codes follow the error enum (docs/receiver.md lists

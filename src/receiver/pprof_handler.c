@@ -2,7 +2,7 @@
  * The pprof receiver's HTTP side, on the loop thread: the head is judged
  * before any body byte is read (route, authentication, method,
  * Content-Encoding, size, memory admission), the body becomes a job
- * (pprof_workers.c), and every answer is counted and, when it refuses,
+ * (pprof_jobs.c, run by pprof_workers.c), and every answer is counted and, when it refuses,
  * logged with its reason. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,11 +3,12 @@
  * else sees: their state, the job one POST body becomes, and the calls
  * between the jobs: the component (pprof.c: create/start/shutdown, the
  * shared-listener registry), the HTTP handler (pprof_handler.c: routes,
- * head checks, admission, answers) and the translation jobs
- * (pprof_workers.c: worker pool, held queue, delivery). The pyroscope
- * receiver (pyroscope.c, pyroscope_ingest.c) plugs in through the two hooks
- * of struct rx (translate, job_done). Calls go one way: pprof.c,
- * pyroscope.c -> pprof_handler.c -> pprof_workers.c -> the hooks. */
+ * head checks, admission, answers), the worker pool (pprof_workers.c:
+ * lanes, threads, the way back to the loop) and one job's life
+ * (pprof_jobs.c: run, delivery, held queue). The pyroscope receiver
+ * (pyroscope.c, pyroscope_ingest.c) plugs in through the two hooks of
+ * struct rx (translate, job_done). Calls go one way: pprof.c, pyroscope.c
+ * -> pprof_handler.c -> pprof_workers.c -> pprof_jobs.c -> the hooks. */
 #ifndef PG_RECEIVER_PPROF_INTERNAL_H
 #define PG_RECEIVER_PPROF_INTERNAL_H
 
@@ -158,7 +159,7 @@ struct rx {
     struct rx_pool *pool;          /* owned; NULL with server.workers 0 (inline) */
     /* Answers a finished job's request (204 on PG_ERR_OK, else @err's status
      * and @st's reason): pprof_handler.c's pg_rx_job_done, set at create, so
-     * pprof_workers.c reports without naming the handler. Loop thread. */
+     * pprof_jobs.c reports without naming the handler. Loop thread. */
     void (*job_done)(struct rx_job *job, enum pg_err err, const struct pg_status *st);
     struct pg_metric *m_held;
     struct pg_scrape_config scrape_cfg; /* owned (pull mode) */
@@ -249,21 +250,36 @@ void pg_rx_reply_body(struct rx_loop *lp, struct rx *rx, struct pg_httpd_req *re
 void pg_rx_fail(struct rx_loop *lp, struct rx *rx, enum rx_route route,
                 struct pg_httpd_req *req, enum pg_err err, const struct pg_status *st);
 
-/* ---- pprof_workers.c: translation jobs ----------------------------------- */
+/* ---- pprof_jobs.c: one translation job's life ---------------------------- */
 
 /* A zeroed job for a request on @lp (from its cache when it has one);
  * NULL on OOM. Loop thread. */
 struct rx_job *pg_rx_job_new(struct rx_loop *lp);
 /* Frees @lp's cached jobs (teardown, once no job can end any more). */
 void pg_rx_job_cache_free(struct rx_loop *lp);
+/* Decodes and translates @job's body into job->batch (or sets job->err and
+ * job->st). Touches only @job, read-only config and atomic metrics: any
+ * thread. */
+void pg_rx_job_run(struct rx *rx, struct rx_job *job);
+/* Gives back @job's memory admission and frees it (into its loop's cache
+ * when there is room). Loop thread, or the main thread once every other
+ * loop's thread has ended. */
+void pg_rx_job_free(struct rx_job *job);
+/* Loop thread: runs the pipeline (or holds the job while an exporter is
+ * full) and answers; @async when it came back from a worker. Takes @job. */
+void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async);
+/* The timer that polls @lp's held requests; false on OOM. */
+bool pg_rx_held_init(struct rx_loop *lp);
+/* Answers every request @lp holds 503 (exporters take no more data). */
+void pg_rx_held_drain(struct rx_loop *lp);
+
+/* ---- pprof_workers.c: the worker pool ------------------------------------ */
+
 /* Translates @job inline (small bodies, or no workers) or queues it for a
  * worker; either way the job is finished on the loop thread. Takes @job. */
 void pg_rx_job_start(struct rx_loop *lp, struct rx_job *job);
 /* True when a body of @len bytes will be translated by a worker. */
 bool pg_rx_job_queued(const struct rx *rx, size_t len);
-/* Loop thread: runs the pipeline (or holds the job while an exporter is
- * full) and answers; @async when it came back from a worker. Takes @job. */
-void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async);
 /* Starts @workers threads (negative: one per usable CPU, capped at
  * MAX_WORKERS). On failure what started is joined by pg_rx_pool_destroy. */
 enum pg_err pg_rx_pool_start(struct rx *rx, int64_t workers, struct pg_status *st);
@@ -281,9 +297,5 @@ bool pg_rx_pool_busy(const struct rx *rx);
  * push job, never on the worker kept for small jobs. Inline (submit false)
  * while the pool has no workers. */
 struct pg_work_lane pg_rx_work_lane(struct rx *rx);
-/* The timer that polls @lp's held requests; false on OOM. */
-bool pg_rx_held_init(struct rx_loop *lp);
-/* Answers every request @lp holds 503 (exporters take no more data). */
-void pg_rx_held_drain(struct rx_loop *lp);
 
 #endif

@@ -4,7 +4,8 @@
  * /push.v1.PusherService/Push, Connect unary, protobuf or JSON) into the
  * pipeline as OTLP Profiles. Everything but the route's decode is the pprof
  * receiver's: the same `server:` keys, listener, loops, admission, workers,
- * held queue and metrics (pprof.c, pprof_handler.c, pprof_workers.c), and
+ * held queue and metrics (pprof.c, pprof_handler.c, pprof_workers.c,
+ * pprof_jobs.c), and
  * the same listener when a pprof receiver names the same endpoint
  * (rx_share.c). This file is the component and the route's head checks and
  * answers; the decode is pyroscope_ingest.c, the mapping pyroscope_map.c
