@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/thread.h>
 
 #include "core/arena.h"
 #include "pipeline/component.h"
@@ -105,6 +106,9 @@ static void fixture_make(struct fixture *f, const struct pg_component_ops *ops, 
                          const char *yaml)
 {
     memset(f, 0, sizeof(*f));
+    /* As main() does: telemetry_metrics renders on its own thread and wakes the loop
+     * with event_active, which needs libevent's thread support. */
+    evthread_use_pthreads();
     f->base = event_base_new();
     f->cfg = pg_config_load_string("t.yaml", yaml, strlen(yaml));
     f->carena = pg_arena_create(0);
