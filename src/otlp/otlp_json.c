@@ -6,6 +6,7 @@
  * from the proto names, or the proto names themselves. The writer is
  * otlp_json_encode.c. */
 #include "otlp/otlp_json.h"
+#include "core/json_cost.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -497,35 +498,6 @@ static enum pg_err jd_message(struct jdec *d, const ProtobufCMessageDescriptor *
     return PG_ERR_OK;
 }
 
-/* json-c's tree lives on the heap, outside the arena, and is much larger than the text: an
- * object costs about 900 bytes (its hash table), an array about 100, every further element
- * about 60 (measured with json-c 0.16: 16 MB of OTLP/JSON took 285 MB, 11 MB of integer
- * lists 423 MB). This bound, from one pass over the structural characters, is held against
- * the arena's cap before parsing, so a JSON request cannot use more memory than a protobuf
- * one is allowed to. */
-static size_t json_tree_cost(const char *s, size_t n)
-{
-    size_t objects = 0, arrays = 0, commas = 0;
-    bool in_str = false;
-
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\') {
-                i++;
-            } else if (c == '"') {
-                in_str = false;
-            }
-            continue;
-        }
-        objects += c == '{';
-        arrays += c == '[';
-        commas += c == ',';
-        in_str = c == '"';
-    }
-    return objects * 1024 + arrays * 128 + (commas + 1) * 64 + n;
-}
-
 enum pg_err pg_otlp_json_decode(struct pg_arena *arena, const ProtobufCMessageDescriptor *desc,
                                 const char *json, size_t len, ProtobufCMessage **out,
                                 struct pg_status *st)
@@ -541,7 +513,7 @@ enum pg_err pg_otlp_json_decode(struct pg_arena *arena, const ProtobufCMessageDe
                              len);
     }
     if (pg_arena_cap(arena) != 0) {
-        size_t cost = json_tree_cost(json, len), used = pg_arena_used(arena);
+        size_t cost = pg_json_tree_cost(json, len), used = pg_arena_used(arena);
         size_t room = pg_arena_cap(arena) > used ? pg_arena_cap(arena) - used : 0;
         if (cost > room) {
             return pg_status_set(st, PG_ERR_LIMIT,

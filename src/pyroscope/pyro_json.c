@@ -2,34 +2,10 @@
  * Parses a whole JSON document with json-c for the pyroscope room's parsers: strict mode,
  * UTF-8 validated, depth capped, trailing bytes refused, memory estimated up front. */
 #include "pyroscope/pyro_json.h"
+#include "core/json_cost.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* A rough upper bound of json-c's heap use for the tree (per object, array, member, and
- * the string bytes), so a body of many tiny objects is refused before it is built. */
-static size_t tree_cost(const char *s, size_t n)
-{
-    size_t objects = 0, arrays = 0, commas = 0;
-    bool in_str = false;
-
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (in_str) {
-            if (c == '\\') {
-                i++;
-            } else if (c == '"') {
-                in_str = false;
-            }
-            continue;
-        }
-        in_str = c == '"';
-        objects += c == '{';
-        arrays += c == '[';
-        commas += c == ',';
-    }
-    return objects * 1024 + arrays * 128 + (commas + 1) * 64 + n;
-}
 
 enum pg_err pg_pyro_json_parse(struct pg_arena *a, const char *json, size_t len,
                                const char *what, struct json_object **root,
@@ -41,7 +17,7 @@ enum pg_err pg_pyro_json_parse(struct pg_arena *a, const char *json, size_t len,
                              what, len);
     }
     if (pg_arena_cap(a) != 0) {
-        size_t cost = tree_cost(json, len), used = pg_arena_used(a);
+        size_t cost = pg_json_tree_cost(json, len), used = pg_arena_used(a);
         size_t room = pg_arena_cap(a) > used ? pg_arena_cap(a) - used : 0;
         if (cost > room) {
             return pg_status_set(st, PG_ERR_LIMIT,
