@@ -17,6 +17,22 @@ if [ ! -x "$go" ]; then
     exit 77
 fi
 stamp=$( (cd "$here" && cat go.mod go.sum ./*.go && "$go" version) | sha256sum | cut -d' ' -f1)
+# PG_OTELCOL names a collector built elsewhere (a cache, another tree): the
+# tests use it, so building another here would be minutes of CPU for nothing.
+# Its stamp must match these sources, or the tests would run an older build.
+if [ -n "${PG_OTELCOL:-}" ] && [ "$(realpath -m "$PG_OTELCOL")" != "$out" ]; then
+    if [ ! -x "$PG_OTELCOL" ]; then
+        echo "pg-otelcol: PG_OTELCOL=$PG_OTELCOL is not an executable file" >&2
+        exit 1
+    fi
+    if [ -f "$PG_OTELCOL.stamp" ] && [ "$(cat "$PG_OTELCOL.stamp")" != "$stamp" ]; then
+        echo "pg-otelcol: PG_OTELCOL=$PG_OTELCOL was built from other sources or another Go" \
+             "(its .stamp differs): unset PG_OTELCOL to build this tree's" >&2
+        exit 1
+    fi
+    echo "pg-otelcol: using PG_OTELCOL=$PG_OTELCOL (not building $out)"
+    exit 0
+fi
 if [ -x "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "pg-otelcol: up to date ($out)"
     exit 0
