@@ -5,7 +5,8 @@ bounded. The gateway exports every push to a hostile destination (the `otlp`
 gRPC exporter or `otlphttp`) and to a `debug` exporter beside it. For each
 destination: pushes keep being answered, the debug exporter gets every one
 (the hostile exporter does not hold the others up), memory stays bounded,
-the gateway exits cleanly on SIGTERM. Destinations (raw sockets written
+the gateway exits cleanly on SIGTERM. Each case is a child process (three
+at a time, PG_HOSTILE_JOBS; PG_HOSTILE_ONLY=kind:mode runs one). Destinations (raw sockets written
 here): accepts and never answers; answers one byte per 100 ms; floods
 garbage bytes; floods HTTP/2 SETTINGS / PING frames without reading;
 RST_STREAM for every stream; a 4 MB header block (HTTP); an endless body
@@ -16,9 +17,11 @@ import os
 import re
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration", "lib"))
@@ -192,6 +195,25 @@ def run(res, kind, mode):
         h.close()
 
 
+CASES = [("otlp", m) for m in ("silent", "garbage", "settings", "ping", "rst", "trickle")] + \
+    [("otlphttp", m) for m in ("silent", "trickle", "garbage", "bighdr", "endless")]
+
+
+def run_child(kind, mode):
+    """One case in a child process (PG_HOSTILE_ONLY): its own gateway, its own
+    hostile listener and its own interpreter, so a flooding listener's Python
+    threads do not hold the GIL against another case's pushes."""
+    t0 = time.time()
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__)], capture_output=True,
+                           text=True, timeout=240,
+                           env=dict(os.environ, PG_HOSTILE_ONLY=f"{kind}:{mode}"))
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, rc = (e.stdout or b"").decode(errors="replace"), "timed out after 240 s", None
+    return out, err, rc, time.time() - t0
+
+
 def main():
     res = Results()
     only = os.environ.get("PG_HOSTILE_ONLY")
@@ -199,10 +221,27 @@ def main():
         kind, mode = only.split(":")
         run(res, kind, mode)
         res.finish()
-    for mode in ("silent", "garbage", "settings", "ping", "rst", "trickle"):
-        run(res, "otlp", mode)
-    for mode in ("silent", "trickle", "garbage", "bighdr", "endless"):
-        run(res, "otlphttp", mode)
+    # The cases are independent (a gateway and a listener each) and mostly wait
+    # (pushes 100 ms apart, 2 s of flood, retries at 100-500 ms, a drain):
+    # PG_HOSTILE_JOBS (3) at a time, reported in the table's order.
+    jobs = max(1, int(os.environ.get("PG_HOSTILE_JOBS", "3")))
+    with ThreadPoolExecutor(jobs) as pool:
+        futs = [pool.submit(run_child, kind, mode) for kind, mode in CASES]
+        for (kind, mode), fut in zip(CASES, futs):
+            out, err, rc, took = fut.result()
+            lines = out.rstrip("\n").splitlines()
+            m = re.match(r"(\d+) passed, (\d+) failed$", lines[-1]) if lines else None
+            if lines[:-1] if m else lines:
+                print("\n".join(lines[:-1] if m else lines), flush=True)
+            if m:
+                res.passed += int(m.group(1))
+                res.failed += int(m.group(2))
+            # A child that died (exception, timeout) or failed without a FAIL
+            # line is a failure of its own, never a pass.
+            if not m or (rc != 0 and int(m.group(2)) == 0):
+                res.check(f"{kind} vs {mode}: the case ran to its end", False,
+                          (rc, err[-800:]))
+            print(f"     ({kind} vs {mode}: {took:.1f}s)", flush=True)
     res.finish()
 
 
