@@ -8,7 +8,9 @@ peak of what the arenas and pool blocks charged to the request (core/membudget.h
 process's VmHWM growth over its idle RSS (what the memory limit is really about, heap and
 thread stacks included). Bodies: a real SDK push (sdk/push0), the 4 MB flood body
 (translate_gen_large.py --samples 140000, 15.5 MB raw), the 23 KB gzip of 1e6 identical
-samples (issue 25). PPROFGATE_BIN, PG_BUILD_DIR."""
+samples (issue 25), and the 60 000-sample generated profile as one OTLP request (4.4 MB,
+tests/tools/pg_pprof2otlp, to the otlp receiver over HTTP) when pg_pprof2otlp is built.
+PPROFGATE_BIN, PG_BUILD_DIR."""
 
 import gzip
 import os
@@ -47,6 +49,27 @@ service:
     logs: {level: debug}
 """
 
+OTLP_CFG = """
+receivers:
+  otlp:
+    protocols:
+      http: {endpoint: "127.0.0.1:0"}
+processors:
+  memory_limiter:
+    check_interval: 100ms
+    limit_mib: 2000
+    spike_limit_mib: 400
+exporters:
+  debug:
+    verbosity: basic
+    output_paths: ["{debug}"]
+service:
+  pipelines:
+    profiles: {receivers: [otlp], processors: [memory_limiter], exporters: [debug]}
+  telemetry:
+    logs: {level: debug}
+"""
+
 MEM_RE = re.compile(r"memory: ([0-9.]+) MiB estimated, ([0-9.]+) MiB charged at the peak")
 
 
@@ -72,12 +95,27 @@ def large():
         return f.read()
 
 
-def measure(name, body, headers=None):
-    gw = Gateway(CFG).start()
+def otlp_large():
+    p2o = os.path.join(BUILD, "tests", "pg_pprof2otlp")
+    if not os.path.exists(p2o):
+        return None
+    tmp = os.path.join(BUILD, "mem-estimate-large")
+    subprocess.run([sys.executable, os.path.join(HERE, "translate_gen_large.py"), tmp + ".pprof",
+                    "--gzip", tmp + ".pprof.gz"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([p2o, tmp + ".pprof.gz", "-o", tmp + ".pb"], check=True)
+    with open(tmp + ".pb", "rb") as f:
+        body = f.read()
+    for ext in (".pprof", ".pprof.gz", ".pb"):
+        os.unlink(tmp + ext)
+    return body
+
+
+def measure(name, body, headers=None, cfg=CFG, path="/v1/pprof"):
+    gw = Gateway(cfg).start()
     try:
         time.sleep(0.3)
         idle = gw.rss_kb() or 0
-        st, _, _ = post(gw.port, "/v1/pprof", body, headers=headers, timeout=60)
+        st, _, _ = post(gw.port, path, body, headers=headers, timeout=60)
         time.sleep(0.2)
         hwm = gw.hwm_kb() or 0
         m = MEM_RE.findall(gw.log())
@@ -99,6 +137,12 @@ def main():
         measure("SDK push (sdk/push0)", f.read())
     measure("4 MB flood body", large())
     measure("1e6-sample bomb", bomb())
+    body = otlp_large()
+    if body is None:
+        print("  OTLP 4.4 MB request: skipped (build pg_pprof2otlp)")
+    else:
+        measure("OTLP 4.4 MB (HTTP, protobuf)", body, {"Content-Type": "application/x-protobuf"},
+                OTLP_CFG, "/v1development/profiles")
 
 
 if __name__ == "__main__":
