@@ -12,42 +12,44 @@
 #include "pg_test.h"
 
 #define MiB ((size_t)1024 * 1024)
+#define GiB (1024 * MiB)
 
 PG_TEST(test_charge_grows_then_refuses)
 {
     struct pg_membudget b, *prev;
 
     pg_memlimit_reset();
-    pg_memlimit_configure(100 * MiB, 20 * MiB, 0); /* hard 100, soft 80 */
-    CHECK(pg_memlimit_admit(10 * MiB, &b.st));
-    pg_membudget_init(&b, 10 * MiB);
-    CHECK_INT(b.estimate, 10 * MiB);
-    CHECK(pg_membudget_charge(5 * MiB)); /* no budget current: nothing charged */
+    /* hard 100, soft 80 (GiB: the process's own RSS, ASan's shadow included, is noise) */
+    pg_memlimit_configure(100 * GiB, 20 * GiB, 0);
+    CHECK(pg_memlimit_admit(10 * GiB, &b.st));
+    pg_membudget_init(&b, 10 * GiB);
+    CHECK_INT(b.estimate, 10 * GiB);
+    CHECK(pg_membudget_charge(5 * GiB)); /* no budget current: nothing charged */
     CHECK_INT(b.charged, 0);
     prev = pg_membudget_enter(&b);
     CHECK(prev == NULL);
     CHECK(pg_membudget_current() == &b);
-    CHECK(pg_membudget_charge(8 * MiB)); /* within the estimate */
-    CHECK_INT(b.reserved, 10 * MiB);
-    CHECK_INT(pg_memlimit_inflight(), 10 * MiB);
-    CHECK(pg_membudget_charge(80 * MiB)); /* past the soft limit, under the hard one */
-    CHECK_INT(b.charged, 88 * MiB);
-    CHECK_INT(b.reserved, 88 * MiB);
-    CHECK_INT(pg_memlimit_inflight(), 88 * MiB);
-    pg_membudget_uncharge(40 * MiB); /* freed: the reservation stays (the peak may return) */
-    CHECK_INT(b.charged, 48 * MiB);
-    CHECK_INT(b.peak, 88 * MiB);
-    CHECK(pg_membudget_charge(40 * MiB));
+    CHECK(pg_membudget_charge(8 * GiB)); /* within the estimate */
+    CHECK_INT(b.reserved, 10 * GiB);
+    CHECK_INT(pg_memlimit_inflight(), 10 * GiB);
+    CHECK(pg_membudget_charge(80 * GiB)); /* past the soft limit, under the hard one */
+    CHECK_INT(b.charged, 88 * GiB);
+    CHECK_INT(b.reserved, 88 * GiB);
+    CHECK_INT(pg_memlimit_inflight(), 88 * GiB);
+    pg_membudget_uncharge(40 * GiB); /* freed: the reservation stays (the peak may return) */
+    CHECK_INT(b.charged, 48 * GiB);
+    CHECK_INT(b.peak, 88 * GiB);
+    CHECK(pg_membudget_charge(40 * GiB));
     /* Another request holds 10 MiB: 88 + 10 + 5 passes 100, BUSY (a retry may fit). */
-    pg_memlimit_charge(10 * MiB);
-    CHECK(!pg_membudget_charge(5 * MiB));
+    pg_memlimit_charge(10 * GiB);
+    CHECK(!pg_membudget_charge(5 * GiB));
     CHECK(b.refused);
     CHECK_INT(b.st.code, PG_ERR_BUSY);
     CHECK(strstr(b.st.msg, "memory limit reached") != NULL);
-    CHECK(strstr(b.st.msg, "limit_mib 100.0") != NULL);
-    CHECK_INT(b.charged, 88 * MiB); /* nothing charged for the refused one */
+    CHECK(strstr(b.st.msg, "limit_mib 102400.0") != NULL);
+    CHECK_INT(b.charged, 88 * GiB); /* nothing charged for the refused one */
     CHECK(!pg_membudget_charge(1)); /* sticky: the request is ending */
-    pg_memlimit_release(10 * MiB);
+    pg_memlimit_release(10 * GiB);
     pg_membudget_leave(prev);
     CHECK(pg_membudget_current() == NULL);
     pg_membudget_end(&b);
@@ -59,7 +61,7 @@ PG_TEST(test_charge_grows_then_refuses)
     /* More than the hard limit on its own: LIMIT, a retry could never fit. */
     pg_membudget_init(&b, 0);
     prev = pg_membudget_enter(&b);
-    CHECK(!pg_membudget_charge(101 * MiB));
+    CHECK(!pg_membudget_charge(101 * GiB));
     CHECK_INT(b.st.code, PG_ERR_LIMIT);
     CHECK(strstr(b.st.msg, "memory limiter") != NULL);
     pg_membudget_leave(prev);
@@ -74,18 +76,18 @@ PG_TEST(test_reserve)
     struct pg_status st;
 
     pg_memlimit_reset();
-    pg_memlimit_configure(100 * MiB, 20 * MiB, 0);
-    CHECK(pg_memlimit_admit(30 * MiB, &st));
-    pg_membudget_init(&b, 30 * MiB);
-    CHECK(pg_membudget_reserve(&b, 20 * MiB, &st)); /* never shrinks */
-    CHECK_INT(b.reserved, 30 * MiB);
-    CHECK(pg_membudget_reserve(&b, 70 * MiB, &st)); /* grows against the soft limit */
-    CHECK_INT(b.reserved, 70 * MiB);
-    CHECK_INT(b.estimate, 70 * MiB);
-    CHECK_INT(pg_memlimit_inflight(), 70 * MiB);
-    CHECK(!pg_membudget_reserve(&b, 90 * MiB, &st)); /* soft limit 80 */
+    pg_memlimit_configure(100 * GiB, 20 * GiB, 0);
+    CHECK(pg_memlimit_admit(30 * GiB, &st));
+    pg_membudget_init(&b, 30 * GiB);
+    CHECK(pg_membudget_reserve(&b, 20 * GiB, &st)); /* never shrinks */
+    CHECK_INT(b.reserved, 30 * GiB);
+    CHECK(pg_membudget_reserve(&b, 70 * GiB, &st)); /* grows against the soft limit */
+    CHECK_INT(b.reserved, 70 * GiB);
+    CHECK_INT(b.estimate, 70 * GiB);
+    CHECK_INT(pg_memlimit_inflight(), 70 * GiB);
+    CHECK(!pg_membudget_reserve(&b, 90 * GiB, &st)); /* soft limit 80 GiB */
     CHECK_INT(st.code, PG_ERR_BUSY);
-    CHECK_INT(b.reserved, 70 * MiB);
+    CHECK_INT(b.reserved, 70 * GiB);
     pg_membudget_end(&b);
     CHECK_INT(pg_memlimit_inflight(), 0);
     pg_memlimit_reset();
