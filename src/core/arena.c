@@ -5,6 +5,7 @@
  * between large requests, unmapped on its decay). */
 #include "core/arena.h"
 #include "core/bufpool.h"
+#include "core/membudget.h"
 #include "core/thread_sched.h"
 
 #include <malloc.h>
@@ -56,6 +57,10 @@ struct pg_arena {
     size_t next_chunk;      /* size of the next regular chunk (doubles) */
     int hit_cap;
     struct pg_arena *reap_next; /* on the reaper's list */
+    /* Small chunks charged to a request's budget (core/membudget.h; large ones are charged
+     * by core/bufpool): given back at destroy when that budget is current there. */
+    uint64_t budget_id;
+    size_t budget_bytes;
 };
 
 #define CHUNK_HDR ((sizeof(struct chunk) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
@@ -385,6 +390,9 @@ void pg_arena_destroy(struct pg_arena *a)
     for (struct cleanup *cl = a->cleanups; cl != NULL; cl = cl->next) {
         cl->fn(cl->data);
     }
+    if (a->budget_bytes > 0 && a->budget_id == pg_membudget_current_id()) {
+        pg_membudget_uncharge(a->budget_bytes);
+    }
     if (a->footprint > SMALL_ARENA) {
         bool loop = pg_sched_is_latency_thread();
 
@@ -453,11 +461,32 @@ void pg_arena_destroy(struct pg_arena *a)
     }
 }
 
+/* A small chunk is the request's memory as much as a pool block: charged to the budget
+ * current on this thread (only to the one the arena first charged). False: refused. */
+static bool charge_small(struct pg_arena *a, size_t bytes)
+{
+    uint64_t id = pg_membudget_current_id();
+
+    if (id == 0 || (a->budget_id != 0 && a->budget_id != id)) {
+        return true;
+    }
+    if (!pg_membudget_charge(bytes)) {
+        return false;
+    }
+    a->budget_id = id;
+    a->budget_bytes += bytes;
+    return true;
+}
+
 static struct chunk *chunk_new(struct pg_arena *a, size_t size)
 {
     int k = pool_class(size);
     struct chunk *c = NULL;
 
+    if (k >= 0 && !charge_small(a, CHUNK_HDR + size)) {
+        a->hit_cap = 1; /* callers tell LIMIT from NOMEM by it; the budget has the words */
+        return NULL;
+    }
     if (k >= 0 && k < TC_CLASSES && t_cache.chunks[k] != NULL) {
         c = t_cache.chunks[k];
         t_cache.chunks[k] = c->next;
@@ -481,6 +510,10 @@ static struct chunk *chunk_new(struct pg_arena *a, size_t size)
         }
         size = got - CHUNK_HDR;
     } else if (c == NULL && (c = malloc(CHUNK_HDR + size)) == NULL) {
+        if (a->budget_id != 0 && a->budget_id == pg_membudget_current_id()) {
+            pg_membudget_uncharge(CHUNK_HDR + size); /* charged above, never taken */
+            a->budget_bytes -= CHUNK_HDR + size;
+        }
         return NULL;
     }
     c->size = size;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/membudget.h"
 #include "core/memlimit.h"
 #include "core/thread_sched.h"
 
@@ -136,6 +137,11 @@ void *pg_bufpool_get(size_t size, size_t *got)
     if (len == 0) {
         return NULL;
     }
+    /* The request this thread works for pays for the block first (core/membudget.h): past
+     * the memory limit the allocation fails instead of the process growing. */
+    if (!pg_membudget_charge(len)) {
+        return NULL;
+    }
     pthread_mutex_lock(&g.mu);
     g.last_ns = pg_mono_ns();
     /* One block that is large enough, or else pieces of the largest ones until @len is
@@ -165,6 +171,11 @@ void *pg_bufpool_get(size_t size, size_t *got)
     }
     if (p != NULL) {
         *got = len;
+        if (len > page_round(size)) {
+            pg_membudget_charge_anyway(len - page_round(size)); /* a whole kept block */
+        }
+    } else {
+        pg_membudget_uncharge(page_round(size));
     }
     return p;
 }
@@ -236,6 +247,7 @@ void pg_bufpool_put(void *p, size_t size, size_t used)
     if (p == NULL) {
         return;
     }
+    pg_membudget_uncharge(size);
     if (keep_len < size && size - keep_len >= TAIL_MIN) {
         munmap((char *)p + keep_len, size - keep_len);
         size = keep_len;

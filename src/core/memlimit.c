@@ -29,6 +29,10 @@ static _Atomic uint64_t replay_b;     /* of inflight_b, held by spool replays */
 static _Atomic uint64_t rss_b;        /* last reading */
 static _Atomic int64_t rss_at_ns;     /* when it was taken; 0 = never */
 static _Atomic uint64_t peak_rss_b;
+/* RSS minus the in-flight bytes at the last reading: what the process holds outside
+ * requests (idle heap, stacks, kept pool blocks), which a request's growth must fit
+ * beside (pg_memlimit_grow). */
+static _Atomic uint64_t untracked_b;
 static size_t (*_Atomic reclaim_fn)(void);  /* pg_memlimit_set_reclaim */
 
 static struct pg_metric *m_refused_inflight, *m_refused_rss, *m_refused_size;
@@ -103,6 +107,7 @@ void pg_memlimit_reset(void)
     atomic_store(&inflight_b, 0);
     atomic_store(&replay_b, 0);
     atomic_store(&rss_at_ns, 0);
+    atomic_store(&untracked_b, 0);
 }
 
 uint64_t pg_memlimit_read_rss(void)
@@ -152,6 +157,11 @@ static uint64_t current_rss(uint64_t soft)
         rss = pg_memlimit_read_rss();
     }
     note_peak(rss);
+    {
+        uint64_t inflight = atomic_load(&inflight_b);
+
+        atomic_store(&untracked_b, rss > inflight ? rss - inflight : 0);
+    }
     atomic_store(&rss_b, rss);
     atomic_store(&rss_at_ns, now);
     return rss;
@@ -267,6 +277,49 @@ bool pg_memlimit_admit(size_t bytes, struct pg_status *st)
                           "memory limit reached: %.1f MiB in flight%s + %.1f MiB for this "
                           "request would pass the soft limit of %.1f MiB; retry later",
                           (double)cur / MIB, share, (double)bytes / MIB, (double)soft / MIB);
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak(&inflight_b, &cur, cur + bytes));
+    return true;
+}
+
+bool pg_memlimit_grow(size_t bytes, size_t own, struct pg_status *st)
+{
+    uint64_t limit = pg_memlimit_limit();
+    uint64_t cur, base;
+
+    if (limit == 0) {
+        atomic_fetch_add(&inflight_b, bytes);
+        return true;
+    }
+    if (own + atomic_load(&untracked_b) > limit) {
+        if (m_refused_size != NULL) {
+            pg_metric_add(m_refused_size, 1);
+        }
+        pg_status_set(st, PG_ERR_LIMIT,
+                      "memory limiter: this request needs more than %.1f MiB, which with the "
+                      "%.1f MiB the process holds outside requests passes limit_mib %.1f on "
+                      "its own (admitted on an estimate, refused as it grew)",
+                      (double)own / MIB, (double)atomic_load(&untracked_b) / MIB,
+                      (double)limit / MIB);
+        return false;
+    }
+    base = atomic_load(&untracked_b);
+    cur = atomic_load(&inflight_b);
+    do {
+        if (cur + bytes + base > limit) {
+            char share[64];
+
+            if (m_refused_inflight != NULL) {
+                pg_metric_add(m_refused_inflight, 1);
+            }
+            replay_share(share, sizeof(share));
+            pg_status_set(st, PG_ERR_BUSY,
+                          "memory limit reached: %.1f MiB in flight%s + %.1f MiB more for this "
+                          "request (%.1f MiB in all) + %.1f MiB outside requests would pass "
+                          "limit_mib %.1f; retry later",
+                          (double)cur / MIB, share, (double)bytes / MIB, (double)own / MIB,
+                          (double)base / MIB, (double)limit / MIB);
             return false;
         }
     } while (!atomic_compare_exchange_weak(&inflight_b, &cur, cur + bytes));

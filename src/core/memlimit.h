@@ -27,6 +27,12 @@ void pg_memlimit_reset(void);
  * RSS already has: st gets BUSY ("memory limit reached ..."), or LIMIT when
  * @bytes alone exceed the soft limit (a retry could never succeed). */
 bool pg_memlimit_admit(size_t bytes, struct pg_status *st);
+/* Grows an admitted request's reservation by @bytes while it works (core/membudget.h):
+ * checked against the HARD limit (the spike headroom is there for this), not the soft
+ * one. @own is what the request holds with them, for the refusal's words: LIMIT when
+ * @own alone passes the limit (a retry could never succeed), else BUSY. Counted as a
+ * refusal by reason, as admissions are. Unlimited: always true. */
+bool pg_memlimit_grow(size_t bytes, size_t own, struct pg_status *st);
 /* Adds bytes already committed to (growth of an admitted request). */
 void pg_memlimit_charge(size_t bytes);
 void pg_memlimit_release(size_t bytes);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/membudget.h"
 #include "core/memlimit.h"
 #include "grpc/grpc_server.h"
 #include "grpc/grpc_wire.h"
@@ -111,7 +112,11 @@ static void held_done(struct otlp_held *h, enum pg_err err, const struct pg_stat
 
 static void drop_msg(void *arg)
 {
+    /* the call's buffer was never charged to the request's budget */
+    struct pg_membudget *prev = pg_membudget_enter(NULL);
+
     pg_grpc_call_drop_msg(arg);
+    pg_membudget_leave(prev);
 }
 
 static void on_call(struct pg_grpc_call *c, void *arg)
@@ -122,9 +127,14 @@ static void on_call(struct pg_grpc_call *c, void *arg)
     struct otlp_side *sd = &rx->side[OTLP_GRPC];
     struct pg_arena *scratch = NULL;
     struct pg_metadata md = {0};
+    struct pg_membudget budget, *prev;
     struct pg_status st;
     enum pg_err err = PG_ERR_OK;
 
+    /* The admission's estimate, corrected as decoding grows (core/membudget.h). */
+    pg_membudget_init(&budget, c->reserved);
+    c->reserved = 0;
+    prev = pg_membudget_enter(&budget);
     pg_status_clear(&st);
     if (sd->include_metadata) {
         scratch = pg_arena_create((size_t)1 << 20);
@@ -150,9 +160,13 @@ static void on_call(struct pg_grpc_call *c, void *arg)
                           c->msg_len > MSG_KEEP_MAX ? drop_msg : NULL, c, &st);
     }
     pg_arena_destroy(scratch);
+    pg_membudget_leave(prev);
+    if (budget.refused && err != PG_ERR_OK) {
+        err = budget.st.code; /* an allocation the limiter refused: its words */
+        st = budget.st;
+    }
     /* The estimate's work is done; the batch is charged on its own. */
-    pg_memlimit_release(c->reserved);
-    c->reserved = 0;
+    pg_membudget_end(&budget);
     if (held != NULL) {
         /* Answered by otlp_held.c, or forgotten by on_done (reset, deadline). */
         held->req = c;

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/membudget.h"
 #include "core/memlimit.h"
 #include "http/http_parse.h"
 #include "http/http_request.h"
@@ -471,7 +472,11 @@ static bool held_gone(struct otlp_held *h)
  * out the pipeline together with the batch. */
 static void drop_body(void *arg)
 {
+    /* the server's buffer was never charged to the request's budget */
+    struct pg_membudget *prev = pg_membudget_enter(NULL);
+
     pg_httpd_drop_body(arg);
+    pg_membudget_leave(prev);
 }
 
 /* The body is in: decode its Content-Encoding, then ingest, then answer.
@@ -491,9 +496,14 @@ static void on_request(struct pg_httpd_req *req, void *arg)
     struct otlp_held *held = NULL;
     const uint8_t *body = (const uint8_t *)req->body;
     size_t body_len = req->body_len;
+    struct pg_membudget budget, *prev;
     struct pg_status st;
     enum pg_err err;
 
+    /* The admission's estimate, corrected as decoding grows (core/membudget.h). */
+    pg_membudget_init(&budget, req->reserved);
+    req->reserved = 0;
+    prev = pg_membudget_enter(&budget);
     pg_status_clear(&st);
     err = request_codings(rx, req->in, &codings, &st);
     if (err == PG_ERR_OK && body_len > sd->max_msg) {
@@ -519,10 +529,17 @@ static void on_request(struct pg_httpd_req *req, void *arg)
                           req->body_len > PG_HTTPD_POOLED_BODY ? drop_body : NULL, req, &st);
     }
     pg_arena_destroy(scratch);
+    pg_membudget_leave(prev);
+    if (budget.refused && err != PG_ERR_OK) {
+        err = budget.st.code; /* an allocation the limiter refused: its words */
+        st = budget.st;
+    }
+    pg_log_debug(rx->log_name, "memory: %.1f MiB estimated, %.1f MiB charged at the peak%s",
+                 (double)budget.estimate / 1048576.0, (double)budget.peak / 1048576.0,
+                 budget.refused ? " (refused by the memory limiter)" : "");
     /* The estimate's work is done (the batch, if any, is charged on its
      * own until the exporters drop it): give it back before answering. */
-    pg_memlimit_release(req->reserved);
-    req->reserved = 0;
+    pg_membudget_end(&budget);
     if (held != NULL) {
         /* The batch is all the request still needs: its body goes now. */
         if (req->body != NULL) {

@@ -14,6 +14,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "codec/inflate.h"
 #include "core/clock.h"
 #include "core/memlimit.h"
 #include "http/http_parse.h"
@@ -180,6 +181,53 @@ static void tenant_metadata(struct pg_arena *a, const struct evkeyvalq *in, stru
     }
 }
 
+/* What a request costs while it is decoded and translated, measured as the bytes the
+ * arenas and pool blocks hold at its peak (core/membudget.h; bench/goodput.sh prints
+ * estimate against peak): the body, then ADMIT_RAW_FACTOR times the raw pprof (inflated
+ * bytes, the translator's tables, the OTLP message and its batch). Before the body is
+ * read the raw size is a guess, ADMIT_GZIP_RATIO times the Content-Length (pprof gzips
+ * 3-5x), capped at the per-layer limit; once it is in, a gzip's ISIZE says it. A sample-
+ * heavy profile costs more per raw byte than this: its charges grow the reservation as
+ * it works. Capped at the soft limit so a lone request always fits an idle gateway. */
+#define ADMIT_RAW_FACTOR 3
+#define ADMIT_GZIP_RATIO 4
+static size_t cost_estimate(const struct rx *rx, uint64_t len, uint64_t raw)
+{
+    uint64_t layer = rx->topts.limits.max_inflated_bytes;
+    uint64_t est = len + ADMIT_RAW_FACTOR * (raw < layer ? raw : layer);
+    uint64_t soft = pg_memlimit_soft_limit();
+
+    if (soft > 0 && est > soft) {
+        est = soft;
+    }
+    return (size_t)est;
+}
+
+static size_t admission_estimate(const struct rx *rx, uint64_t len)
+{
+    return cost_estimate(rx, len, len * ADMIT_GZIP_RATIO);
+}
+
+/* The same from the body itself: a gzip says its inflated size in its last four bytes
+ * (a lie or a nested layer only moves what the charges correct later). */
+static size_t body_estimate(const struct rx *rx, const uint8_t *body, size_t len)
+{
+    uint64_t raw = len * ADMIT_GZIP_RATIO;
+
+    if (body != NULL && len >= 18 && pg_is_gzip(body, len)) {
+        raw = (uint64_t)body[len - 4] | (uint64_t)body[len - 3] << 8 |
+              (uint64_t)body[len - 2] << 16 | (uint64_t)body[len - 1] << 24;
+    } else if (body != NULL && len > 0 && (body[0] == '{' || body[0] == '[')) {
+        /* JSON (Pyroscope): json-c's tree is on the heap, uncharged, and costs up to
+         * ~25x the text (core/json_cost.h): what the estimate was before charging */
+        raw = len * 2 * ADMIT_GZIP_RATIO;
+    } else if (body != NULL && len > 0 && body[0] != 0x1f && body[0] != 0x28 &&
+               body[0] != 0x78) {
+        raw = len; /* not gzip, zstd or zlib: plain protobuf */
+    }
+    return cost_estimate(rx, len, raw);
+}
+
 /* Loop thread: checks, copies what the batch needs from the request, then
  * starts the job (inline or on a worker) on the body where the server read
  * it (it stays until the answer, which comes after the job), or, for a body
@@ -212,7 +260,7 @@ static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t adm
     if (pg_rx_route(lp->rx, req->path, &job->route) == NULL) {
         job->route = RX_ROUTE_PPROF; /* on_head routed it: cannot happen */
     }
-    job->admitted = admitted;
+    pg_membudget_init(&job->budget, admitted);
     job->t0 = pg_mono_s();
     job->err = PG_ERR_INTERNAL;
     pg_status_clear(&job->st);
@@ -234,6 +282,13 @@ static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t adm
         goto finish;
     }
     pg_metric_add(rx->m_bytes, len);
+    /* The body is in: a gzip's ISIZE tells what it inflates to, a better estimate than
+     * the Content-Length's guess (in both directions), before any work is spent on it. */
+    if (!pg_membudget_reserve(&job->budget, body_estimate(rx, (const uint8_t *)req->body, len),
+                              &job->st)) {
+        job->err = job->st.code;
+        goto finish;
+    }
     /* Raw body + up to PG_HTTP_MAX_CODINGS decoded layers, plus zlib state. */
     job->scratch = pg_arena_create(max * (PG_HTTP_MAX_CODINGS + 1) + (1u << 20));
     job->arena = pg_arena_create(max * BATCH_ARENA_FACTOR);
@@ -247,8 +302,10 @@ static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t adm
         /* A large body moves into scratch, which the translator frees as
          * soon as the pprof bytes are dead: the connection's copy would
          * otherwise stay until the answer, beside the translated request. */
+        struct pg_membudget *prev = pg_membudget_enter(&job->budget);
         uint8_t *copy = pg_arena_alloc(job->scratch, len);
 
+        pg_membudget_leave(prev); /* not across drop_body: the server's buffer is not ours */
         if (copy == NULL) {
             job->err = pg_status_set(&job->st, PG_ERR_NOMEM,
                                      "no memory for a %zu-byte request", len);
@@ -288,27 +345,6 @@ static void handle_push(struct rx_loop *lp, struct pg_httpd_req *req, size_t adm
     return;
 finish:
     pg_rx_job_finish(lp, job, false);
-}
-
-/* What a body of @len bytes may cost while it is decoded and translated:
- * the body (and its copy), then ADMIT_INFLATED_FACTOR times its inflated
- * size (inflated bytes, the translator's tables, the OTLP message and its
- * batch: a 2 MB gzip of 7.5 MB raw raises VmHWM by ~45 MB), the inflated
- * size estimated as 4x the body (pprof gzips 3-5x) capped at the per-layer
- * limit. Capped at the soft limit so a lone request always fits an idle
- * gateway. */
-#define ADMIT_INFLATED_FACTOR 6
-static size_t admission_estimate(const struct rx *rx, uint64_t len)
-{
-    uint64_t layer = rx->topts.limits.max_inflated_bytes;
-    uint64_t inflated = len * 4 < layer ? len * 4 : layer;
-    uint64_t est = len + ADMIT_INFLATED_FACTOR * inflated;
-    uint64_t soft = pg_memlimit_soft_limit();
-
-    if (soft > 0 && est > soft) {
-        est = soft;
-    }
-    return (size_t)est;
 }
 
 static bool admit(struct rx_loop *lp, struct rx *rx, enum rx_route route,

@@ -24,6 +24,7 @@
 #include "core/arena.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/membudget.h"
 #include "core/metrics.h"
 #include "core/work.h"
 #include "http/auth.h"
@@ -180,7 +181,8 @@ struct rx_job {
     const char *query, *ctype;
     bool connect_json;             /* Push API: the request (and its answer) is JSON */
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
-    size_t admitted;               /* pg_memlimit_admit()ed; released when the batch is charged */
+    struct pg_membudget budget;    /* admitted at on_head, charged as the job grows; given
+                                    * back when the batch is charged (or the job ends) */
     double t0;
     /* inputs */
     struct pg_arena *scratch;      /* owned: decoded layers */

@@ -53,7 +53,7 @@ void pg_rx_job_free(struct rx_job *job)
 {
     struct rx_loop *lp = job->loop;
 
-    pg_memlimit_release(job->admitted);
+    pg_membudget_end(&job->budget);
     pg_arena_destroy(job->scratch);
     pg_arena_destroy(job->arena);
     pg_batch_unref(job->batch);
@@ -97,9 +97,30 @@ static const char *not_pprof_kind(const uint8_t *head, size_t len)
     return NULL;
 }
 
-/* Worker side (or inline): everything that needs neither the request nor
- * the pipeline. Touches only @job, read-only config and atomic metrics. */
+static void job_work(struct rx *rx, struct rx_job *job);
+
+/* Worker side (or inline): the work, with the job's memory budget current so that what
+ * the arenas and the buffer pool take for it is charged to it (core/membudget.h). A
+ * charge the memory limiter refused failed an allocation: its words replace whatever
+ * the allocation's failure said, and nothing of the request goes on. */
 void pg_rx_job_run(struct rx *rx, struct rx_job *job)
+{
+    struct pg_membudget *prev = pg_membudget_enter(&job->budget);
+
+    job_work(rx, job);
+    pg_membudget_leave(prev);
+    if (job->budget.refused && job->err != PG_ERR_OK) {
+        job->err = job->budget.st.code;
+        job->st = job->budget.st;
+    }
+    pg_log_debug(rx->log_name, "memory: %.1f MiB estimated, %.1f MiB charged at the peak%s",
+                 (double)job->budget.estimate / 1048576.0, (double)job->budget.peak / 1048576.0,
+                 job->budget.refused ? " (refused by the memory limiter)" : "");
+}
+
+/* Everything that needs neither the request nor the pipeline. Touches only @job,
+ * read-only config and atomic metrics. */
+static void job_work(struct rx *rx, struct rx_job *job)
 {
     const size_t max = (size_t)rx->cfg.server.max_request_body_size;
     struct pg_otlp_request *otlp = NULL;
@@ -351,8 +372,7 @@ void pg_rx_job_finish(struct rx_loop *lp, struct rx_job *job, bool async)
     /* The batch is all that is left of the admission's estimate (body and
      * scratch are gone): it replaces it, charged until the last exporter drops
      * it. Counting both refused lone bodies the estimate had admitted. */
-    pg_memlimit_release(job->admitted);
-    job->admitted = 0;
+    pg_membudget_end(&job->budget);
     (void)pg_memlimit_charge_arena(batch->arena, pg_arena_footprint(batch->arena));
     /* Behind requests already held, a new one queues up too: oldest first. */
     if (lp->held != NULL || pg_consumer_would_block(rx->next, batch, &job->st)) {
