@@ -137,43 +137,76 @@ static bool scan_dict(struct walk *w, struct pg_pb r)
 static const uint8_t to_v19[6] = {0, 1, 3, 4, 2, 5};
 
 /* Writes the Sample body @r (in w->in) at the same offset of w->out, its fields under their
- * v1.9 numbers in ascending order (a stable pass per number, then the rest). A Sample is a
- * few fields, so the passes cost little against a copy. */
+ * v1.9 numbers in ascending order (stable: repeated fields keep their order, anything else
+ * last). One pass notes where each field lies; a Sample with more fields than that holds
+ * (unpacked repeats: not an encoder's output) is not rewritten. */
+#define SAMPLE_FIELDS_MAX 16
+
 static bool rewrite_sample(struct walk *w, struct pg_pb r)
 {
+    struct {
+        const uint8_t *p;
+        uint32_t n;
+        uint8_t num, tag; /* v1.9 number (6: kept as is, last), its tag byte */
+    } seg[SAMPLE_FIELDS_MAX];
+    unsigned k = 0, have = 0; /* have: bit per v1.9 number present */
+    uint8_t at[6] = {0};       /* at[n]: 1 + the segment of v1.9 field n (1..5) */
+    bool dup = false;          /* a field seen twice (unpacked or repeated): the slow order */
     uint8_t *o = w->out + (r.p - w->in);
 
-    for (unsigned want = 1; want <= 6; want++) {
-        struct pg_pb q = r;
-        while (q.p < q.end) {
-            const uint8_t *start = q.p;
-            uint32_t f, wt;
-            unsigned nf;
-            size_t n;
+    while (r.p < r.end) {
+        const uint8_t *start = r.p;
+        uint32_t f, wt;
 
-            if (!pg_pb_tag(&q, &f, &wt)) {
-                return false;
+        if (k == SAMPLE_FIELDS_MAX || !pg_pb_tag(&r, &f, &wt)) {
+            return false;
+        }
+        if (f <= 5 && r.p != start + 1) {
+            return false; /* a padded tag: not an encoder's output */
+        }
+        if (!pg_pb_skip(&r, wt)) {
+            return false;
+        }
+        seg[k].p = start;
+        seg[k].n = (uint32_t)(r.p - start);
+        seg[k].num = f <= 5 ? to_v19[f] : 6;
+        seg[k].tag = (uint8_t)((unsigned)seg[k].num << 3 | wt);
+        if (seg[k].num <= 5) {
+            dup = dup || at[seg[k].num] != 0;
+            at[seg[k].num] = (uint8_t)(k + 1);
+        }
+        have |= 1u << seg[k].num;
+        k++;
+    }
+    if (!dup) {
+        /* the usual Sample: each field once; v1.9's order by direct lookup */
+        for (unsigned want = 1; want <= 5; want++) {
+            if (at[want] != 0) {
+                const unsigned i = at[want] - 1u;
+                memcpy(o, seg[i].p, seg[i].n);
+                *o = seg[i].tag;
+                o += seg[i].n;
             }
-            nf = f >= 1 && f <= 5 ? to_v19[f] : 6;
-            if (f <= 5 && q.p != start + 1) {
-                return false; /* a padded tag: not an encoder's output */
+        }
+    } else {
+        for (unsigned want = 1; want <= 5; want++) {
+            for (unsigned i = 0; (have & 1u << want) && i < k; i++) {
+                if (seg[i].num == want) {
+                    memcpy(o, seg[i].p, seg[i].n);
+                    *o = seg[i].tag;
+                    o += seg[i].n;
+                }
             }
-            if (!pg_pb_skip(&q, wt)) {
-                return false;
-            }
-            if (nf != want) {
-                continue;
-            }
-            n = (size_t)(q.p - start);
-            memcpy(o, start, n);
-            if (f <= 5) {
-                *o = (uint8_t)(nf << 3 | wt);
-            }
-            o += n;
+        }
+    }
+    for (unsigned i = 0; (have & 1u << 6) && i < k; i++) {
+        if (seg[i].num == 6) {
+            memcpy(o, seg[i].p, seg[i].n); /* unknown fields, as they were, last */
+            o += seg[i].n;
         }
     }
     w->samples++;
-    return o == w->out + (r.end - w->in);
+    return true;
 }
 
 /* Profile: 2 samples. */
