@@ -22,6 +22,7 @@
 #include "grpc/grpc_client.h"
 #include "grpc/grpc_wire.h"
 #include "exporter/client_config.h"
+#include "exporter/proto_version.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/listener.h"
 #include "otlp/otlp_encode.h"
@@ -52,6 +53,7 @@ struct ox_cfg {
     struct pg_exph_config helper; /* timeout, retry_on_failure, sending_queue, shutdown_timeout */
     uint64_t max_request_bytes;
     struct ox_keepalive_cfg keepalive;
+    int protocol_version; /* enum pg_otlp_proto_version */
 };
 
 static const char *const compression_choices[] = {"gzip", "none", NULL};
@@ -86,6 +88,7 @@ static const struct pg_field otlp_fields[] = {
     PG_FIELD_RANGE(struct ox_cfg, "max_request_bytes", PG_FT_BYTES, max_request_bytes, "4MiB", 1024,
                    1e10, "larger requests are split by profiles and samples (uncompressed size)"),
     PG_FIELD_SECTION(struct ox_cfg, "keepalive", keepalive, keepalive_fields, NULL),
+    PG_EXP_VERSION_FIELD(struct ox_cfg, protocol_version),
     PG_FIELD_END,
 };
 
@@ -106,6 +109,7 @@ struct ox {
     char user_agent[96];
     int gzip_level;         /* 1..9, from compression_params */
     struct pg_metric *m_rejected;
+    struct pg_exp_version version; /* protocol_version */
 };
 
 /* compression_params.level with confighttp's rules and message (the
@@ -171,17 +175,29 @@ static bool parse_endpoint(struct ox *ex, struct pg_arena *a, const char *ep, st
 
 /* ---- transport ------------------------------------------------------------- */
 
-/* gRPC compression, once per part (not per attempt); with compression
- * none the helper sends the encoding itself. */
+/* Once per part (not per attempt): the protocol_version's layout, then the
+ * gRPC compression; with the current layout and compression none the helper
+ * sends the encoding itself. */
 static enum pg_err ox_make_body(void *exporter, const uint8_t *enc, size_t len, uint8_t **body,
                                 size_t *body_len, struct pg_status *st)
 {
     struct ox *ex = exporter;
+    uint8_t *old = NULL; /* the older layout's bytes, malloc'd */
+    size_t old_len = 0;
+    enum pg_err err = pg_exp_version_encode(&ex->version, enc, len, &old, &old_len, st);
 
-    if (ex->cfg.compression == OX_GZIP) {
-        return pg_gzip_compress(NULL, enc, len, ex->gzip_level, body, body_len, st);
+    if (err != PG_ERR_OK) {
+        return err;
     }
-    return PG_ERR_OK;
+    if (ex->cfg.compression != OX_GZIP) {
+        *body = old;
+        *body_len = old_len;
+        return PG_ERR_OK;
+    }
+    err = old != NULL ? pg_gzip_compress(NULL, old, old_len, ex->gzip_level, body, body_len, st)
+                      : pg_gzip_compress(NULL, enc, len, ex->gzip_level, body, body_len, st);
+    free(old);
+    return err;
 }
 
 static void log_partial_success(struct ox *ex, const uint8_t *buf, size_t len)
@@ -410,15 +426,17 @@ static enum pg_err ox_start(void *state, struct pg_status *st)
     ex->m_rejected = pg_metric_counter("pprofgate_exporter_rejected_profiles",
                                        "Profiles the destination rejected in partial_success",
                                        labels);
+    pg_exp_version_start(&ex->version, ex->cfg.protocol_version, ex->id, ex->log);
     err = pg_exph_start(ex->helper, ex->host->base, st);
     if (err != PG_ERR_OK) {
         return err;
     }
     pg_exph_describe(ex->helper, desc, sizeof(desc));
     snprintf(level, sizeof(level), " level %d", ex->gzip_level);
-    pg_log_info(ex->log, "exporting to %s:%d (%s, compression %s%s, %s)", ex->host_name,
+    pg_log_info(ex->log, "exporting to %s:%d (%s, compression %s%s, %s%s)", ex->host_name,
                 ex->port, ex->tls ? "TLS" : "plaintext", compression_choices[ex->cfg.compression],
-                ex->cfg.compression == OX_GZIP ? level : "", desc);
+                ex->cfg.compression == OX_GZIP ? level : "", desc,
+                pg_exp_version_describe(&ex->version));
     pg_grpc_conn_connect(ex->conn);
     return PG_ERR_OK;
 }

@@ -28,6 +28,7 @@
 #include "core/metrics.h"
 #include "core/pb_wire.h"
 #include "exporter/client_config.h"
+#include "exporter/proto_version.h"
 #include "exporterhelper/exporterhelper.h"
 #include "http/client_post.h"
 #include "exporter/otlphttp.h"
@@ -72,6 +73,7 @@ struct oh_cfg {
     uint64_t max_request_bytes;
     int64_t max_conns_per_host;
     struct oh_keepalive_cfg keepalive;
+    int protocol_version; /* enum pg_otlp_proto_version */
 };
 
 static const char *const compression_choices[] = {"gzip", "zstd", "none", NULL};
@@ -125,6 +127,7 @@ static const struct pg_field otlphttp_fields[] = {
     PG_FIELD_RANGE(struct oh_cfg, "max_conns_per_host", PG_FT_INT, max_conns_per_host, "0", 0,
                    1e6, "connections open at once; 0 = one per sending_queue consumer"),
     PG_FIELD_SECTION(struct oh_cfg, "keepalive", keepalive, keepalive_fields, NULL),
+    PG_EXP_VERSION_FIELD(struct oh_cfg, protocol_version),
     PG_FIELD_END,
 };
 
@@ -146,6 +149,7 @@ struct oh {
     char user_agent[96];
     int level;              /* the compressor's level */
     struct pg_metric *m_rejected;
+    struct pg_exp_version version; /* protocol_version */
 };
 
 /* compression_params.level under confighttp's rules and message: gzip
@@ -238,19 +242,23 @@ static bool parse_url(struct oh *ex, struct pg_arena *a, const char *url, const 
 
 /* ---- the body ---------------------------------------------------------------- */
 
-/* The OTLP/JSON text of the protobuf request @enc, into @a. */
-static enum pg_err to_json(struct pg_arena *a, const uint8_t *enc, size_t len, char **json,
-                           size_t *json_len, struct pg_status *st)
+/* The OTLP/JSON text of the protobuf request @enc, into @a, fit for the
+ * protocol_version (JSON names fields, so only v1.10's references differ). */
+static enum pg_err to_json(struct oh *ex, struct pg_arena *a, const uint8_t *enc, size_t len,
+                           char **json, size_t *json_len, struct pg_status *st)
 {
     ProtobufCAllocator alloc;
-    ProtobufCMessage *req;
+    struct pg_otlp_request *req;
+    enum pg_err err;
 
     pg_arena_protobuf_allocator(a, &alloc);
-    req = protobuf_c_message_unpack(&pg_otlp_request_descriptor, &alloc, len, enc);
+    req = (struct pg_otlp_request *)protobuf_c_message_unpack(&pg_otlp_request_descriptor, &alloc,
+                                                               len, enc);
     if (req == NULL) {
         return pg_status_set(st, PG_ERR_INTERNAL, "the encoded request does not decode");
     }
-    return pg_otlp_json_encode(a, req, json, json_len, st);
+    err = pg_exp_version_prepare(&ex->version, a, req, st);
+    return err != PG_ERR_OK ? err : pg_otlp_json_encode(a, &req->base, json, json_len, st);
 }
 
 /* Once per part (not per attempt): the encoding (JSON when configured),
@@ -262,6 +270,7 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
     const uint8_t *src = enc;
     size_t src_len = len;
     struct pg_arena *a = NULL;
+    uint8_t *old = NULL; /* protobuf in an older protocol_version's layout, malloc'd */
     enum pg_err err = PG_ERR_OK;
 
     *body = NULL;
@@ -276,8 +285,16 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
         if (a == NULL) {
             return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
         }
-        err = to_json(a, enc, len, &json, &src_len, st);
+        err = to_json(ex, a, enc, len, &json, &src_len, st);
         src = (const uint8_t *)json;
+    } else {
+        size_t old_len = 0;
+
+        err = pg_exp_version_encode(&ex->version, enc, len, &old, &old_len, st);
+        if (old != NULL) {
+            src = old;
+            src_len = old_len;
+        }
     }
     if (err == PG_ERR_OK) {
         switch (ex->cfg.compression) {
@@ -288,7 +305,11 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
             err = pg_zstd_compress(src, src_len, ex->level, body, body_len, st);
             break;
         default:
-            if (src != enc) {
+            if (src == old) {
+                *body = old; /* handed over */
+                *body_len = src_len;
+                old = NULL;
+            } else if (src != enc) {
                 *body = malloc(src_len ? src_len : 1);
                 if (*body == NULL) {
                     err = pg_status_set(st, PG_ERR_NOMEM, "out of memory");
@@ -303,6 +324,7 @@ static enum pg_err oh_make_body(void *exporter, const uint8_t *enc, size_t len, 
     if (a != NULL) {
         pg_arena_destroy(a);
     }
+    free(old);
     return err;
 }
 
@@ -618,15 +640,16 @@ static enum pg_err oh_start(void *state, struct pg_status *st)
     ex->m_rejected = pg_metric_counter("pprofgate_exporter_rejected_profiles",
                                        "Profiles the destination rejected in partial_success",
                                        labels);
+    pg_exp_version_start(&ex->version, ex->cfg.protocol_version, ex->id, ex->log);
     err = pg_exph_start(ex->helper, ex->host->base, st);
     if (err != PG_ERR_OK) {
         return err;
     }
     pg_exph_describe(ex->helper, desc, sizeof(desc));
-    pg_log_info(ex->log, "exporting to %s://%s:%u%s (%s, compression %s, %s)",
+    pg_log_info(ex->log, "exporting to %s://%s:%u%s (%s, compression %s, %s%s)",
                 ex->tls ? "https" : "http", ex->host_name, ex->port, ex->path,
                 encoding_choices[ex->cfg.encoding], compression_choices[ex->cfg.compression],
-                desc);
+                desc, pg_exp_version_describe(&ex->version));
     return PG_ERR_OK;
 }
 

@@ -5,7 +5,8 @@
  * bytes inside strings (protobuf-c would cut the C string there silently),
  * protobuf-c unpacks into the arena, then pg_otlp_validate repairs strings to
  * UTF-8, runs the dictionary checks of dict_validate.c and resolves string
- * table references in resource and scope attributes to plain strings. */
+ * table references in resource and scope attributes to plain strings
+ * (otlp_refs.c). */
 #include "otlp/otlp_decode.h"
 
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_refs.h"
 #include "otlp/otlp_unpack.h"
 #include "otlp/otlp_utf8.h"
 
@@ -590,91 +592,6 @@ static enum pg_err fix_message(struct swalk *w, ProtobufCMessage *m)
     return PG_ERR_OK;
 }
 
-/* ---- references in resource and scope attributes ----------------------------------
- * The Collector's pprofile ProtoMarshaler (its otlphttp exporter, file and Kafka codecs)
- * writes resource and scope attributes as KeyValue.key_strindex /
- * AnyValue.string_value_strindex into the string table; its gRPC path and every other
- * signal read only the plain fields. They are resolved here to key / string_value (as its
- * ProtoUnmarshaler does), so the pipeline (service.name, OTTL resource paths, debug) and a
- * gRPC peer downstream see the attributes. Indices were checked by dict_validate.c. */
-
-static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
-                                 struct pg_otlp_anyvalue *v);
-
-static enum pg_err resolve_kvs(struct pg_arena *a, const struct pg_otlp_dict *d,
-                               struct pg_otlp_kv **kvs, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        struct pg_otlp_kv *kv = kvs[i];
-        enum pg_err err;
-        if (kv->key_strindex != 0) {
-            char *k = pg_arena_strdup(a, d->string_table[kv->key_strindex]);
-            if (k == NULL) {
-                return PG_ERR_NOMEM;
-            }
-            kv->key = k;
-            kv->key_strindex = 0;
-        }
-        if ((err = resolve_value(a, d, kv->value)) != PG_ERR_OK) {
-            return err;
-        }
-    }
-    return PG_ERR_OK;
-}
-
-static enum pg_err resolve_value(struct pg_arena *a, const struct pg_otlp_dict *d,
-                                 struct pg_otlp_anyvalue *v)
-{
-    if (v == NULL) {
-        return PG_ERR_OK;
-    }
-    switch (v->value_case) {
-    case PG_OTLP_ANYVALUE_STRINDEX: {
-        char *s = pg_arena_strdup(a, d->string_table[v->string_value_strindex]);
-        if (s == NULL) {
-            return PG_ERR_NOMEM;
-        }
-        v->value_case = PG_OTLP_ANYVALUE_STR;
-        v->string_value = s;
-        return PG_ERR_OK;
-    }
-    case PG_OTLP_ANYVALUE_KVLIST:
-        return v->kvlist_value == NULL
-                   ? PG_ERR_OK
-                   : resolve_kvs(a, d, v->kvlist_value->values, v->kvlist_value->n_values);
-    case PG_OTLP_ANYVALUE_ARRAY:
-        for (size_t i = 0; v->array_value != NULL && i < v->array_value->n_values; i++) {
-            enum pg_err err = resolve_value(a, d, v->array_value->values[i]);
-            if (err != PG_ERR_OK) {
-                return err;
-            }
-        }
-        return PG_ERR_OK;
-    default:
-        return PG_ERR_OK;
-    }
-}
-
-static enum pg_err resolve_refs(struct pg_arena *a, struct pg_otlp_request *req)
-{
-    const struct pg_otlp_dict *d = req->dictionary;
-    enum pg_err err = PG_ERR_OK;
-
-    for (size_t r = 0; r < req->n_resource_profiles && err == PG_ERR_OK; r++) {
-        struct pg_otlp_resprof *rp = req->resource_profiles[r];
-        if (rp->resource != NULL) {
-            err = resolve_kvs(a, d, rp->resource->attributes, rp->resource->n_attributes);
-        }
-        for (size_t s = 0; s < rp->n_scope_profiles && err == PG_ERR_OK; s++) {
-            struct pg_otlp_scope *sc = rp->scope_profiles[s]->scope;
-            if (sc != NULL) {
-                err = resolve_kvs(a, d, sc->attributes, sc->n_attributes);
-            }
-        }
-    }
-    return err;
-}
-
 /* pg_otlp_validate; @strings_ok: every string is known valid UTF-8 within
  * max_string_bytes already (the fast unpack looked at each as it copied it),
  * so the walk over the strings is skipped. */
@@ -713,9 +630,13 @@ static enum pg_err validate_req(struct pg_arena *arena, struct pg_otlp_request *
     if (err != PG_ERR_OK) {
         return err;
     }
-    if (resolve_refs(arena, req) != PG_ERR_OK) {
-        return pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                             "otlp: no memory to resolve attribute references");
+    /* Resource and scope attributes given by reference (the Collector's otlphttp exporter
+     * writes them so) become plain key / string_value, as its ProtoUnmarshaler does, so the
+     * pipeline (service.name, OTTL resource paths, debug) and a gRPC peer downstream see
+     * them. Indices were checked above. */
+    err = pg_otlp_refs_resolve(arena, req, false, NULL, st);
+    if (err != PG_ERR_OK) {
+        return err;
     }
     stats->resource_profiles = req->n_resource_profiles;
     for (size_t r = 0; r < req->n_resource_profiles; r++) {

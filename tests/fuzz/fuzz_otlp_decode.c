@@ -5,7 +5,10 @@
  * nothing), encodes to bytes that decode again to the same bytes, and its
  * OTLP/JSON form is a fixed point (JSON -> request -> JSON gives the same
  * text) that validates too. v1.9 conversion is on, so re-tagged Samples are
- * reached. */
+ * reached. What is accepted, written as v1.9 by an exporter's protocol_version
+ * (otlp/otlp_version.c), is a request again, as long unless references were
+ * written out, and the receiver's v1.9 converter reads it back to the same
+ * request (references resolved) whenever the layout can be told. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "otlp/otlp_decode.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/otlp_json.h"
+#include "otlp/otlp_version.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,8 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pg_otlp_decode_stats stats;
     struct pg_otlp_request *req = NULL, *again = NULL, *fromjson = NULL;
     struct pg_status st = {0};
-    uint8_t *wire, *wire2;
-    size_t wire_n, wire2_n, json_n, json2_n;
+    uint8_t *wire, *wire2, *v19 = NULL, *res_wire, *back_wire;
+    size_t wire_n, wire2_n, json_n, json2_n, v19_n = 0, res_n, back_n;
+    struct pg_otlp_version_stats vs = {0, 0};
+    struct pg_otlp_request *back = NULL;
     char *json, *json2;
     ProtobufCMessage *m = NULL;
     enum pg_err err;
@@ -64,6 +70,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wire2_n != wire_n || memcmp(wire, wire2, wire_n) != 0) {
         abort();
     }
+    if (pg_otlp_version_encode(PG_OTLP_PROTO_V1_9, wire, wire_n, &v19, &v19_n, &vs, &st) !=
+            PG_ERR_OK ||
+        v19 == NULL || (vs.references == 0 && v19_n != wire_n)) {
+        abort(); /* every request we forward has a v1.9 form */
+    }
+    if (pg_otlp_version_prepare(PG_OTLP_PROTO_V1_9, a, again, NULL, &st) != PG_ERR_OK ||
+        pg_otlp_request_encode(again, a, &res_wire, &res_n, &st) != PG_ERR_OK) {
+        abort();
+    }
+    if (pg_otlp_wire_version_detect(v19, v19_n) == PG_OTLP_WIRE_V1_9) {
+        o.convert_v1_9 = true;
+        if (pg_otlp_decode(a, v19, v19_n, &o, &back, &stats, &st) != PG_ERR_OK ||
+            pg_otlp_request_encode(back, a, &back_wire, &back_n, &st) != PG_ERR_OK ||
+            back_n != res_n || memcmp(back_wire, res_wire, res_n) != 0) {
+            abort(); /* v1.9 out, v1.9 in: the same request */
+        }
+    }
+    free(v19);
     if (pg_otlp_json_encode(a, &req->base, &json, &json_n, &st) != PG_ERR_OK) {
         abort();
     }

@@ -1075,6 +1075,7 @@ PG_TEST(config_errors)
         "endpoint: host:1\nsending_queue: {sizer: samples}\n",
         "endpoint: host:1\nretry_on_failure: {multiplier: 0.5}\n",
         "endpoint: host:1\nbogus: 1\n",
+        "endpoint: host:1\nprotocol_version: v1.8\n", /* v1.11, v1.10, v1.9 only */
         "endpoint: host:1\ntls: {ca_file: /nonexistent/ca.pem}\n",
         "endpoint: host:1\ntls: {cert_file: /nonexistent/c.pem}\n",
     };

@@ -33,6 +33,7 @@
 #include "exporter/otlphttp.h"
 #include "otlp/otlp.h"
 #include "otlp/otlp_json.h"
+#include "otlp/otlp_version.h"
 #include "pg_test.h"
 #include "pipeline/batch.h"
 #include "pipeline/component.h"
@@ -668,6 +669,136 @@ PG_TEST(persistent_queue_survives_restart)
     CHECK_INT(system(cmd), 0);
 }
 
+/* protocol_version: one batch to a v1.9 exporter (protobuf and OTLP/JSON) and a default
+ * one at once; each body is its version's (v1.9: the current bytes with Sample fields
+ * renumbered), and the shared batch is left as it was. */
+PG_TEST(protocol_version_bodies)
+{
+    static const struct answer ok = {200, NULL, NULL, 0, false};
+    static const char *const cfgs[3] = {"protocol_version: v1.9\ncompression: none\n",
+                                        "compression: none\n",
+                                        "protocol_version: v1.9\ncompression: none\n"
+                                        "encoding: json\n"};
+    struct fake f[3];
+    struct rig r[3];
+    struct pg_arena *a = pg_arena_create(0);
+    struct pg_batch *b = tb_batch(2, 25, 20, "versions", 9);
+    uint8_t *want = NULL, *after = NULL, *v19 = NULL;
+    size_t want_len = 0, after_len = 0, v19_len = 0;
+    struct pg_status st;
+
+    pg_status_clear(&st);
+    PG_REQUIRE(a != NULL && b != NULL);
+    PG_REQUIRE(pg_batch_encode(b, a, &want, &want_len, &st) == PG_ERR_OK);
+    PG_REQUIRE(pg_otlp_version_encode(PG_OTLP_PROTO_V1_9, want, want_len, &v19, &v19_len, NULL,
+                                      &st) == PG_ERR_OK);
+    CHECK(v19_len == want_len && memcmp(v19, want, want_len) != 0);
+    for (int i = 0; i < 3; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "otlphttp/ver%d", i);
+        PG_REQUIRE(fs_start(&f[i], NULL, 0, ok));
+        PG_REQUIRE(rig_create(&r[i], id, "endpoint: http://127.0.0.1:%d\n%s" FAST_RETRY,
+                              f[i].port, cfgs[i]));
+        CHECK_INT(r[i].ops->consume(r[i].state, pg_batch_ref(b), &st), PG_ERR_OK);
+    }
+    for (int i = 0; i < 3; i++) {
+        rig_wait(&r[i], 50, 5000);
+        CHECK_INT(sent(&r[i]), 50);
+        PG_REQUIRE(fs_requests(&f[i]) == 1);
+    }
+    CHECK(f[0].got[0].len == v19_len && memcmp(f[0].got[0].body, v19, v19_len) == 0);
+    CHECK(f[1].got[0].len == want_len && memcmp(f[1].got[0].body, want, want_len) == 0);
+    {
+        /* JSON names fields: v1.9's text is the current one (no references here) */
+        ProtobufCMessage *m = NULL;
+        uint8_t *packed;
+
+        CHECK_INT(pg_otlp_json_decode(a, &pg_otlp_request_descriptor,
+                                      (const char *)f[2].got[0].body, f[2].got[0].len, &m, &st),
+                  PG_ERR_OK);
+        PG_REQUIRE(m != NULL);
+        packed = pg_arena_alloc(a, protobuf_c_message_get_packed_size(m));
+        CHECK_INT(protobuf_c_message_pack(m, packed), want_len);
+        CHECK(memcmp(packed, want, want_len) == 0);
+    }
+    CHECK(pg_batch_encode(b, a, &after, &after_len, &st) == PG_ERR_OK);
+    CHECK(after_len == want_len && memcmp(after, want, want_len) == 0);
+    for (int i = 0; i < 3; i++) {
+        rig_destroy(&r[i]);
+        fs_stop(&f[i]);
+    }
+    free(v19);
+    pg_batch_unref(b);
+    pg_arena_destroy(a);
+}
+
+/* The spool holds the current layout: requests spooled by a v1.11 run go out as v1.9 when
+ * the next run is configured so. */
+PG_TEST(spooled_requests_sent_in_the_next_runs_version)
+{
+    static const struct answer busy = {503, NULL, NULL, 0, false};
+    static const struct answer ok = {200, NULL, NULL, 0, false};
+    char dir[] = "/tmp/pg_ohpv_XXXXXX";
+    struct pg_spool_options o;
+    struct fake f;
+    struct rig r;
+    uint8_t *first = NULL;
+    size_t first_len = 0;
+    char cmd[160];
+
+    PG_REQUIRE(mkdtemp(dir) != NULL);
+    memset(&o, 0, sizeof(o));
+    o.dir = dir;
+    o.fsync = PG_SPOOL_FSYNC_NEVER;
+    PG_REQUIRE(pg_storage_register("file_storage", &o));
+    PG_REQUIRE(fs_start(&f, NULL, 0, busy));
+    PG_REQUIRE(rig_create(&r, "otlphttp/pv",
+                          "endpoint: http://127.0.0.1:%d\nshutdown_timeout: 100ms\n"
+                          "compression: none\n"
+                          "sending_queue: {storage: file_storage, num_consumers: 1}\n"
+                          "retry_on_failure: {initial_interval: 50ms, max_interval: 50ms}\n",
+                          f.port));
+    CHECK_INT(push(&r, 6, 1), PG_ERR_OK);
+    for (int t = 0; t < 3000 && fs_requests(&f) < 1; t += 20) {
+        rig_spin(&r, 20);
+    }
+    PG_REQUIRE(fs_requests(&f) >= 1);
+    first_len = f.got[0].len;
+    first = malloc(first_len);
+    PG_REQUIRE(first != NULL);
+    memcpy(first, f.got[0].body, first_len);
+    rig_destroy(&r);
+    fs_stop(&f);
+
+    PG_REQUIRE(fs_start(&f, NULL, 0, ok));
+    PG_REQUIRE(rig_create(&r, "otlphttp/pv", "endpoint: http://127.0.0.1:%d\n"
+                          "compression: none\nprotocol_version: v1.9\n"
+                          "sending_queue: {storage: file_storage, num_consumers: 1}\n",
+                          f.port));
+    for (int t = 0; t < 5000 && sent(&r) < 6; t += 20) {
+        rig_spin(&r, 20);
+    }
+    CHECK_INT(sent(&r), 6);
+    PG_REQUIRE(fs_requests(&f) == 1);
+    {
+        uint8_t *v19 = NULL;
+        size_t v19_len = 0;
+        struct pg_status st;
+
+        CHECK(pg_otlp_version_encode(PG_OTLP_PROTO_V1_9, first, first_len, &v19, &v19_len, NULL,
+                                     &st) == PG_ERR_OK);
+        CHECK(f.got[0].len == v19_len && memcmp(f.got[0].body, v19, v19_len) == 0);
+        CHECK(memcmp(f.got[0].body, first, first_len) != 0);
+        free(v19);
+    }
+    free(first);
+    rig_destroy(&r);
+    fs_stop(&f);
+    pg_storage_unregister("file_storage");
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK_INT(system(cmd), 0);
+}
+
 /* Retry-After's two forms, as the collector reads them. */
 PG_TEST(retry_after_parse)
 {
@@ -726,6 +857,9 @@ PG_TEST(config_errors)
          "for compression type \"none\""},
         {"endpoint: http://h:1\nbogus: 1\n", "bogus"},
         {"endpoint: http://h:1\nsending_queue: {storage: nowhere}\n", "nowhere"},
+        {"endpoint: http://h:1\nprotocol_version: v1.8\n",
+         "\"v1.8\" is not one of: v1.11, v1.10, v1.9"},
+        {"endpoint: http://h:1\nprotocol_version: \"1.9\"\n", "(did you mean \"v1.9\"?)"},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -761,4 +895,5 @@ PG_TEST(config_errors)
 PG_TEST_MAIN(PG_CASE(status_table), PG_CASE(connection_refused_retried_then_dropped),
              PG_CASE(timeout_retried), PG_CASE(queued_call_times_out), PG_CASE(body_bytes_per_compression_and_encoding),
              PG_CASE(bearer_token_file), PG_CASE(connection_reused), PG_CASE(persistent_queue_survives_restart),
+             PG_CASE(protocol_version_bodies), PG_CASE(spooled_requests_sent_in_the_next_runs_version),
              PG_CASE(retry_after_parse), PG_CASE(config_errors))
