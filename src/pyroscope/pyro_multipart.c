@@ -90,20 +90,17 @@ struct param_out {
 static int find_param(const uint8_t *p, const uint8_t *end, const char *want,
                       struct param_out *ps, size_t n_ps)
 {
-    const uint8_t *t;
     size_t wlen = strlen(want);
 
     while (p < end && is_lws(*p)) {
         p++;
     }
-    for (t = p; t < end && (is_token(*t) || *t == '/'); t++) { /* a type/subtype's bytes */
-    }
-    for (; t < end && *t != ';' && !is_lws(*t); t++) { /* anything else up to ';' */
-    }
-    if ((size_t)(t - p) != wlen || strncasecmp((const char *)p, want, wlen) != 0) {
+    /* The type is everything up to ';' or white space: @want, then one of those or the end. */
+    if ((size_t)(end - p) < wlen || strncasecmp((const char *)p, want, wlen) != 0 ||
+        (p + wlen < end && p[wlen] != ';' && !is_lws(p[wlen]))) {
         return -1;
     }
-    p = t;
+    p += wlen;
     for (;;) {
         while (p < end && is_lws(*p)) {
             p++;

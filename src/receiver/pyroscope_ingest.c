@@ -46,11 +46,11 @@ static const char *const query_keys[Q_COUNT] = {
 };
 
 /* The query's metadata (name, spy, times, aggregation) into @m. */
-static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct pyro_meta *m,
+static enum pg_err ingest_meta(struct rx_job *job, char *const *qv, struct pyro_meta *m,
                                const char **suffix, struct pg_status *st)
 {
     struct pg_arena *a = job->arena;
-    const char *name = qv[Q_NAME];
+    char *name = qv[Q_NAME]; /* in the batch arena: cut in place */
     int64_t now = pg_real_ns();
     struct pg_pyro_name pn;
     enum pg_err err;
@@ -60,7 +60,7 @@ static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct
                              "query parameter \"name\" is missing: the application name and "
                              "labels, e.g. name=checkout{env=prod}");
     }
-    err = pg_pyro_name_parse(a, name, strlen(name), &pn, st);
+    err = pg_pyro_name_parse_in(a, name, strlen(name), &pn, st);
     if (err != PG_ERR_OK) {
         return err; /* the message starts "name: " */
     }
@@ -181,7 +181,8 @@ static enum pg_err translate_ingest(struct rx *rx, struct rx_job *job, struct pg
                                     const uint8_t *body, size_t len, struct pg_otlp_request **out)
 {
     struct pyro_meta m = {0};
-    const char *suffix = NULL, *qv[Q_COUNT];
+    const char *suffix = NULL;
+    char *qv[Q_COUNT];
     enum pyro_format fmt;
     enum pg_err err;
 
