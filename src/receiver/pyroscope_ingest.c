@@ -105,7 +105,19 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
         if (err != PG_ERR_OK) {
             return status_prefix(&job->st, "multipart body");
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "prev_profile");
+        /* The three names looked for, in one pass (the first of each counts). */
+        const struct pg_pyro_part *prev = NULL, *stc = NULL, *profile = NULL;
+        for (size_t i = 0; i < n_parts; i++) {
+            const char *nm = parts[i].name;
+            const struct pg_pyro_part **slot = strcmp(nm, "profile") == 0     ? &profile
+                                               : strcmp(nm, "prev_profile") == 0 ? &prev
+                                               : strcmp(nm, "sample_type_config") == 0 ? &stc
+                                                                                       : NULL;
+            if (slot != NULL && *slot == NULL) {
+                *slot = &parts[i];
+            }
+        }
+        p = prev;
         if (p != NULL && p->len > 0) {
             /* Pyroscope 1.x refuses it the same way (og/convert/pprof). */
             return pg_status_set(&job->st, PG_ERR_MALFORMED,
@@ -113,7 +125,7 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
                                  "supported, as in Pyroscope 1.x: update the client (current SDKs "
                                  "send deltas)");
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "sample_type_config");
+        p = stc;
         if (p != NULL) {
             struct pg_pyro_stc_entry *e;
 
@@ -123,7 +135,7 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
             }
             m->stc = e;
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "profile");
+        p = profile;
         if (p == NULL) {
             return pg_status_set(&job->st, PG_ERR_MALFORMED,
                                  "multipart body has no \"profile\" part (%zu part%s)", n_parts,

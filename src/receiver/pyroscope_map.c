@@ -321,21 +321,29 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
     struct kv_av *pool;
     size_t n;
 
-    /* One pass: the labels placed elsewhere (the last one wins). */
-    for (size_t i = 0; i < m->n_labels; i++) {
+    /* One pass: the labels placed elsewhere (the last one wins), and a bit for
+     * each label that is no resource attribute (internal, or placed). */
+    uint64_t skip[(PG_PYRO_MAX_LABELS + 63) / 64] = {0};
+    size_t n_labels = m->n_labels < PG_PYRO_MAX_LABELS ? m->n_labels : PG_PYRO_MAX_LABELS;
+    for (size_t i = 0; i < n_labels; i++) {
         const char *k = m->labels[i].name, *v = m->labels[i].value;
+        bool placed = true;
 
-        if (k[0] == '_' && strcmp(k, "__session_id__") == 0) {
-            session = v;
+        if (k[0] == '_' && k[1] == '_') {
+            if (strcmp(k, "__session_id__") == 0) {
+                session = v;
+            }
         } else if (k[0] == 's' && strcmp(k, "service_name") == 0) {
             svc = v;
-        } else if (k[0] == 's' && strcmp(k, "service.instance.id") == 0) {
-            has_instance = true;
         } else if (k[0] == 'o' && strcmp(k, "otel.scope.name") == 0) {
             scope_name = v;
         } else if (k[0] == 'o' && strcmp(k, "otel.scope.version") == 0) {
             scope_version = v;
+        } else {
+            placed = false;
+            has_instance |= k[0] == 's' && strcmp(k, "service.instance.id") == 0;
         }
+        skip[i / 64] |= (uint64_t)placed << (i % 64);
     }
     if (r == NULL) {
         r = pg_arena_zalloc(a, sizeof(*r));
@@ -361,15 +369,11 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
         attr_set(&pool, attrs, &n, "service.name", svc);
     }
     size_t fixed = n; /* distinct labels (a parsed name) need only be matched against these */
-    for (size_t i = 0; i < m->n_labels; i++) {
-        const char *k = m->labels[i].name;
-
-        if ((k[0] == '_' && k[1] == '_') || (k[0] == 's' && strcmp(k, "service_name") == 0) ||
-            (k[0] == 'o' && strncmp(k, "otel.scope.", 11) == 0 &&
-             (strcmp(k + 11, "name") == 0 || strcmp(k + 11, "version") == 0))) {
-            continue; /* internal, or placed above/below */
+    for (size_t i = 0; i < n_labels; i++) {
+        if ((skip[i / 64] >> (i % 64) & 1) == 0) {
+            attr_set_in(&pool, attrs, &n, m->labels_distinct ? fixed : n, m->labels[i].name,
+                        m->labels[i].value);
         }
-        attr_set_in(&pool, attrs, &n, m->labels_distinct ? fixed : n, k, m->labels[i].value);
     }
     if (session != NULL && session[0] != '\0' && !has_instance) {
         attr_set(&pool, attrs, &n, "service.instance.id", session);
