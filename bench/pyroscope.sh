@@ -103,30 +103,24 @@ f:close()
 wrk.headers["Content-Type"] = "multipart/form-data; boundary={b}"
 wrk.headers["User-Agent"] = "pyroscope-go/v1.5.0"
 ''')
-with open(os.path.join(tmp, "pprof.lua"), "w") as f:
-    f.write(f'''local f = assert(io.open("{os.path.abspath(sys.argv[1])}", "rb"))
+def pprof_lua(fname, extra=""):
+    """The profile pushed to /v1/pprof as the body, with @extra header lines."""
+    with open(os.path.join(tmp, fname), "w") as f:
+        f.write(f'''local f = assert(io.open("{os.path.abspath(sys.argv[1])}", "rb"))
 wrk.method = "POST"
 wrk.path = "/v1/pprof"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/octet-stream"
 wrk.headers["Content-Encoding"] = "gzip"
-''')
+{extra}''')
+pprof_lua("pprof.lua")
 # The same push with the resource an SDK would send beside it: what the
 # /ingest name says, as resource attributes.
 attrs = ("service.name=pyro.checkout,__session_id__=77e425ea48b3919f,env=prod,"
          "otel.scope.name=com.grafana.pyroscope%2Fgo,otel.scope.version=v1.5.0,"
          "process.runtime.name=go,process.runtime.version=go1.26.8,region=eu-1")
-with open(os.path.join(tmp, "pprof-hdr.lua"), "w") as f:
-    f.write(f'''local f = assert(io.open("{os.path.abspath(sys.argv[1])}", "rb"))
-wrk.method = "POST"
-wrk.path = "/v1/pprof"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/octet-stream"
-wrk.headers["Content-Encoding"] = "gzip"
-wrk.headers["Otel-Resource-Attributes"] = "{attrs}"
-''')
+pprof_lua("pprof-hdr.lua", f'wrk.headers["Otel-Resource-Attributes"] = "{attrs}"\n')
 PY
 
 start_gw() { # config
