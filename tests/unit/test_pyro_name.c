@@ -182,6 +182,10 @@ PG_TEST(test_type_table)
     CHECK(!t->sampled);
     CHECK(pg_pyro_type_lookup("cpux", 4) == NULL);
     CHECK(pg_pyro_type_lookup("", 0) == NULL);
+    CHECK(pg_pyro_type_lookup("checkout", 8) == NULL); /* no type is 8 bytes long */
+    char longer[80];
+    memset(longer, 'a', sizeof(longer));
+    CHECK(pg_pyro_type_lookup(longer, sizeof(longer)) == NULL);
     CHECK(pg_pyro_name_is_type_suffix("mutex_count"));
     CHECK(!pg_pyro_name_is_type_suffix("contentions"));
     CHECK(pg_pyro_label_name_valid("service_name", 12));
