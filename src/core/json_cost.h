@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The one estimate of json-c's heap use for a JSON text, shared by every room that parses
- * JSON with json-c (otlp/otlp_json.c, pyroscope/pyro_json.c). json-c's tree lives on the
+ * JSON with json-c (core/json_strict.c, for otlp/ and pyroscope/). json-c's tree lives on the
  * heap, outside the request arena, and is much larger than the text: an object costs about
  * 900 bytes (its hash table), an array about 100, every further element about 60 (measured
  * with json-c 0.16: 16 MB of OTLP/JSON took 285 MB, 11 MB of integer lists 423 MB). The

@@ -6,7 +6,7 @@
  * from the proto names, or the proto names themselves. The writer is
  * otlp_json_encode.c. */
 #include "otlp/otlp_json.h"
-#include "core/json_cost.h"
+#include "core/json_strict.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -502,77 +502,15 @@ enum pg_err pg_otlp_json_decode(struct pg_arena *arena, const ProtobufCMessageDe
                                 const char *json, size_t len, ProtobufCMessage **out,
                                 struct pg_status *st)
 {
-    struct json_tokener *tok;
     struct json_object *root;
     struct jdec d;
     enum pg_err err;
 
     *out = NULL;
-    if (len > INT32_MAX) {
-        return pg_status_set(st, PG_ERR_LIMIT, "otlp/json: a %zu-byte document is too large",
-                             len);
+    err = pg_json_parse_strict(arena, json, len, "otlp/json", JSON_TOKENER_DEPTH, 0, &root, st);
+    if (err != PG_ERR_OK) {
+        return err;
     }
-    if (pg_arena_cap(arena) != 0) {
-        size_t cost = pg_json_tree_cost(json, len), used = pg_arena_used(arena);
-        size_t room = pg_arena_cap(arena) > used ? pg_arena_cap(arena) - used : 0;
-        if (cost > room) {
-            return pg_status_set(st, PG_ERR_LIMIT,
-                                 "otlp/json: parsing the %zu-byte document would take about "
-                                 "%zu MiB, over the %zu MiB left of the request's memory cap",
-                                 len, cost >> 20, room >> 20);
-        }
-    }
-    tok = json_tokener_new_ex(JSON_TOKENER_DEPTH);
-    if (tok == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "otlp/json: no memory for the parser");
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    root = json_tokener_parse_ex(tok, json, (int)len);
-    if (root == NULL && json_tokener_get_error(tok) == json_tokener_continue) {
-        /* A NUL byte tells json-c the input is complete: a top-level literal or number at
-         * the very end is finished, anything else is cut short. */
-        root = json_tokener_parse_ex(tok, "", 1);
-        if (root == NULL && json_tokener_get_error(tok) != json_tokener_success) {
-            json_tokener_free(tok);
-            return pg_status_set(st, PG_ERR_MALFORMED,
-                                 "otlp/json: the document ends early (%zu bytes)", len);
-        }
-    }
-    if (root != NULL) {
-        /* Whitespace after the document (a trailing newline) is fine, anything else not. */
-        size_t end = json_tokener_get_parse_end(tok);
-        while (end < len && (json[end] == ' ' || json[end] == '\n' || json[end] == '\r' ||
-                             json[end] == '\t')) {
-            end++;
-        }
-        if (end != len) {
-            json_object_put(root);
-            json_tokener_free(tok);
-            return pg_status_set(st, PG_ERR_MALFORMED,
-                                 "otlp/json: bytes after the document at offset %zu", end);
-        }
-    }
-    if (root == NULL) {
-        enum json_tokener_error je = json_tokener_get_error(tok);
-        size_t at = json_tokener_get_parse_end(tok);
-        json_tokener_free(tok);
-        if (je == json_tokener_success) {
-            return pg_status_set(st, PG_ERR_MALFORMED,
-                                 "otlp/json: the document is null, not an object");
-        }
-        if (je == json_tokener_continue) {
-            return pg_status_set(st, PG_ERR_MALFORMED,
-                                 "otlp/json: the document ends early (%zu bytes)", at);
-        }
-        if (je == json_tokener_error_depth) {
-            return pg_status_set(st, PG_ERR_MALFORMED,
-                                 "otlp/json: nested deeper than %d objects/arrays",
-                                 JSON_TOKENER_DEPTH);
-        }
-        return pg_status_set(st, PG_ERR_MALFORMED, "otlp/json: %s at offset %zu",
-                             json_tokener_error_desc(je), at);
-    }
-    json_tokener_free(tok);
     memset(&d, 0, sizeof(d));
     d.a = arena;
     d.st = st;

@@ -41,6 +41,10 @@ struct pg_pyro_name {
  * over 64 KiB (LIMIT). */
 enum pg_err pg_pyro_name_parse(struct pg_arena *a, const char *s, size_t len,
                                struct pg_pyro_name *out, struct pg_status *st);
+/* The same without the copy: @s (NUL at @s[len], outliving @out) is cut in place, so @out's
+ * strings point into it (the receiver's query copy: one copy less per push). */
+enum pg_err pg_pyro_name_parse_in(struct pg_arena *a, char *s, size_t len,
+                                  struct pg_pyro_name *out, struct pg_status *st);
 
 /* True when @suffix (NUL-terminated) is a profile-type suffix Pyroscope recognises after the
  * last '.' of an application name. */

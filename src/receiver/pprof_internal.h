@@ -176,9 +176,10 @@ struct rx_job {
     struct rx_loop *loop;          /* where the request lives and the job ends */
     struct rx *rx;                 /* whose pipeline it feeds (the loop's, or a joiner) */
     enum rx_route route;
-    /* Pyroscope: the query string and Content-Type, copied (arena) at
-     * on_request; NULL for pprof. */
-    const char *query, *ctype;
+    /* Pyroscope: the query string (cut in place by its parse) and
+     * Content-Type, copied (arena) at on_request; NULL for pprof. */
+    char *query;
+    const char *ctype;
     bool connect_json;             /* Push API: the request (and its answer) is JSON */
     struct pg_httpd_req *req;      /* borrowed from the server; loop thread only */
     struct pg_membudget budget;    /* admitted at on_head, charged as the job grows; given

@@ -45,12 +45,89 @@ static const char *const query_keys[Q_COUNT] = {
     "name", "spyName", "aggregationType", "from", "until", "sampleRate", "format",
 };
 
+/* ---- the names this thread parsed last -----------------------------------
+ * An SDK sends the same `name` on every push of a profile type (a Go
+ * process: one for CPU, one for heap, ... every 10 s), and a sidecar serves
+ * one application: the parse of the last few names is kept per thread and
+ * copied into the request's arena when the decoded name is the same bytes
+ * (a parse depends on those bytes alone; failures are not kept). Fixed
+ * buffers, no heap and no lock; a longer name is parsed every time. */
+#define NAME_CACHE_MAX 512 /* bytes of one decoded name (an SDK's: ~250) */
+#define NAME_CACHE_WAYS 4  /* names per thread, replaced round robin */
+struct name_entry {
+    size_t len;                        /* 0: empty */
+    char key[NAME_CACHE_MAX];          /* the decoded name as received */
+    char cut[NAME_CACHE_MAX + 1];      /* the same bytes as the parse left them (NULs) */
+    uint16_t app, suffix;              /* offsets into cut; suffix NAME_CACHE_MAX + 1: none */
+    uint16_t n_labels;
+    uint16_t label[PG_PYRO_MAX_LABELS][2]; /* name and value offsets */
+};
+static __thread struct name_entry name_cache[NAME_CACHE_WAYS];
+static __thread unsigned name_cache_next;
+
+/* @e's parse into @pn, its strings in one copy in @a. */
+static enum pg_err name_from_cache(struct pg_arena *a, const struct name_entry *e,
+                                   struct pg_pyro_name *pn, struct pg_status *st)
+{
+    char *buf = pg_arena_alloc(a, e->len + 1);
+    struct pg_pyro_label *l = pg_arena_alloc(a, (e->n_labels > 0 ? e->n_labels : 1) * sizeof(*l));
+
+    if (buf == NULL || l == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "name: out of memory");
+    }
+    memcpy(buf, e->cut, e->len + 1);
+    pn->app = buf + e->app;
+    pn->type_suffix = e->suffix <= e->len ? buf + e->suffix : NULL;
+    for (size_t i = 0; i < e->n_labels; i++) {
+        l[i].name = buf + e->label[i][0];
+        l[i].value = buf + e->label[i][1];
+    }
+    pn->labels = l;
+    pn->n_labels = e->n_labels;
+    return PG_ERR_OK;
+}
+
+/* pg_pyro_name_parse_in(@a, @name, @len, ...) through this thread's cache. */
+static enum pg_err name_parse_cached(struct pg_arena *a, char *name, size_t len,
+                                     struct pg_pyro_name *pn, struct pg_status *st)
+{
+    struct name_entry *e = NULL;
+    enum pg_err err;
+
+    if (len == 0 || len > NAME_CACHE_MAX) {
+        return pg_pyro_name_parse_in(a, name, len, pn, st);
+    }
+    for (size_t w = 0; w < NAME_CACHE_WAYS; w++) {
+        if (name_cache[w].len == len && memcmp(name_cache[w].key, name, len) == 0) {
+            return name_from_cache(a, &name_cache[w], pn, st);
+        }
+    }
+    e = &name_cache[name_cache_next++ % NAME_CACHE_WAYS];
+    e->len = 0; /* empty until filled */
+    memcpy(e->key, name, len); /* before the parse cuts it */
+    err = pg_pyro_name_parse_in(a, name, len, pn, st);
+    if (err != PG_ERR_OK) {
+        return err;
+    }
+    /* Every string of @pn points into @name (pg_pyro_name_parse_in's promise). */
+    memcpy(e->cut, name, len + 1);
+    e->app = (uint16_t)(pn->app - name);
+    e->suffix = pn->type_suffix != NULL ? (uint16_t)(pn->type_suffix - name) : NAME_CACHE_MAX + 1;
+    e->n_labels = (uint16_t)pn->n_labels;
+    for (size_t i = 0; i < pn->n_labels; i++) {
+        e->label[i][0] = (uint16_t)(pn->labels[i].name - name);
+        e->label[i][1] = (uint16_t)(pn->labels[i].value - name);
+    }
+    e->len = len;
+    return PG_ERR_OK;
+}
+
 /* The query's metadata (name, spy, times, aggregation) into @m. */
-static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct pyro_meta *m,
+static enum pg_err ingest_meta(struct rx_job *job, char *const *qv, struct pyro_meta *m,
                                const char **suffix, struct pg_status *st)
 {
     struct pg_arena *a = job->arena;
-    const char *name = qv[Q_NAME];
+    char *name = qv[Q_NAME]; /* in the batch arena: cut in place */
     int64_t now = pg_real_ns();
     struct pg_pyro_name pn;
     enum pg_err err;
@@ -60,7 +137,7 @@ static enum pg_err ingest_meta(struct rx_job *job, const char *const *qv, struct
                              "query parameter \"name\" is missing: the application name and "
                              "labels, e.g. name=checkout{env=prod}");
     }
-    err = pg_pyro_name_parse(a, name, strlen(name), &pn, st);
+    err = name_parse_cached(a, name, strlen(name), &pn, st);
     if (err != PG_ERR_OK) {
         return err; /* the message starts "name: " */
     }
@@ -105,7 +182,19 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
         if (err != PG_ERR_OK) {
             return status_prefix(&job->st, "multipart body");
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "prev_profile");
+        /* The three names looked for, in one pass (the first of each counts). */
+        const struct pg_pyro_part *prev = NULL, *stc = NULL, *profile = NULL;
+        for (size_t i = 0; i < n_parts; i++) {
+            const char *nm = parts[i].name;
+            const struct pg_pyro_part **slot = strcmp(nm, "profile") == 0     ? &profile
+                                               : strcmp(nm, "prev_profile") == 0 ? &prev
+                                               : strcmp(nm, "sample_type_config") == 0 ? &stc
+                                                                                       : NULL;
+            if (slot != NULL && *slot == NULL) {
+                *slot = &parts[i];
+            }
+        }
+        p = prev;
         if (p != NULL && p->len > 0) {
             /* Pyroscope 1.x refuses it the same way (og/convert/pprof). */
             return pg_status_set(&job->st, PG_ERR_MALFORMED,
@@ -113,7 +202,7 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
                                  "supported, as in Pyroscope 1.x: update the client (current SDKs "
                                  "send deltas)");
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "sample_type_config");
+        p = stc;
         if (p != NULL) {
             struct pg_pyro_stc_entry *e;
 
@@ -123,7 +212,7 @@ static enum pg_err ingest_pprof(struct rx *rx, struct rx_job *job, struct pg_are
             }
             m->stc = e;
         }
-        p = pg_pyro_multipart_find(parts, n_parts, "profile");
+        p = profile;
         if (p == NULL) {
             return pg_status_set(&job->st, PG_ERR_MALFORMED,
                                  "multipart body has no \"profile\" part (%zu part%s)", n_parts,
@@ -181,7 +270,8 @@ static enum pg_err translate_ingest(struct rx *rx, struct rx_job *job, struct pg
                                     const uint8_t *body, size_t len, struct pg_otlp_request **out)
 {
     struct pyro_meta m = {0};
-    const char *suffix = NULL, *qv[Q_COUNT];
+    const char *suffix = NULL;
+    char *qv[Q_COUNT];
     enum pyro_format fmt;
     enum pg_err err;
 

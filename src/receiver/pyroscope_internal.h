@@ -44,9 +44,11 @@ enum pyro_format pg_pyro_format(const char *format, const char *ctype);
 /* The URL-decoded value of @key in the query string @q (after '?'), in
  * @a; NULL when absent (or on OOM). A repeated key: the last value. */
 const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key);
-/* The same for @n keys (at most 16) at once, one pass over @q: @out[i] for @keys[i]. */
-void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
-                         const char **out);
+/* The same for @n keys (at most 16) at once, one pass over @q, which is
+ * the caller's copy and is cut in place: @out[i] for @keys[i], pointing
+ * into @q when the value needs no decoding, else decoded into @a. */
+void pg_pyro_query_parse(struct pg_arena *a, char *q, const char *const *keys, size_t n,
+                         char **out);
 /* Puts @m onto every resource, scope and profile of @req (in @a). */
 enum pg_err pg_pyro_apply(struct pg_arena *a, struct pg_otlp_request *req,
                           const struct pyro_meta *m, struct pg_status *st);

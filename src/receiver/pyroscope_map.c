@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/hex.h"
 #include "otlp/otlp_build.h"
 #include "pyroscope/pyro_folded.h"
 #include "pyroscope/pyro_multipart.h"
@@ -21,97 +22,140 @@
 
 /* ---- the query ----------------------------------------------------------- */
 
-/* The value of each hex digit, -1 for any other byte (built at compile time). */
-#define HEX(c)                                                \
-    (int8_t)((c) >= '0' && (c) <= '9'   ? (c) - '0'           \
-             : (c) >= 'a' && (c) <= 'f' ? (c) - 'a' + 10      \
-             : (c) >= 'A' && (c) <= 'F' ? (c) - 'A' + 10      \
-                                        : -1)
-#define H4(n) HEX(n), HEX((n) + 1), HEX((n) + 2), HEX((n) + 3)
-#define H16(n) H4(n), H4((n) + 4), H4((n) + 8), H4((n) + 12)
-#define H64(n) H16(n), H16((n) + 16), H16((n) + 32), H16((n) + 48)
-static const int8_t hex_value[256] = {H64(0), H64(64), H64(128), H64(192)};
-
-static int hexval(char c)
-{
-    return hex_value[(unsigned char)c];
-}
-
 /* The escape at @p ('%'): its byte into *@o; the bytes read (3, or 1 when
  * it is not %XX: the '%' stays, as Go's QueryUnescape would refuse it). */
 static inline size_t unescape(const char *p, const char *end, char *o)
 {
-    int h, l;
+    unsigned h, l; /* digit + 1, 0 for a byte that is not one */
 
-    if (end - p > 2 && (h = hexval(p[1])) >= 0 && (l = hexval(p[2])) >= 0) {
-        *o = (char)(h << 4 | l);
+    if (end - p > 2 && (h = pg_hex_val1[(uint8_t)p[1]]) != 0 &&
+        (l = pg_hex_val1[(uint8_t)p[2]]) != 0) {
+        *o = (char)((h - 1) << 4 | (l - 1));
         return 3;
     }
     *o = '%';
     return 1;
 }
 
-/* @v[0..n) URL-decoded into @a: without a '+' (the common case) the runs
- * between escapes are copied whole, one memchr per escape. */
-static const char *query_decode(struct pg_arena *a, const char *v, size_t n)
+#if defined(__SSE2__)
+/* Bit i set when @p[i] is '%' or '+' (the bytes a query value escapes with). */
+static inline unsigned special_mask(__m128i w)
 {
-    char *out = pg_arena_alloc(a, n + 1), *o = out;
-    const char *end = v + n, *pct;
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(w, _mm_set1_epi8('%')),
+                                                    _mm_cmpeq_epi8(w, _mm_set1_epi8('+'))));
+}
+#endif
 
+/* The offset of the first '%' or '+' in @v[0..n), @n when none: 16 bytes a step (an SDK's
+ * name is ~250 bytes; from, until and the rest hold none). */
+static size_t first_special(const char *v, size_t n)
+{
+    size_t i = 0;
+
+#if defined(__SSE2__)
+    for (; n - i >= 16; i += 16) {
+        unsigned m = special_mask(_mm_loadu_si128((const __m128i *)(const void *)(v + i)));
+
+        if (m != 0) {
+            return i + (size_t)__builtin_ctz(m);
+        }
+    }
+#endif
+    while (i < n && v[i] != '%' && v[i] != '+') {
+        i++;
+    }
+    return i;
+}
+
+/* [v, end) URL-decoded into @o, which has room for end - v bytes (decoding only shrinks);
+ * returns the end of the output. With SSE2 16 bytes are copied per step and each escape
+ * costs one step (the name's runs between escapes are ~14 bytes): the 16-byte stores stay
+ * within the room because the output is never ahead of the input. */
+static char *decode_into(char *o, const char *v, const char *end)
+{
+#if defined(__SSE2__)
+    while (end - v >= 16) {
+        __m128i w = _mm_loadu_si128((const __m128i *)(const void *)v);
+        unsigned m = special_mask(w);
+
+        _mm_storeu_si128((__m128i *)(void *)o, w);
+        if (m == 0) {
+            v += 16;
+            o += 16;
+            continue;
+        }
+        unsigned k = (unsigned)__builtin_ctz(m);
+        v += k;
+        o += k;
+        if (*v == '+') { /* '+' is a space */
+            *o++ = ' ';
+            v++;
+        } else {
+            v += unescape(v, end, o++);
+        }
+    }
+#endif
+    while (v < end) {
+        if (*v == '+') {
+            *o++ = ' ';
+            v++;
+        } else if (*v == '%') {
+            v += unescape(v, end, o++);
+        } else {
+            *o++ = *v++;
+        }
+    }
+    return o;
+}
+
+/* @v[0..n) (inside the caller's query copy) URL-decoded: in place, cut by a NUL where its
+ * '&' was, when it holds nothing to decode (every value of an SDK push but the name); else
+ * into @a. NULL on OOM. */
+static char *query_value(struct pg_arena *a, char *v, size_t n)
+{
+    size_t k = first_special(v, n);
+    char *out;
+
+    if (k == n) {
+        v[n] = '\0';
+        return v;
+    }
+    out = pg_arena_alloc(a, n + 1);
     if (out == NULL) {
         return NULL;
     }
-    if (memchr(v, '+', n) != NULL) { /* '+' is a space: every byte looked at */
-        while (v < end) {
-            if (*v == '+') {
-                *o++ = ' ';
-                v++;
-            } else if (*v == '%') {
-                v += unescape(v, end, o++);
-            } else {
-                *o++ = *v++;
-            }
-        }
-    } else {
-        while ((pct = memchr(v, '%', (size_t)(end - v))) != NULL) {
-            memcpy(o, v, (size_t)(pct - v));
-            o += pct - v;
-            v = pct + unescape(pct, end, o++);
-        }
-        memcpy(o, v, (size_t)(end - v));
-        o += end - v;
-    }
-    *o = '\0';
+    memcpy(out, v, k);
+    *decode_into(out + k, v + k, v + n) = '\0';
     return out;
 }
 
 #define QUERY_MAX_KEYS 16
-void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *keys, size_t n,
-                         const char **out)
+void pg_pyro_query_parse(struct pg_arena *a, char *q, const char *const *keys, size_t n,
+                         char **out)
 {
-    const char *end = q != NULL ? q + strlen(q) : NULL;
+    char *end = q != NULL ? q + strlen(q) : NULL;
+    size_t klen[QUERY_MAX_KEYS];
 
     n = n < QUERY_MAX_KEYS ? n : QUERY_MAX_KEYS;
     for (size_t k = 0; k < n; k++) {
         out[k] = NULL;
+        klen[k] = strlen(keys[k]);
     }
     while (q != NULL && q < end) {
-        const char *amp = memchr(q, '&', (size_t)(end - q));
-        const char *seg_end = amp != NULL ? amp : end;
-        const char *eq = q;
+        char *amp = memchr(q, '&', (size_t)(end - q));
+        char *seg_end = amp != NULL ? amp : end;
+        size_t seg = (size_t)(seg_end - q);
 
-        while (eq < seg_end && *eq != '=') { /* keys are short: no memchr call */
-            eq++;
-        }
-        eq = eq < seg_end ? eq : NULL;
-        size_t klen = (size_t)((eq != NULL ? eq : seg_end) - q);
-
+        /* "key=value" or "key": the segment's bytes are read once, by the match (no scan
+         * for its '=' first) */
         for (size_t k = 0; k < n; k++) {
-            /* strncmp stops at the key's NUL: keys[k][klen] is in bounds when it returns 0 */
-            if (q[0] == keys[k][0] && strncmp(q, keys[k], klen) == 0 && keys[k][klen] == '\0') {
-                const char *v = eq != NULL ? eq + 1 : seg_end;
+            size_t l = klen[k];
 
-                out[k] = query_decode(a, v, (size_t)(seg_end - v)); /* a repeat: the last */
+            if (q[0] == keys[k][0] && seg >= l && (seg == l || q[l] == '=') &&
+                memcmp(q, keys[k], l) == 0) {
+                char *v = seg > l ? q + l + 1 : seg_end;
+
+                out[k] = query_value(a, v, (size_t)(seg_end - v)); /* a repeat: the last */
                 break;
             }
         }
@@ -121,9 +165,12 @@ void pg_pyro_query_parse(struct pg_arena *a, const char *q, const char *const *k
 
 const char *pg_pyro_query_get(struct pg_arena *a, const char *q, const char *key)
 {
-    const char *v;
+    char *copy = pg_arena_strdup(a, q != NULL ? q : "");
+    char *v = NULL;
 
-    pg_pyro_query_parse(a, q, &key, 1, &v);
+    if (copy != NULL) {
+        pg_pyro_query_parse(a, copy, &key, 1, &v);
+    }
     return v;
 }
 
@@ -219,54 +266,49 @@ static const struct pg_pyro_stc_entry *stc_find(const struct pyro_meta *m, const
     return NULL;
 }
 
-/* A string KeyValue pointing at @k and @v (both live in the batch arena,
- * or are static): no copies, this runs for every label of every push. */
-static struct pg_otlp_kv *kv_ref(struct pg_arena *a, const char *k, const char *v)
-{
-    struct kv_av {
-        struct pg_otlp_kv kv;
-        struct pg_otlp_anyvalue av;
-    } *p = pg_arena_alloc(a, sizeof(*p)); /* one allocation for both */
-    struct pg_otlp_kv *kv = p != NULL ? &p->kv : NULL;
-    struct pg_otlp_anyvalue *av = p != NULL ? &p->av : NULL;
+/* A string KeyValue and its AnyValue: map_resource takes room for all of its
+ * attributes in one allocation (this runs for every label of every push). */
+struct kv_av {
+    struct pg_otlp_kv kv;
+    struct pg_otlp_anyvalue av;
+};
 
-    if (p == NULL) {
-        return NULL;
-    }
-    *kv = (struct pg_otlp_kv)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
-    *av = (struct pg_otlp_anyvalue)OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
-    av->value_case = PG_OTLP_ANYVALUE_STR;
-    av->string_value = (char *)v;
-    kv->key = (char *)k;
-    kv->value = av;
-    return kv;
+/* The next slot of @pool as @k = @v (both live in the batch arena, or are
+ * static: no copies). */
+static struct pg_otlp_kv *kv_ref(struct kv_av **pool, const char *k, const char *v)
+{
+    struct kv_av *p = (*pool)++;
+
+    p->kv = (struct pg_otlp_kv)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
+    p->av = (struct pg_otlp_anyvalue)OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+    p->av.value_case = PG_OTLP_ANYVALUE_STR;
+    p->av.string_value = (char *)v;
+    p->kv.key = (char *)k;
+    p->kv.value = &p->av;
+    return &p->kv;
 }
 
-/* Sets @k = @v in the list @attrs of *@n (room for one more is there): a
- * key already among the first @seen takes the later value (the caller
- * knows the keys after those differ from @k). */
-static bool attr_set_in(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, size_t seen,
+/* Sets @k = @v in the list @attrs of *@n (room for one more is there, and
+ * in @pool): a key already among the first @seen takes the later value (the
+ * caller knows the keys after those differ from @k). */
+static void attr_set_in(struct kv_av **pool, struct pg_otlp_kv **attrs, size_t *n, size_t seen,
                         const char *k, const char *v)
 {
-    struct pg_otlp_kv *kv = kv_ref(a, k, v);
+    struct pg_otlp_kv *kv = kv_ref(pool, k, v);
 
-    if (kv == NULL) {
-        return false;
-    }
     for (size_t i = 0; i < seen; i++) {
         if (attrs[i]->key != NULL && attrs[i]->key[0] == k[0] && strcmp(attrs[i]->key, k) == 0) {
             attrs[i] = kv;
-            return true;
+            return;
         }
     }
     attrs[(*n)++] = kv;
-    return true;
 }
 
-static bool attr_set(struct pg_arena *a, struct pg_otlp_kv **attrs, size_t *n, const char *k,
+static void attr_set(struct kv_av **pool, struct pg_otlp_kv **attrs, size_t *n, const char *k,
                      const char *v)
 {
-    return attr_set_in(a, attrs, n, *n, k, v);
+    attr_set_in(pool, attrs, n, *n, k, v);
 }
 
 /* Resource and scope: service.name, the labels, the session, the spy. */
@@ -276,23 +318,32 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
     bool has_instance = false;
     struct pg_otlp_resource *r = rp->resource;
     struct pg_otlp_kv **attrs;
+    struct kv_av *pool;
     size_t n;
 
-    /* One pass: the labels placed elsewhere (the last one wins). */
-    for (size_t i = 0; i < m->n_labels; i++) {
+    /* One pass: the labels placed elsewhere (the last one wins), and a bit for
+     * each label that is no resource attribute (internal, or placed). */
+    uint64_t skip[(PG_PYRO_MAX_LABELS + 63) / 64] = {0};
+    size_t n_labels = m->n_labels < PG_PYRO_MAX_LABELS ? m->n_labels : PG_PYRO_MAX_LABELS;
+    for (size_t i = 0; i < n_labels; i++) {
         const char *k = m->labels[i].name, *v = m->labels[i].value;
+        bool placed = true;
 
-        if (k[0] == '_' && strcmp(k, "__session_id__") == 0) {
-            session = v;
+        if (k[0] == '_' && k[1] == '_') {
+            if (strcmp(k, "__session_id__") == 0) {
+                session = v;
+            }
         } else if (k[0] == 's' && strcmp(k, "service_name") == 0) {
             svc = v;
-        } else if (k[0] == 's' && strcmp(k, "service.instance.id") == 0) {
-            has_instance = true;
         } else if (k[0] == 'o' && strcmp(k, "otel.scope.name") == 0) {
             scope_name = v;
         } else if (k[0] == 'o' && strcmp(k, "otel.scope.version") == 0) {
             scope_version = v;
+        } else {
+            placed = false;
+            has_instance |= k[0] == 's' && strcmp(k, "service.instance.id") == 0;
         }
+        skip[i / 64] |= (uint64_t)placed << (i % 64);
     }
     if (r == NULL) {
         r = pg_arena_zalloc(a, sizeof(*r));
@@ -304,7 +355,8 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
     }
     n = r->n_attributes;
     attrs = pg_arena_alloc(a, (n + m->n_labels + 3) * sizeof(*attrs));
-    if (attrs == NULL) {
+    pool = pg_arena_alloc(a, (m->n_labels + 3) * sizeof(*pool)); /* one slot per attr_set */
+    if (attrs == NULL || pool == NULL) {
         return false;
     }
     if (n > 0) {
@@ -313,29 +365,21 @@ static bool map_resource(struct pg_arena *a, struct pg_otlp_resprof *rp, const s
     if (svc == NULL || svc[0] == '\0') {
         svc = m->app;
     }
-    if (svc != NULL && svc[0] != '\0' && !attr_set(a, attrs, &n, "service.name", svc)) {
-        return false;
+    if (svc != NULL && svc[0] != '\0') {
+        attr_set(&pool, attrs, &n, "service.name", svc);
     }
     size_t fixed = n; /* distinct labels (a parsed name) need only be matched against these */
-    for (size_t i = 0; i < m->n_labels; i++) {
-        const char *k = m->labels[i].name;
-
-        if ((k[0] == '_' && k[1] == '_') || (k[0] == 's' && strcmp(k, "service_name") == 0) ||
-            (k[0] == 'o' && strncmp(k, "otel.scope.", 11) == 0 &&
-             (strcmp(k + 11, "name") == 0 || strcmp(k + 11, "version") == 0))) {
-            continue; /* internal, or placed above/below */
-        }
-        if (!attr_set_in(a, attrs, &n, m->labels_distinct ? fixed : n, k, m->labels[i].value)) {
-            return false;
+    for (size_t i = 0; i < n_labels; i++) {
+        if ((skip[i / 64] >> (i % 64) & 1) == 0) {
+            attr_set_in(&pool, attrs, &n, m->labels_distinct ? fixed : n, m->labels[i].name,
+                        m->labels[i].value);
         }
     }
-    if (session != NULL && session[0] != '\0' && !has_instance &&
-        !attr_set(a, attrs, &n, "service.instance.id", session)) {
-        return false;
+    if (session != NULL && session[0] != '\0' && !has_instance) {
+        attr_set(&pool, attrs, &n, "service.instance.id", session);
     }
-    if (m->spy != NULL && m->spy[0] != '\0' &&
-        !attr_set(a, attrs, &n, "pyroscope.spy.name", m->spy)) {
-        return false;
+    if (m->spy != NULL && m->spy[0] != '\0') {
+        attr_set(&pool, attrs, &n, "pyroscope.spy.name", m->spy);
     }
     r->attributes = attrs;
     r->n_attributes = n;

@@ -2,7 +2,8 @@
  * libFuzzer target for the /ingest query values: pyroscope/pyro_name.c (`name`) and
  * pyro_time.c (`from`, `until`). Oracle: a name that parses has a non-empty app, at most
  * PG_PYRO_MAX_LABELS labels with valid, distinct names and UTF-8 values, and written back as
- * "app.suffix{k=v,...}" parses to the same; a time that parses from digits alone is not
+ * "app.suffix{k=v,...}" parses to the same, and parsed in place it gives the same answer
+ * (pyro_name.c's pg_pyro_name_parse_in); a time that parses from digits alone is not
  * negative; every failure carries a message. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,7 +30,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pg_pyro_name n, m;
     struct pg_status st = {0};
 
-    if (pg_pyro_name_parse(a, (const char *)data, size, &n, &st) == PG_ERR_OK) {
+    /* The in-place parse (the receiver's) answers as the copying one does. */
+    char *in_place = malloc(size + 1);
+    struct pg_pyro_name p;
+    struct pg_status pst = {0};
+    check(in_place != NULL);
+    memcpy(in_place, data, size);
+    in_place[size] = '\0';
+    enum pg_err perr = pg_pyro_name_parse_in(a, in_place, size, &p, &pst);
+    enum pg_err err = pg_pyro_name_parse(a, (const char *)data, size, &n, &st);
+    check(perr == err && strcmp(pst.msg, st.msg) == 0);
+    for (size_t i = 0; err == PG_ERR_OK && i < n.n_labels; i++) {
+        check(strcmp(n.labels[i].name, p.labels[i].name) == 0);
+        check(strcmp(n.labels[i].value, p.labels[i].value) == 0);
+    }
+    check(err != PG_ERR_OK || (strcmp(n.app, p.app) == 0 && n.n_labels == p.n_labels));
+    free(in_place);
+    if (err == PG_ERR_OK) {
         check(n.app != NULL && n.app[0] != '\0');
         check(n.n_labels <= PG_PYRO_MAX_LABELS);
         size_t cap = size * 2 + 64, len = 0;

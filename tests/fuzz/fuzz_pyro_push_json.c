@@ -1,52 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0
  * libFuzzer target for pyroscope/pyro_push.c's proto3 JSON decoder (a Connect JSON Push
- * body) and the room's JSON entry. Oracle: no crash or leak (json-c's tree is freed on every
- * path); what decodes stays within the caps with UTF-8 labels and IDs, and every raw profile
+ * body) and the strict JSON parse under it (core/json_strict.c). Oracle (fuzz_pyro_push.h,
+ * shared with the protobuf target): no crash or leak (json-c's tree is freed on every
+ * path); what decodes stays within the caps with UTF-8 labels; here also every raw profile
  * is at most 3/4 of the input's size (base64). */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "core/utf8.h"
-#include "pyroscope/pyro_push.h"
+#include "fuzz_pyro_push.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check(int cond)
+static enum pg_err decode(struct pg_arena *a, const uint8_t *in, size_t size,
+                          struct pg_pyro_push *p, struct pg_status *st)
 {
-    if (!cond) {
-        abort();
-    }
+    return pg_pyro_push_decode_json(a, (const char *)in, size, p, st);
+}
+
+static void sample(const struct pg_pyro_raw_sample *r, const uint8_t *in, size_t size)
+{
+    (void)in;
+    fuzz_check(r->len <= size * 3 / 4 + 3);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *copy = malloc(size ? size : 1);
-    memcpy(copy, data, size);
-    struct pg_arena *a = pg_arena_create(64 << 20);
-    struct pg_pyro_push p;
-    struct pg_status st = {0};
-    if (pg_pyro_push_decode_json(a, copy, size, &p, &st) == PG_ERR_OK) {
-        size_t samples = 0;
-        check(p.n_series <= PG_PYRO_MAX_SERIES);
-        for (size_t i = 0; i < p.n_series; i++) {
-            const struct pg_pyro_series *s = &p.series[i];
-            check(s->n_labels <= PG_PYRO_MAX_LABELS);
-            for (size_t j = 0; j < s->n_labels; j++) {
-                check(pg_utf8_valid(s->labels[j].name, strlen(s->labels[j].name)));
-                check(pg_utf8_valid(s->labels[j].value, strlen(s->labels[j].value)));
-            }
-            for (size_t k = 0; k < s->n_samples; k++) {
-                check(s->samples[k].len <= size * 3 / 4 + 3);
-                check(s->samples[k].id != NULL);
-            }
-            samples += s->n_samples;
-        }
-        check(samples <= PG_PYRO_MAX_SAMPLES);
-    } else {
-        check(st.code != PG_ERR_OK && st.msg[0] != '\0');
-    }
-    pg_arena_destroy(a);
-    free(copy);
-    return 0;
+    return fuzz_pyro_push_run(data, size, decode, sample);
 }

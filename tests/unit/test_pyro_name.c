@@ -32,15 +32,30 @@ PG_TEST(test_name_good)
         {"app{9lives=x}", "app", NULL, "9lives=x"}, /* Pyroscope allows a leading digit */
         {"app{k=h\xc3\xa9}", "app", NULL, "k=h\xc3\xa9"},
         {"app{k=a b}", "app", NULL, "k=a b"},
+        /* keys of 16 bytes and more (read 16 a step), and past the end of a short name */
+        {"app{process.runtime.version=go1.26,Z_9.aZ_9.aZ_9.aZ=1}", "app", NULL,
+         "process.runtime.version=go1.26;Z_9.aZ_9.aZ_9.aZ=1"},
+        {"app{abcdefghijklmnopqrstuvwxyz0123456789=v}", "app", NULL,
+         "abcdefghijklmnopqrstuvwxyz0123456789=v"},
+        {"app{x=1}", "app", NULL, "x=1"},
+        /* keys of one length and first byte: the repeat is still found */
+        {"app{ab=1,ac=2,ab=3,ad=4}", "app", NULL, "ab=3;ac=2;ad=4"},
+        {"app{ab=1 ,ac= 2,ab =3}", "app", NULL, "ab=3;ac=2"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < 2 * sizeof(cases) / sizeof(cases[0]); i++) {
+        /* each name twice: copied (pg_pyro_name_parse), then cut in place (.._parse_in) */
+        size_t c = i % (sizeof(cases) / sizeof(cases[0]));
+        bool in_place = i >= sizeof(cases) / sizeof(cases[0]);
         struct pg_arena *a = pg_arena_create(1 << 20);
+        char *copy = pg_arena_strdup(a, cases[c].in);
         struct pg_pyro_name n;
         struct pg_status st = {0};
-        enum pg_err err = pg_pyro_name_parse(a, cases[i].in, strlen(cases[i].in), &n, &st);
+        enum pg_err err = in_place ? pg_pyro_name_parse_in(a, copy, strlen(copy), &n, &st)
+                                   : pg_pyro_name_parse(a, cases[c].in, strlen(cases[c].in), &n,
+                                                        &st);
 
         if (err != PG_ERR_OK) {
-            fprintf(stderr, "  \"%s\": %s\n", cases[i].in, st.msg);
+            fprintf(stderr, "  \"%s\": %s\n", cases[c].in, st.msg);
         }
         CHECK_INT(err, PG_ERR_OK);
         if (err == PG_ERR_OK) {
@@ -49,13 +64,13 @@ PG_TEST(test_name_good)
                 snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s=%s", j ? ";" : "",
                          n.labels[j].name, n.labels[j].value);
             }
-            CHECK_STR(n.app, cases[i].app);
-            if (cases[i].suffix == NULL) {
+            CHECK_STR(n.app, cases[c].app);
+            if (cases[c].suffix == NULL) {
                 CHECK(n.type_suffix == NULL);
             } else {
-                CHECK_STR(n.type_suffix, cases[i].suffix);
+                CHECK_STR(n.type_suffix, cases[c].suffix);
             }
-            CHECK_STR(got, cases[i].labels);
+            CHECK_STR(got, cases[c].labels);
         }
         pg_arena_destroy(a);
     }
@@ -88,18 +103,24 @@ PG_TEST(test_name_bad)
         {"app{k-1=v}", PG_ERR_MALFORMED, "byte 0x2d at offset 5 is not allowed in a label name"},
         {"app{k:1=v}", PG_ERR_MALFORMED, "label name"},
         {"app{k=\xff}", PG_ERR_MALFORMED, "not valid UTF-8"},
+        {"app{abcdefghijklmnopq-s=v}", PG_ERR_MALFORMED, "byte 0x2d at offset 21"},
+        {"app{abcdefghijklmnopqrs t=v}", PG_ERR_MALFORMED, "byte 0x20 at offset 23"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < 2 * sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t c = i % (sizeof(cases) / sizeof(cases[0]));
         struct pg_arena *a = pg_arena_create(1 << 20);
+        char *copy = pg_arena_strdup(a, cases[c].in);
         struct pg_pyro_name n;
         struct pg_status st = {0};
-        enum pg_err err = pg_pyro_name_parse(a, cases[i].in, strlen(cases[i].in), &n, &st);
+        enum pg_err err = i >= sizeof(cases) / sizeof(cases[0])
+                              ? pg_pyro_name_parse_in(a, copy, strlen(copy), &n, &st)
+                              : pg_pyro_name_parse(a, cases[c].in, strlen(cases[c].in), &n, &st);
 
-        if (err != cases[i].code || strstr(st.msg, cases[i].msg) == NULL) {
-            fprintf(stderr, "  \"%s\": %d \"%s\"\n", cases[i].in, err, st.msg);
+        if (err != cases[c].code || strstr(st.msg, cases[c].msg) == NULL) {
+            fprintf(stderr, "  \"%s\": %d \"%s\"\n", cases[c].in, err, st.msg);
         }
-        CHECK_INT(err, cases[i].code);
-        CHECK(strstr(st.msg, cases[i].msg) != NULL);
+        CHECK_INT(err, cases[c].code);
+        CHECK(strstr(st.msg, cases[c].msg) != NULL);
         pg_arena_destroy(a);
     }
     /* A NUL inside the given length. */
@@ -161,6 +182,10 @@ PG_TEST(test_type_table)
     CHECK(!t->sampled);
     CHECK(pg_pyro_type_lookup("cpux", 4) == NULL);
     CHECK(pg_pyro_type_lookup("", 0) == NULL);
+    CHECK(pg_pyro_type_lookup("checkout", 8) == NULL); /* no type is 8 bytes long */
+    char longer[80];
+    memset(longer, 'a', sizeof(longer));
+    CHECK(pg_pyro_type_lookup(longer, sizeof(longer)) == NULL);
     CHECK(pg_pyro_name_is_type_suffix("mutex_count"));
     CHECK(!pg_pyro_name_is_type_suffix("contentions"));
     CHECK(pg_pyro_label_name_valid("service_name", 12));

@@ -66,6 +66,16 @@ PG_TEST(test_query)
         {"spyName=gospy+x&x=%zz", "spyName", "gospy x"},
         {"x=%zz%4", "x", "%zz%4"},
         {"from=1", "until", NULL},
+        /* values of 16 bytes and more: escapes and '+' met 16 bytes a step, at a block's
+         * first and last byte, and a '%' too close to the end to be an escape */
+        {"name=pyro.checkout%7B__session_id__%3D77e425ea48b3919f%2Cenv%3Dprod%7D", "name",
+         "pyro.checkout{__session_id__=77e425ea48b3919f,env=prod}"},
+        {"k=%41bcdefghijklmn%4Fpqrstuvwxyz0123456789%4", "k",
+         "AbcdefghijklmnOpqrstuvwxyz0123456789%4"},
+        {"k=0123456789abcdef+0123456789abcde+%2", "k", "0123456789abcdef 0123456789abcde %2"},
+        {"k=0123456789abcdef0123456789abcdef&name=x", "k", "0123456789abcdef0123456789abcdef"},
+        {"from=1700000000000000000&until=1700000001000000000", "until", "1700000001000000000"},
+        {"name=a&namex=b&nam=c", "name", "a"},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
