@@ -516,6 +516,42 @@ void *pg_arena_take_block(struct pg_arena *a, const void *p, size_t *size)
     return c;
 }
 
+static inline void sync_used(struct pg_arena *a);
+static void set_lim(struct pg_arena *a);
+
+void *pg_arena_adopt_block(struct pg_arena *a, void *block, size_t size, size_t need)
+{
+    struct chunk *c = block, *head = a->head;
+
+    need = (need + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (block == NULL || size <= CHUNK_HDR + POOL_MAX_CHUNK || need > size - CHUNK_HDR) {
+        return NULL; /* chunk_free would hand a smaller one to free() */
+    }
+    sync_used(a);
+    if (a->cap != 0 && (need > a->cap || a->used > a->cap - need)) {
+        a->hit_cap = 1;
+        return NULL;
+    }
+    c->size = size - CHUNK_HDR;
+    /* Linked as pg_arena_alloc_slow links a big block: behind the head, or as the head with
+     * an empty bump window until a regular chunk comes. */
+    if (head != NULL) {
+        c->next = head->next;
+        head->next = c;
+    } else {
+        c->next = NULL;
+        a->head = c;
+        a->b.cur = a->b.seg = chunk_data(c) + c->size;
+    }
+    a->footprint += size;
+    a->used += need;
+    a->b.last = NULL;
+    set_lim(a);
+    POISON(chunk_data(c) + need, c->size - need);
+    UNPOISON(chunk_data(c), need);
+    return chunk_data(c);
+}
+
 /* Folds the fast path's allocations into a->used. */
 static inline void sync_used(struct pg_arena *a)
 {

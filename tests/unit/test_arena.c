@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/bufpool.h"
 
 /* Allocation sequences against a cap: each step's size and whether it must succeed. */
 PG_TEST(test_alloc_cap_table)
@@ -163,6 +164,54 @@ PG_TEST(test_thread_exit_returns_chunks)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
+/* A large block taken out of one arena and adopted by another keeps its bytes, counts in
+ * the new arena's footprint and use, and goes back to the buffer pool with it; a block
+ * over the cap, too small for a pool block or shorter than what is asked is refused and
+ * stays the caller's. */
+PG_TEST(test_adopt_block)
+{
+    struct pg_arena *from = pg_arena_create(0), *to = pg_arena_create(0);
+    struct pg_arena *capped = pg_arena_create((size_t)64 << 10);
+    const size_t n = (size_t)1 << 20;
+    uint8_t *p = pg_arena_alloc(from, n), *base, *q, *small;
+    size_t size = 0, fp0, used0, small_size = 0;
+    struct pg_bufpool_stats before, after;
+
+    PG_REQUIRE(p != NULL && to != NULL && capped != NULL);
+    memset(p, 0x3c, n);
+    base = pg_arena_take_block(from, p, &size);
+    PG_REQUIRE(base != NULL && size > n);
+    /* refused: over the cap, more than the block holds, and nothing changed */
+    CHECK(pg_arena_adopt_block(capped, base, size, n) == NULL);
+    CHECK(pg_arena_hit_cap(capped));
+    CHECK(pg_arena_footprint(capped) == 0 || pg_arena_footprint(capped) < size);
+    CHECK(pg_arena_adopt_block(to, base, size, size) == NULL);
+    CHECK(pg_arena_adopt_block(to, NULL, size, 16) == NULL);
+    CHECK(!pg_arena_hit_cap(to));
+    /* adopted: the same bytes at the same place, counted */
+    (void)pg_arena_alloc(to, 100); /* a head chunk: the block goes behind it */
+    fp0 = pg_arena_footprint(to);
+    used0 = pg_arena_used(to);
+    q = pg_arena_adopt_block(to, base, size, n);
+    CHECK(q == p);
+    CHECK(q != NULL && q[0] == 0x3c && q[n - 1] == 0x3c);
+    CHECK(pg_arena_footprint(to) == fp0 + size);
+    CHECK(pg_arena_used(to) == used0 + n);
+    CHECK(pg_arena_alloc(to, 64) != NULL); /* the head still serves small ones */
+    /* a block of the small classes' size cannot be adopted (it would be free()d) */
+    small = pg_arena_alloc(from, (size_t)200 << 10);
+    CHECK(small != NULL && pg_arena_take_block(from, small, &small_size) == NULL);
+    /* back to the pool with the arena */
+    pg_bufpool_release();
+    pg_bufpool_stats(&before);
+    pg_arena_destroy(to);
+    pg_bufpool_stats(&after);
+    CHECK(after.held >= before.held + n);
+    pg_bufpool_release();
+    pg_arena_destroy(capped);
+    pg_arena_destroy(from);
+}
+
+PG_TEST_MAIN(PG_CASE(test_adopt_block), PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
              PG_CASE(test_realloc_in_place_and_cap), PG_CASE(test_thread_cache_reuse),
              PG_CASE(test_thread_exit_returns_chunks))
