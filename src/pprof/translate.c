@@ -195,6 +195,11 @@ make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns
     x->scratch = NULL;
     x->b = NULL;
     drop_input(x); /* a plain body was the pprof itself: dead now too */
+    if (ns * sizeof(*srecs) > PG_BUFPOOL_MIN) {
+        /* The request is complete but for the structs: the unused end of its last chunk
+         * serves their block instead of staying resident beside it. */
+        (void)pg_arena_release_tail(x->out);
+    }
     recs = ns * sizeof(*srecs) > PG_BUFPOOL_MIN ? samples_over_records(x, srecs, bytes, &fail)
                                                 : NULL;
     if (recs != NULL) {

@@ -212,6 +212,46 @@ PG_TEST(test_adopt_block)
     pg_arena_destroy(from);
 }
 
-PG_TEST_MAIN(PG_CASE(test_adopt_block), PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
+/* A finished request's arena gives the unused end of its last (pool) chunk back to the
+ * pool at once: the footprint drops by what the pool gains, what was written stays, and
+ * the arena still hands out memory (from a small chunk again). Nothing to give back: an
+ * arena of small chunks only, or a tail given back already. */
+PG_TEST(test_release_tail)
+{
+    struct pg_arena *a = pg_arena_create(0), *small = pg_arena_create(0);
+    struct pg_bufpool_stats before, after;
+    uint8_t *first = NULL, *last = NULL;
+    size_t fp, got;
+
+    PG_REQUIRE(a != NULL && small != NULL);
+    CHECK(pg_arena_alloc(small, 1000) != NULL);
+    CHECK_INT(pg_arena_release_tail(small), 0);
+    /* 16 + 32 + ... + 256 KiB chunks, then a 512 KiB one (a pool block) a fifth used */
+    for (size_t i = 0; i < 600; i++) {
+        uint8_t *p = pg_arena_alloc(a, 1024);
+        PG_REQUIRE(p != NULL);
+        memset(p, (int)(i & 0xff), 1024);
+        first = first != NULL ? first : p;
+        last = p;
+    }
+    pg_bufpool_release();
+    pg_bufpool_stats(&before);
+    fp = pg_arena_footprint(a);
+    got = pg_arena_release_tail(a);
+#ifndef PG_ARENA_ASAN
+    CHECK(got >= 128u * 1024u); /* the 512 KiB chunk down to just over 256 KiB */
+#endif
+    pg_bufpool_stats(&after);
+    CHECK(pg_arena_footprint(a) == fp - got);
+    CHECK(after.held == before.held + got);
+    CHECK_INT(pg_arena_release_tail(a), 0);
+    CHECK(first[0] == 0 && last[1023] == (uint8_t)(599 & 0xff));
+    CHECK(pg_arena_alloc(a, 100000) != NULL && pg_arena_alloc(a, 10) != NULL);
+    pg_arena_destroy(a);
+    pg_arena_destroy(small);
+    pg_bufpool_release();
+}
+
+PG_TEST_MAIN(PG_CASE(test_release_tail), PG_CASE(test_adopt_block), PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
              PG_CASE(test_realloc_in_place_and_cap), PG_CASE(test_thread_cache_reuse),
              PG_CASE(test_thread_exit_returns_chunks))
