@@ -15,18 +15,28 @@
 #   through clear_refs once every worker has run a medium job), and in brackets from
 #   before any worker's first job (one-time thread and heap set-up included);
 #   RSS 0 s, 5 s and 12 s after the last push against idle (goal: within 10 % by 10 s),
-#   idle read IDLE_WAIT (7) s after the warm-up, once the buffer pool's decay has run.
+#   idle read IDLE_WAIT (7) s after the warm-up, once the buffer pool's decay has run;
+#   and a last row, "pressure": the same pushes with memory_limiter in the pipeline
+#   (PRESSURE_LIMIT 64 - PRESSURE_SPIKE 32 = soft limit 32 MiB, the lowest that admits
+#   this push: its cost estimate is over 24 MiB). The pool keeps only while in-flight
+#   bytes + what it holds stay under the soft limit, and empties at once when RSS passes
+#   it, so RSS at +0 s must be under the soft limit (not idle + a push's blocks until the
+#   decay); faults per push rise there (the pool keeps less while a push is in flight).
+#   Emptying at once when RSS is already past the soft limit: test_bufpool
+#   (test_memory_pressure) and bench/flood.sh.
+# Then one line per issue-26 goal with the figures it is judged on (worst row).
 # GUARD=1 (default) then runs bench/http_load.sh (DURATION 15 s) as the small-push
 # guard: its req/s ratio and CPU per push against inflate-only must not regress.
 # OTLP=1 (default) then runs bench/otlp_large.py: the same profile as one OTLP
 # request into the otlp receiver (CPU against a bare protobuf-c unpack, peak
 # growth against the request size, RSS after; issue 23's large-request goals).
-# Env: PPROFGATE_BIN (default build/pprofgate), PUSHES (8), WORKERS, GUARD, DURATION, OTLP.
+# Env: PPROFGATE_BIN (default build/pprofgate), PUSHES (8), WORKERS (0,1,2,default),
+# PRESSURE (1: the memory_limiter row), GUARD, DURATION, OTLP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PPROFGATE_BIN:-${PG_BUILD_DIR:-build}/pprofgate}
 PUSHES=${PUSHES:-8}
-WORKERS=${WORKERS:-0,1,default}
+WORKERS=${WORKERS:-0,1,2,default}
 GUARD=${GUARD:-1}
 [ -x "$BIN" ] || { echo "large: missing $BIN (build the pprofgate target)"; exit 2; }
 
@@ -37,6 +47,9 @@ import mem_probe as mp  # the gateway start-up, pushes and /proc readers
 
 BIN, PUSHES, WORKERS = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
 IDLE_WAIT = float(os.environ.get("IDLE_WAIT", "7"))
+PRESSURE = os.environ.get("PRESSURE", "1") == "1"
+P_LIMIT = int(os.environ.get("PRESSURE_LIMIT", "64"))
+P_SPIKE = int(os.environ.get("PRESSURE_SPIKE", "32"))
 
 
 def cpu_ns(pid):
@@ -70,11 +83,16 @@ def inflate_ns(body):
 def run(tmp, workers, body, raw_len, small, medium):
     cfg = os.path.join(tmp, "gw-%s.yaml" % workers)
     log = os.path.join(tmp, "gw-%s.log" % workers)
-    wline = "" if workers == "default" else "      workers: %s\n" % workers
+    pressure = workers == "pressure"
+    wline = "" if workers in ("default", "pressure") else "      workers: %s\n" % workers
+    procs = ("processors:\n  memory_limiter:\n    check_interval: 100ms\n    limit_mib: %d\n"
+             "    spike_limit_mib: %d\n" % (P_LIMIT, P_SPIKE)) if pressure else ""
     with open(cfg, "w") as f:
         f.write("receivers:\n  pprof:\n    server:\n      endpoint: 127.0.0.1:0\n" + wline +
+                procs +
                 "exporters:\n  debug:\n    verbosity: basic\n    output_paths: [/dev/null]\n"
-                "service:\n  pipelines:\n    profiles:\n      receivers: [pprof]\n"
+                "service:\n  pipelines:\n    profiles:\n      receivers: [pprof]\n" +
+                ("      processors: [memory_limiter]\n" if pressure else "") +
                 "      exporters: [debug]\n  telemetry:\n    logs: {level: warn}\n")
     with open(log, "w") as lf:
         proc = subprocess.Popen([BIN, "--config", cfg], stdout=lf, stderr=subprocess.STDOUT)
@@ -146,7 +164,8 @@ with tempfile.TemporaryDirectory(prefix="pg-large.") as tmp:
     print("%-8s %-6s %-22s %-20s %-14s %-14s %-15s %-26s %s" % (
         "workers", "push1", "CPU/push ms (2..N)", "inflate ms", "CPU/inflate", "faults/KiB",
         "HWM/raw (cold)", "RSS +0/+5/+12 s vs idle", "status"))
-    for w in WORKERS:
+    rows = []
+    for w in WORKERS + (["pressure"] if PRESSURE else []):
         r = run(tmp, w, body, raw_len, small, medium)
         p = r["pushes"]
         rest = p[1:] if len(p) > 1 else p
@@ -165,8 +184,35 @@ with tempfile.TemporaryDirectory(prefix="pg-large.") as tmp:
             "%s (idle %.1f MiB)" % ("/".join(pct), r["idle"] / 2**20),
             ",".join(str(x["code"]) for x in p)))
         sys.stdout.flush()
-    print("goals: CPU/inflate <= 3; faults/KiB <= 0.5 after the first push; HWM/raw <= 3 (warm); "
-          "RSS within 10% of idle by +10 s")
+        rows.append((w, statistics.median(ratio), statistics.median(flt), r["growth"] / raw_len,
+                     r["cold"] / raw_len,
+                     [abs(a - r["idle"]) / r["idle"] for a in r["after"]],
+                     all(x["code"] == 204 for x in p), r["after"][0]))
+    # One line per issue-26 goal, judged on the worst workers row (pressure: its own goal).
+    main_rows = [x for x in rows if x[0] != "pressure"] or rows
+    def verdict(ok):
+        return "met" if ok else "NOT met"
+    cpu = max(x[1] for x in main_rows)
+    flt = max(x[2] for x in main_rows)
+    hwm = max(x[3] for x in main_rows)
+    cold = max(x[4] for x in main_rows)
+    back = max(x[5][1] for x in main_rows)  # +5 s (the +12 s column is printed above)
+    print("goal  CPU per push / plain inflate <= 3x: worst median %.2fx: %s" % (cpu, verdict(cpu <= 3)))
+    print("goal  minor faults per KiB raw after the first push <= 0.5: worst median %.2f: %s" %
+          (flt, verdict(flt <= 0.5)))
+    print("goal  peak growth (VmHWM) per push <= 3x raw, every workers setting: worst %.2fx warm, "
+          "%.2fx cold (margin wanted: <= 2.7x): %s" % (hwm, cold, verdict(hwm <= 3 and cold <= 3)))
+    print("goal  RSS back within 10%% of idle within 10 s of the last push: worst %.0f%% at +5 s: %s" %
+          (100 * back, verdict(back <= 0.10)))
+    pr = [x for x in rows if x[0] == "pressure"]
+    if pr:
+        soft = (P_LIMIT - P_SPIKE) * 2**20
+        print("goal  ... and at once under memory pressure: with memory_limiter (soft limit %d MiB) "
+              "RSS at +0 s %.1f MiB (idle + %.0f%%), under the soft limit, all pushes 204: %s" % (
+                  P_LIMIT - P_SPIKE, pr[0][7] / 2**20, 100 * pr[0][5][0],
+                  verdict(pr[0][7] <= soft and pr[0][6])))
+    print("goal  small pushes: req/s ratio to discard and CPU per push / inflate-only: "
+          "bench/http_load.sh below (GUARD=1), compare with main in the same session")
 EOF
 
 if [ "${OTLP:-1}" = 1 ]; then

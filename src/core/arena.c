@@ -549,6 +549,81 @@ void *pg_arena_take_block(struct pg_arena *a, const void *p, size_t *size)
     return c;
 }
 
+static inline void sync_used(struct pg_arena *a);
+static void set_lim(struct pg_arena *a);
+
+void *pg_arena_adopt_block(struct pg_arena *a, void *block, size_t size, size_t need)
+{
+    struct chunk *c = block, *head = a->head;
+
+    need = (need + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (block == NULL || size <= CHUNK_HDR + POOL_MAX_CHUNK || need > size - CHUNK_HDR) {
+        return NULL; /* chunk_free would hand a smaller one to free() */
+    }
+    sync_used(a);
+    if (a->cap != 0 && (need > a->cap || a->used > a->cap - need)) {
+        a->hit_cap = 1;
+        return NULL;
+    }
+    c->size = size - CHUNK_HDR;
+    /* Linked as pg_arena_alloc_slow links a big block: behind the head, or as the head with
+     * an empty bump window until a regular chunk comes. */
+    if (head != NULL) {
+        c->next = head->next;
+        head->next = c;
+    } else {
+        c->next = NULL;
+        a->head = c;
+        a->b.cur = a->b.seg = chunk_data(c) + c->size;
+    }
+    a->footprint += size;
+    a->used += need;
+    a->b.last = NULL;
+    set_lim(a);
+    POISON(chunk_data(c) + need, c->size - need);
+    UNPOISON(chunk_data(c), need);
+    return chunk_data(c);
+}
+
+size_t pg_arena_release_tail(struct pg_arena *a)
+{
+    struct chunk *c = a->head;
+    uintptr_t page = 4096u, cut, end;
+    size_t tail;
+
+#ifdef PG_ARENA_ASAN
+    (void)page;
+    (void)cut;
+    (void)end;
+    (void)tail;
+    (void)c;
+    return 0; /* every allocation is out of line there; keep the chunk whole */
+#else
+    if (c == NULL || c->size <= POOL_MAX_CHUNK || a->b.cur < chunk_data(c) ||
+        a->b.cur > chunk_data(c) + c->size) {
+        return 0; /* no pool block, or a big block as head (its window empty) */
+    }
+    cut = ((uintptr_t)a->b.cur + page - 1) & ~(page - 1);
+    /* the chunk stays above the small classes: chunk_free tells pool blocks by size */
+    if (cut <= (uintptr_t)(chunk_data(c) + POOL_MAX_CHUNK)) {
+        cut = ((uintptr_t)(chunk_data(c) + POOL_MAX_CHUNK) + page) & ~(page - 1);
+    }
+    end = (uintptr_t)(chunk_data(c) + c->size);
+    if (cut >= end || end - cut < 64u * 1024u) {
+        return 0;
+    }
+    tail = (size_t)(end - cut);
+    sync_used(a);
+    c->size -= tail;
+    a->footprint -= tail;
+    a->next_chunk = ARENA_MIN_CHUNK;
+    set_lim(a);
+    /* written or not, its pages are what the pool gave this arena */
+    pg_bufpool_put((void *)cut, tail, tail);
+    return tail;
+#endif
+}
+
 /* Folds the fast path's allocations into a->used. */
 static inline void sync_used(struct pg_arena *a)
 {

@@ -105,6 +105,22 @@ char *pg_arena_sprintf(struct pg_arena *a, const char *fmt, ...) __attribute__((
  * changed) when @p is not such a block, or is the head chunk with room left in it. */
 void *pg_arena_take_block(struct pg_arena *a, const void *p, size_t *size);
 
+/* The reverse: @a takes the core/bufpool block [@block, + @size) (a pg_arena_take_block
+ * result, maybe grown by pg_bufpool_grow since) as a block of its own, as if allocated:
+ * the first @need bytes after its header count as handed out (under the cap). Returns
+ * where its payload starts (16 bytes into @block, where pg_arena_take_block's pointer
+ * was: its bytes are unchanged); it goes back to the pool with @a. NULL (nothing changed,
+ * the block still the caller's) when over the cap (pg_arena_hit_cap then says so), or
+ * when the block is not larger than the small chunk classes (256 KiB) or @need too big. */
+void *pg_arena_adopt_block(struct pg_arena *a, void *block, size_t size, size_t need);
+
+/* For an arena that will now take only a few small allocations (a finished request):
+ * the unused tail of its current regular chunk, when that is a core/bufpool block and the
+ * tail at least 64 KiB, goes back to the pool now (where a following pg_bufpool_get or
+ * pg_bufpool_grow finds its pages) instead of with the arena; later chunks start small
+ * again. Returns the bytes given back (0: nothing to give). */
+size_t pg_arena_release_tail(struct pg_arena *a);
+
 /* Registers fn(data) to run at destroy time (LIFO). Returns 0, or -1 on OOM. */
 int pg_arena_cleanup_add(struct pg_arena *a, void (*fn)(void *), void *data);
 

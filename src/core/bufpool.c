@@ -109,12 +109,11 @@ static struct slot cut_locked(size_t i, size_t len, bool exact)
     return b;
 }
 
-/* Moves @n kept pieces into one fresh mapping of @len bytes, back to back: mremap moves
- * their page tables, so their resident pages serve the new block without a fault or a
- * copy; what they do not cover is fresh. NULL (pieces unmapped) on OOM. */
-static void *stitch(const struct slot *pieces, size_t n, size_t len)
+/* Moves @n kept pieces into the fresh range at @base, back to back: mremap moves their
+ * page tables, so their resident pages serve the new block without a fault or a copy;
+ * what they do not cover stays fresh. NULL @base (OOM): the pieces are unmapped. */
+static void *stitch_at(char *base, const struct slot *pieces, size_t n)
 {
-    char *base = map_fresh(len);
     size_t off = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -125,6 +124,12 @@ static void *stitch(const struct slot *pieces, size_t n, size_t len)
         off += pieces[i].len;
     }
     return base;
+}
+
+/* stitch_at into one fresh mapping of @len bytes. */
+static void *stitch(const struct slot *pieces, size_t n, size_t len)
+{
+    return stitch_at(map_fresh(len), pieces, n);
 }
 
 void *pg_bufpool_get(size_t size, size_t *got)
@@ -178,6 +183,91 @@ void *pg_bufpool_get(size_t size, size_t *got)
         pg_membudget_uncharge(page_round(size));
     }
     return p;
+}
+
+/* Kept blocks covering @want bytes into @pieces (lock held), the last one cut to end
+ * exactly at @want; returns how many, *@left what they do not cover. */
+static size_t take_pieces_locked(size_t want, struct slot *pieces, size_t *left)
+{
+    size_t n = 0;
+
+    for (; want > 0 && g.n > 0; n++) {
+        bool fits;
+        size_t i = pick_locked(want, &fits);
+
+        pieces[n] = fits ? cut_locked(i, want, true) : take_locked(i);
+        want = pieces[n].len >= want ? 0 : want - pieces[n].len;
+    }
+    *left = want;
+    return n;
+}
+
+/* Puts @n pieces taken by take_pieces_locked back (a grow that could not map). */
+static void untake_pieces(const struct slot *pieces, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        pg_bufpool_put(pieces[i].p, pieces[i].len, pieces[i].len);
+    }
+}
+
+/* Moves [@src, + @len) to @dst (a range of ours, mapped): mremap moves page tables, but
+ * only within one mapping, and a stitched block is several, so a range it refuses is
+ * split in halves; what cannot move even then (a page-sized piece: the kernel out of
+ * mappings) is copied and unmapped. Cannot fail. */
+static void move_range(char *src, size_t len, char *dst)
+{
+    size_t half;
+
+    if (mremap(src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) != MAP_FAILED) {
+        return;
+    }
+    half = page_round(len / 2);
+    if (len <= TAIL_MIN || half >= len) {
+        memcpy(dst, src, len);
+        munmap(src, len);
+        return;
+    }
+    move_range(src, half, dst);
+    move_range(src + half, len - half, dst + half);
+}
+
+void *pg_bufpool_grow(void *p, size_t size, size_t new_size, size_t *got)
+{
+    size_t len = page_round(new_size), n, left;
+    struct slot pieces[SLOTS];
+    char *base;
+
+    *got = 0;
+    if (p == NULL || len == 0 || new_size < size || size == 0 || size != page_round(size)) {
+        return NULL;
+    }
+    if (len == size) {
+        *got = size;
+        return p;
+    }
+    pthread_mutex_lock(&g.mu);
+    g.last_ns = pg_mono_ns();
+    n = take_pieces_locked(len - size, pieces, &left);
+    if (left == 0) {
+        g.st.reused++;
+    } else {
+        g.st.mapped++;
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (n == 0 && (base = mremap(p, size, len, MREMAP_MAYMOVE)) != MAP_FAILED) {
+        /* nothing kept, and one mapping: the kernel extends it (fresh pages) */
+        *got = len;
+        return base;
+    }
+    /* One new range: the block's own pages moved to its start, the pieces behind them. */
+    if ((base = map_fresh(len)) == NULL) {
+        untake_pieces(pieces, n);
+        return NULL;
+    }
+    move_range(p, size, base);
+    (void)stitch_at(base + size, pieces, n);
+    *got = len;
+    return base;
 }
 
 static void *decay_main(void *arg);

@@ -35,6 +35,15 @@ void *pg_bufpool_get(size_t size, size_t *got);
  * unused part count against the process as if written); the rest, and everything when
  * the pool has no room (cap, memory pressure, full slot table), is unmapped now. NULL ok. */
 void pg_bufpool_put(void *p, size_t size, size_t used);
+/* Grows the block @p of @size bytes (a pg_bufpool_get's *got, or what
+ * pg_arena_take_block handed over) to at least @new_size bytes, its first @size bytes
+ * unchanged: the extension is made of kept blocks moved in behind it by mremap (their
+ * resident pages serve it without a fault or a copy, as a stitch does), fresh pages only for
+ * what the pool cannot cover. The block may move: the result replaces @p, *@got its size.
+ * For a request whose output grows out of a working block (the pprof translator's Sample
+ * structs written over its per-sample records), so the two are not both alive. NULL on
+ * OOM or @new_size < @size (@p untouched, still the caller's). */
+void *pg_bufpool_grow(void *p, size_t size, size_t new_size, size_t *got);
 /* True when a put of @bytes now would be kept, not unmapped (a hint: another thread may
  * change it): a latency thread gives blocks back itself only then. */
 bool pg_bufpool_room(size_t bytes);

@@ -132,6 +132,47 @@ static void drop_input(struct xlate *x)
     }
 }
 
+/* One Sample struct per sample and type, and the pointer arrays, from a record. */
+#define SAMPLE_BYTES (sizeof(struct pg_otlp_sample) + sizeof(struct pg_otlp_sample *))
+
+/* A large profile's records are a core/bufpool block of their own (x->keep's): grown by
+ * pg_bufpool_grow to the Sample structs' size (the pool's kept pages moved in behind
+ * them: no copy, no fault) and handed to the request arena, the structs are written over
+ * the records, backwards: struct (0, i) at 96 i and the others further on never touch a
+ * record j < i (16 j + 16 <= 96 i), and record i is read before its structs are written.
+ * So the 16-byte records (1 MB for 60 000 samples) are not alive beside the structs
+ * (12.5 MB) at the request's peak. NULL when they are not such a block or the pool cannot
+ * grow it (the caller then allocates the structs apart); *@fail set when the request
+ * arena's cap refused it (the caller reports it as for any allocation). */
+static struct pg_otlp_sample *samples_over_records(struct xlate *x, const struct srec *srecs,
+                                                   size_t bytes, bool *fail)
+{
+    size_t got = 0, grown = 0, hdr;
+    uint8_t *blk, *big;
+    void *data;
+
+    *fail = false;
+    if (x->keep == NULL || (blk = pg_arena_take_block(x->keep, srecs, &got)) == NULL) {
+        return NULL;
+    }
+    hdr = (size_t)((const uint8_t *)srecs - blk);
+    if (bytes > SIZE_MAX - hdr || (big = pg_bufpool_grow(blk, got, hdr + bytes, &grown)) == NULL) {
+        /* the records stay readable where they are; the block is ours to give back */
+        x->rec_blk = blk;
+        x->rec_got = got;
+        x->rec_data = blk + hdr;
+        return NULL;
+    }
+    if ((data = pg_arena_adopt_block(x->out, big, grown, bytes)) == NULL) {
+        x->rec_blk = big;
+        x->rec_got = grown;
+        x->rec_data = big + hdr;
+        *fail = true;
+        return NULL;
+    }
+    return data;
+}
+
 /* Last step: everything that needed the pprof (strings, hash tables) is done and the
  * dictionary is final, so the scratch arena (inflated pprof included) goes first, then the
  * Sample structs are written from the compact records: one contiguous block for all
@@ -144,6 +185,8 @@ make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns
     static const struct pg_otlp_sample tmpl =
         OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__SAMPLE__INIT;
     struct pg_otlp_sample *recs, **ptrs;
+    const size_t bytes = ns * nt * SAMPLE_BYTES; /* bounded by max_samples x types */
+    bool fail = false;
 
     note_peak(x);
     x->scratch_bytes = pg_arena_footprint(x->scratch) + pg_dict_heap_peak(x->b) + x->sc.peak;
@@ -152,11 +195,51 @@ make_samples(struct xlate *x, struct pg_otlp_profile *prof, size_t nt, size_t ns
     x->scratch = NULL;
     x->b = NULL;
     drop_input(x); /* a plain body was the pprof itself: dead now too */
+    if (ns * sizeof(*srecs) > PG_BUFPOOL_MIN) {
+        /* The request is complete but for the structs: the unused end of its last chunk
+         * serves their block instead of staying resident beside it. */
+        (void)pg_arena_release_tail(x->out);
+    }
+    recs = ns * sizeof(*srecs) > PG_BUFPOOL_MIN ? samples_over_records(x, srecs, bytes, &fail)
+                                                : NULL;
+    if (recs != NULL) {
+        srecs = (const struct srec *)recs; /* the grown block may have moved */
+        ptrs = (struct pg_otlp_sample **)(recs + ns * nt);
+        for (size_t k = 0; k < nt; k++) {
+            prof[k].samples = ptrs + k * ns;
+            prof[k].n_samples = ns;
+        }
+        for (size_t i = ns; i-- > 0;) {
+            const struct srec r = srecs[i]; /* before struct (0, i) overwrites it */
+            size_t na;
+            int32_t *attrs = (int32_t *)srec_attrs(r.attrs, &na);
+
+            for (size_t k = 0; k < nt; k++) {
+                struct pg_otlp_sample *o = recs + k * ns + i;
+
+                o->base = tmpl.base;
+                o->n_timestamps_unix_nano = 0;
+                o->timestamps_unix_nano = NULL;
+                o->stack_index = r.stack;
+                o->attribute_indices = attrs;
+                o->n_attribute_indices = na;
+                o->link_index = r.link;
+                o->values = values + i * nt + order[k];
+                o->n_values = 1;
+                ptrs[k * ns + i] = o;
+            }
+        }
+        note_peak(x);
+        return PG_ERR_OK;
+    }
     /* One block for structs and pointers: a lone pointer array of up to a chunk would open
-     * a fresh 4 MiB arena chunk this late. Sizes are bounded by max_samples x types. */
-    recs = pg_arena_alloc(x->out, ns * nt * (sizeof(*recs) + sizeof(*ptrs)));
+     * a fresh 4 MiB arena chunk this late. */
+    recs = fail ? NULL : pg_arena_alloc(x->out, bytes);
     if (recs == NULL) {
         return pg_xlate_nomem(x, "samples");
+    }
+    if (x->rec_blk != NULL) {
+        srecs = (const struct srec *)x->rec_data; /* a grown block may have moved */
     }
     ptrs = (struct pg_otlp_sample **)(recs + ns * nt);
     for (size_t k = 0; k < nt; k++) {
@@ -534,6 +617,9 @@ done:
     }
     pg_arena_destroy(x.scratch);
     pool_drop(&x);
+    if (x.rec_blk != NULL) {
+        pg_bufpool_put(x.rec_blk, x.rec_got, x.rec_got); /* records taken but not adopted */
+    }
     pg_arena_destroy(x.keep);
     drop_input(&x);
     return err;

@@ -144,6 +144,10 @@ struct xlate {
     uint8_t *pool_buf, *rel_from, *rel_to;
     size_t pool_got, pool_len;
     size_t released; /* bytes given back so far (for the stats) */
+    /* The records' pool block when make_samples took it out of keep but could not turn it
+     * into the Sample structs (then they are written apart; given back at the end). */
+    uint8_t *rec_blk, *rec_data; /* rec_data: the records in it */
+    size_t rec_got;
     bool rel_on;
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/arena.h"
+#include "core/bufpool.h"
 
 /* Allocation sequences against a cap: each step's size and whether it must succeed. */
 PG_TEST(test_alloc_cap_table)
@@ -163,6 +164,94 @@ PG_TEST(test_thread_exit_returns_chunks)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
+/* A large block taken out of one arena and adopted by another keeps its bytes, counts in
+ * the new arena's footprint and use, and goes back to the buffer pool with it; a block
+ * over the cap, too small for a pool block or shorter than what is asked is refused and
+ * stays the caller's. */
+PG_TEST(test_adopt_block)
+{
+    struct pg_arena *from = pg_arena_create(0), *to = pg_arena_create(0);
+    struct pg_arena *capped = pg_arena_create((size_t)64 << 10);
+    const size_t n = (size_t)1 << 20;
+    uint8_t *p = pg_arena_alloc(from, n), *base, *q, *small;
+    size_t size = 0, fp0, used0, small_size = 0;
+    struct pg_bufpool_stats before, after;
+
+    PG_REQUIRE(p != NULL && to != NULL && capped != NULL);
+    memset(p, 0x3c, n);
+    base = pg_arena_take_block(from, p, &size);
+    PG_REQUIRE(base != NULL && size > n);
+    /* refused: over the cap, more than the block holds, and nothing changed */
+    CHECK(pg_arena_adopt_block(capped, base, size, n) == NULL);
+    CHECK(pg_arena_hit_cap(capped));
+    CHECK(pg_arena_footprint(capped) == 0 || pg_arena_footprint(capped) < size);
+    CHECK(pg_arena_adopt_block(to, base, size, size) == NULL);
+    CHECK(pg_arena_adopt_block(to, NULL, size, 16) == NULL);
+    CHECK(!pg_arena_hit_cap(to));
+    /* adopted: the same bytes at the same place, counted */
+    (void)pg_arena_alloc(to, 100); /* a head chunk: the block goes behind it */
+    fp0 = pg_arena_footprint(to);
+    used0 = pg_arena_used(to);
+    q = pg_arena_adopt_block(to, base, size, n);
+    CHECK(q == p);
+    CHECK(q != NULL && q[0] == 0x3c && q[n - 1] == 0x3c);
+    CHECK(pg_arena_footprint(to) == fp0 + size);
+    CHECK(pg_arena_used(to) == used0 + n);
+    CHECK(pg_arena_alloc(to, 64) != NULL); /* the head still serves small ones */
+    /* a block of the small classes' size cannot be adopted (it would be free()d) */
+    small = pg_arena_alloc(from, (size_t)200 << 10);
+    CHECK(small != NULL && pg_arena_take_block(from, small, &small_size) == NULL);
+    /* back to the pool with the arena */
+    pg_bufpool_release();
+    pg_bufpool_stats(&before);
+    pg_arena_destroy(to);
+    pg_bufpool_stats(&after);
+    CHECK(after.held >= before.held + n);
+    pg_bufpool_release();
+    pg_arena_destroy(capped);
+    pg_arena_destroy(from);
+}
+
+/* A finished request's arena gives the unused end of its last (pool) chunk back to the
+ * pool at once: the footprint drops by what the pool gains, what was written stays, and
+ * the arena still hands out memory (from a small chunk again). Nothing to give back: an
+ * arena of small chunks only, or a tail given back already. */
+PG_TEST(test_release_tail)
+{
+    struct pg_arena *a = pg_arena_create(0), *small = pg_arena_create(0);
+    struct pg_bufpool_stats before, after;
+    uint8_t *first = NULL, *last = NULL;
+    size_t fp, got;
+
+    PG_REQUIRE(a != NULL && small != NULL);
+    CHECK(pg_arena_alloc(small, 1000) != NULL);
+    CHECK_INT(pg_arena_release_tail(small), 0);
+    /* 16 + 32 + ... + 256 KiB chunks, then a 512 KiB one (a pool block) a fifth used */
+    for (size_t i = 0; i < 600; i++) {
+        uint8_t *p = pg_arena_alloc(a, 1024);
+        PG_REQUIRE(p != NULL);
+        memset(p, (int)(i & 0xff), 1024);
+        first = first != NULL ? first : p;
+        last = p;
+    }
+    pg_bufpool_release();
+    pg_bufpool_stats(&before);
+    fp = pg_arena_footprint(a);
+    got = pg_arena_release_tail(a);
+#ifndef PG_ARENA_ASAN
+    CHECK(got >= 128u * 1024u); /* the 512 KiB chunk down to just over 256 KiB */
+#endif
+    pg_bufpool_stats(&after);
+    CHECK(pg_arena_footprint(a) == fp - got);
+    CHECK(after.held == before.held + got);
+    CHECK_INT(pg_arena_release_tail(a), 0);
+    CHECK(first[0] == 0 && last[1023] == (uint8_t)(599 & 0xff));
+    CHECK(pg_arena_alloc(a, 100000) != NULL && pg_arena_alloc(a, 10) != NULL);
+    pg_arena_destroy(a);
+    pg_arena_destroy(small);
+    pg_bufpool_release();
+}
+
+PG_TEST_MAIN(PG_CASE(test_release_tail), PG_CASE(test_adopt_block), PG_CASE(test_alloc_cap_table), PG_CASE(test_many_small_keep_contents),
              PG_CASE(test_realloc_in_place_and_cap), PG_CASE(test_thread_cache_reuse),
              PG_CASE(test_thread_exit_returns_chunks))

@@ -11,7 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "core/arena.h"
@@ -26,6 +29,24 @@ static long minor_faults(void)
 
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_minflt;
+}
+
+/* The process's address space in use (VmSize), bytes. */
+static size_t vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    size_t kib = 0;
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "VmSize: %zu", &kib) == 1) {
+            break;
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kib * 1024;
 }
 
 static void fresh_pool(void)
@@ -309,7 +330,109 @@ PG_TEST(test_threads)
     fresh_pool();
 }
 
-PG_TEST_MAIN(PG_CASE(test_reuse_without_faults), PG_CASE(test_split_and_stitch),
+/* A block grown in place keeps its bytes; the extension is a kept block moved in behind
+ * it (its resident pages: writing them does not fault), fresh pages only when the pool is
+ * empty. Refused requests (shrinking, an unaligned size, NULL) and a grow the kernel
+ * cannot map leave the block as it was, still the caller's, and the pool's blocks kept. */
+PG_TEST(test_grow)
+{
+    size_t got = 0, kgot = 0, ggot = 0;
+    struct pg_bufpool_stats st0, st1;
+    uint8_t *p, *k, *g;
+    long f0, f1, f2, f3;
+
+    fresh_pool();
+    p = pg_bufpool_get(1 * MIB, &got);
+    k = pg_bufpool_get(4 * MIB, &kgot);
+    PG_REQUIRE(p != NULL && k != NULL);
+    memset(p, 0x11, got);
+    f0 = minor_faults();
+    memset(k, 0x22, kgot); /* resident now */
+    f1 = minor_faults();
+    pg_bufpool_put(k, kgot, kgot);
+    /* refused: nothing changes */
+    CHECK(pg_bufpool_grow(p, got, got - 1, &ggot) == NULL && ggot == 0);
+    CHECK(pg_bufpool_grow(p, got - 1, 2 * MIB, &ggot) == NULL);
+    CHECK(pg_bufpool_grow(NULL, got, 2 * MIB, &ggot) == NULL);
+    CHECK(pg_bufpool_grow(p, got, got, &ggot) == p && ggot == got);
+    pg_bufpool_stats(&st0);
+    CHECK(st0.held == kgot);
+    /* from the kept block: its pages move in behind */
+    g = pg_bufpool_grow(p, got, got + 3 * MIB, &ggot);
+    PG_REQUIRE(g != NULL);
+    CHECK(ggot == got + 3 * MIB);
+    CHECK(g[0] == 0x11 && g[got - 1] == 0x11);         /* the block's own bytes */
+    CHECK(g[got] == 0x22 && g[ggot - 1] == 0x22);     /* the kept block's, moved */
+    f2 = minor_faults();
+    memset(g + got, 0x33, ggot - got);
+    f3 = minor_faults();
+    if (f3 - f2 >= (f1 - f0) / 4) {
+        fprintf(stderr, "  faults: fresh 4 MiB %ld, grown part %ld\n", f1 - f0, f3 - f2);
+    }
+    CHECK(f3 - f2 < (f1 - f0) / 4);
+    pg_bufpool_stats(&st1);
+    CHECK(st1.held == kgot - 3 * MIB); /* the kept block's tail stays kept */
+    CHECK_INT(st1.reused - st0.reused, 1);
+    /* nothing kept: the kernel extends it with fresh pages */
+    pg_bufpool_release();
+    p = pg_bufpool_grow(g, ggot, ggot + 2 * MIB, &got);
+    PG_REQUIRE(p != NULL);
+    CHECK(got == ggot + 2 * MIB);
+    CHECK(p[0] == 0x11 && p[ggot - 1] == 0x33);
+    memset(p + ggot, 0x44, 2 * MIB);
+    pg_bufpool_stats(&st0);
+    CHECK_INT(st0.mapped - st1.mapped, 1);
+    /* The kernel cannot map it (an address space limit, in a child): NULL, the block
+     * and the pool's kept block unchanged. */
+    {
+        pid_t pid;
+        int status = 0;
+
+        k = pg_bufpool_get(4 * MIB, &kgot);
+        PG_REQUIRE(k != NULL);
+        memset(k, 0x55, kgot);
+        pg_bufpool_put(k, kgot, kgot);
+        fflush(NULL);
+        pid = fork();
+        PG_REQUIRE(pid >= 0);
+        if (pid == 0) {
+            struct rlimit rl;
+            struct pg_bufpool_stats cs;
+            uint8_t *x;
+            size_t xg = 0;
+            int fails = 0;
+
+            if (getrlimit(RLIMIT_AS, &rl) != 0) {
+                _exit(2);
+            }
+            rl.rlim_cur = 256 * MIB + vm_size();
+            if (setrlimit(RLIMIT_AS, &rl) != 0) {
+                _exit(3);
+            }
+            /* a pool piece is taken, then no fresh range for the whole: all back */
+            x = pg_bufpool_grow(p, got, got + 1024 * MIB, &xg);
+            fails += x != NULL || xg != 0;
+            pg_bufpool_stats(&cs);
+            fails += cs.held != kgot;
+            fails += p[0] != 0x11 || p[got - 1] != 0x44;
+            /* nothing kept: the kernel's extension fails */
+            pg_bufpool_release();
+            x = pg_bufpool_grow(p, got, got + 1024 * MIB, &xg);
+            fails += x != NULL || xg != 0;
+            fails += p[0] != 0x11 || p[got - 1] != 0x44;
+            _exit(fails);
+        }
+        PG_REQUIRE(waitpid(pid, &status, 0) == pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "  out-of-memory child: status 0x%x\n", status);
+        }
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    pg_bufpool_put(p, got, got);
+    fresh_pool();
+}
+
+PG_TEST_MAIN(PG_CASE(test_grow), PG_CASE(test_reuse_without_faults), PG_CASE(test_split_and_stitch),
              PG_CASE(test_unwritten_tail_not_kept), PG_CASE(test_cap),
              PG_CASE(test_memory_pressure), PG_CASE(test_decay),
              PG_CASE(test_arena_large_chunks), PG_CASE(test_threads))

@@ -344,4 +344,62 @@ PG_TEST(dict_tables_back_to_the_pool)
     }
 }
 
-PG_TEST_MAIN(PG_CASE(pooled_equals_plain), PG_CASE(attribute_list_lengths), PG_CASE(pooled_layer_within_the_cap), PG_CASE(dict_tables_back_to_the_pool))
+/* A large profile's Sample structs are written over its per-sample records (their pool
+ * block grown in place and handed to the request arena), backwards: every struct of both
+ * profiles still says what its pprof sample said, and the records are not alive beside
+ * the structs (the translator's peak is the request's footprint, not that plus 16 bytes
+ * per sample). */
+PG_TEST(samples_over_records)
+{
+    static const struct {
+        const char *name;
+        size_t samples;
+        bool over; /* records big enough for a pool block of their own */
+    } cases[] = {
+        {"60 000 samples: records in a pool block", 60000, true},
+        {"17 000 samples: just over 256 KiB of records", 17000, true},
+        {"3 000 samples: records in a chunk, structs apart", 3000, false},
+    };
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t plen, bad = 0;
+        uint8_t *plain = make_profile(cases[c].samples, 1, &plen);
+        struct pg_arena *a = pg_arena_create(0);
+        struct pg_otlp_request *r = NULL;
+        struct pg_translate_stats s;
+        struct pg_status st;
+
+        CHECK_INT(pg_pprof_translate(a, plain, plen, NULL, &r, &s, &st), PG_ERR_OK);
+        if (r != NULL) {
+            struct pg_otlp_scopeprof *sp = r->resource_profiles[0]->scope_profiles[0];
+            const size_t n = cases[c].samples, recbytes = n * 16;
+
+            CHECK_INT((int)sp->n_profiles, 2);
+            for (size_t i = 0; sp->n_profiles == 2 && i < n; i++) {
+                const struct pg_otlp_sample *cpu = sp->profiles[0]->samples[i];
+                const struct pg_otlp_sample *cnt = sp->profiles[1]->samples[i];
+                int64_t v = 1 + (int64_t)(i % 5);
+
+                /* profile 0 is pprof's default (last) type, cpu; then samples */
+                bad += cpu == cnt || cpu->n_values != 1 || cnt->n_values != 1 ||
+                       cpu->values[0] != v * 10000000 || cnt->values[0] != v ||
+                       cpu->stack_index != cnt->stack_index || cpu->stack_index <= 0 ||
+                       cpu->link_index != cnt->link_index || cpu->link_index <= 0 ||
+                       cpu->n_attribute_indices != (i % 3 != 0 ? 1u : 0u) ||
+                       cnt->n_attribute_indices != cpu->n_attribute_indices ||
+                       cnt->attribute_indices != cpu->attribute_indices ||
+                       cpu->n_timestamps_unix_nano != 0;
+            }
+            if (bad != 0 || (s.peak_bytes < pg_arena_footprint(a) + recbytes / 2) != cases[c].over) {
+                fprintf(stderr, "  case %s: %zu samples wrong; peak %zu, request %zu\n",
+                        cases[c].name, bad, s.peak_bytes, pg_arena_footprint(a));
+            }
+            CHECK(bad == 0);
+            CHECK((s.peak_bytes < pg_arena_footprint(a) + recbytes / 2) == cases[c].over);
+        }
+        pg_arena_destroy(a);
+        free(plain);
+    }
+}
+
+PG_TEST_MAIN(PG_CASE(samples_over_records), PG_CASE(pooled_equals_plain), PG_CASE(attribute_list_lengths), PG_CASE(pooled_layer_within_the_cap), PG_CASE(dict_tables_back_to_the_pool))
