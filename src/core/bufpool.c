@@ -245,6 +245,11 @@ void *pg_bufpool_grow(void *p, size_t size, size_t new_size, size_t *got)
         *got = size;
         return p;
     }
+    /* The growth is the request's memory as a new block would be (core/membudget.h);
+     * pg_bufpool_put later gives back the whole grown size. */
+    if (!pg_membudget_charge(len - size)) {
+        return NULL;
+    }
     pthread_mutex_lock(&g.mu);
     g.last_ns = pg_mono_ns();
     n = take_pieces_locked(len - size, pieces, &left);
@@ -261,7 +266,13 @@ void *pg_bufpool_grow(void *p, size_t size, size_t new_size, size_t *got)
     }
     /* One new range: the block's own pages moved to its start, the pieces behind them. */
     if ((base = map_fresh(len)) == NULL) {
-        untake_pieces(pieces, n);
+        size_t back = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            back += pieces[i].len;
+        }
+        untake_pieces(pieces, n); /* pg_bufpool_put uncharges each piece */
+        pg_membudget_uncharge(len - size - back);
         return NULL;
     }
     move_range(p, size, base);

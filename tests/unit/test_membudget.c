@@ -114,6 +114,21 @@ PG_TEST(test_layers_charge)
     pg_bufpool_put(p, got, got);
     CHECK_INT(b.charged, 0);
 
+    /* A block grown in place (pg_bufpool_grow) is charged for its growth, so giving the
+     * grown block back leaves nothing charged. */
+    p = pg_bufpool_get(1 * MiB, &got);
+    CHECK(p != NULL);
+    {
+        size_t grown = 0;
+        void *q = pg_bufpool_grow(p, got, 5 * MiB, &grown);
+
+        CHECK(q != NULL);
+        CHECK(grown >= 5 * MiB);
+        CHECK_INT(b.charged, grown);
+        pg_bufpool_put(q, grown, grown);
+        CHECK_INT(b.charged, 0);
+    }
+
     a = pg_arena_create(0);
     CHECK(pg_arena_alloc(a, 100) != NULL);       /* a small chunk */
     CHECK(pg_arena_alloc(a, 2 * MiB) != NULL);   /* a pool block of its own */
