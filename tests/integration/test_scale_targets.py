@@ -253,7 +253,7 @@ class FakeAPI:
                                 self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
                             self.wfile.flush()
                             if kind == "ADDED":
-                                fake.delete.wait(60)
+                                fake.delete.wait(240)
                         fake.sent.set()
                     time.sleep(20)
                     self.wfile.write(b"0\r\n\r\n")
@@ -273,13 +273,13 @@ def k8s_flood(res):
         pusher = Pusher(gw.port)
         api.go.set()
         peak = []
-        got_all = wait(lambda: peak.append(len(json.loads(http_get(mport, "/targets", 20)[0])
-                                               ["activeTargets"])) or peak[-1] == 5 * N_PODS, 60)
+        got_all = wait(lambda: peak.append(len(json.loads(http_get(mport, "/targets", 60)[0])
+                                               ["activeTargets"])) or peak[-1] == 5 * N_PODS, 240)
         api.delete.set()
-        api_done = api.sent.wait(60)
+        api_done = api.sent.wait(240)
         emptied = wait(lambda: count_up(mport) == 0 and
-                       len(json.loads(http_get(mport, "/targets", 20)[0])["activeTargets"]) == 0,
-                       60)
+                       len(json.loads(http_get(mport, "/targets", 60)[0])["activeTargets"]) == 0,
+                       240)
         results = pusher.finish()
         res.check(f"k8s: {N_PODS} pods ADDED became {5 * N_PODS} targets", got_all, peak[-3:])
         res.check("k8s: the fake sent every event", api_done)
