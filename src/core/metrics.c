@@ -518,39 +518,66 @@ size_t pg_metrics_series(void)
 }
 
 /* The render works on a snapshot: the series pointers are copied under
- * reg_lock (a few ms for 100 000 series) and formatted without it, so
- * registrations and removals (scrape target churn on the loop) never wait
- * for formatting, nor a render for them; values are read with atomics as
- * always. Families are never freed, so their names and help stay valid. */
+ * reg_lock and formatted without it, so registrations and removals (scrape
+ * target churn on the loop) never wait for formatting, nor a render for
+ * them; values are read with atomics as always. The copy is taken
+ * SNAP_CHUNK series per hold of the lock (140 000 series are ~10 ms of
+ * pointer chasing, and a render thread preempted while holding the lock
+ * would stall the loop behind it): between holds nothing is freed (renders
+ * > 0 parks removed series), a series' next always points to a later one,
+ * so the cursor stays valid and the walk ends. A series removed mid-walk may
+ * show once more. Families are never freed, so their names and help stay
+ * valid. */
+#define SNAP_CHUNK 4096
+
 void pg_metrics_render(FILE *out)
 {
-    struct pg_metric **snap;
-    size_t n = 0, total;
+    struct pg_metric **snap = NULL, *m;
+    struct family *f;
+    size_t n = 0, cap = 0, total;
+    bool oom = false;
 
     pthread_mutex_lock(&reg_lock);
     total = ser_n;
-    snap = malloc((total + 1) * sizeof(*snap));
-    if (snap != NULL) {
-        renders++;
-        for (struct family *f = fam_head; f != NULL; f = f->next) {
-            for (struct pg_metric *m = f->head; m != NULL && n < total; m = m->next) {
-                snap[n++] = m;
-            }
-        }
-    }
+    renders++;
+    f = fam_head;
+    m = f != NULL ? f->head : NULL;
     pthread_mutex_unlock(&reg_lock);
-    if (snap == NULL) {
+    while (f != NULL) {
+        if (n + SNAP_CHUNK > cap) {
+            struct pg_metric **t = realloc(snap, (cap + SNAP_CHUNK * 4) * sizeof(*snap));
+
+            if (t == NULL) {
+                oom = true;
+                break;
+            }
+            snap = t;
+            cap += SNAP_CHUNK * 4;
+        }
+        pthread_mutex_lock(&reg_lock);
+        for (size_t k = 0; k < SNAP_CHUNK && f != NULL;) {
+            if (m == NULL) {
+                f = f->next;
+                m = f != NULL ? f->head : NULL;
+                continue;
+            }
+            snap[n++] = m;
+            m = m->next;
+            k++;
+        }
+        pthread_mutex_unlock(&reg_lock);
+    }
+    if (oom) {
         fputs("# out of memory rendering the registry\n", out);
-        return;
     }
     /* The text format wants every series of a family in one group under one
      * HELP/TYPE; a family whose series were all removed is left out. */
     for (size_t i = 0; i < n; i++) {
-        struct family *f = snap[i]->fam;
+        const struct family *sf = snap[i]->fam;
 
-        if (i == 0 || snap[i - 1]->fam != f) {
-            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
-                    type_name(f->type));
+        if (i == 0 || snap[i - 1]->fam != sf) {
+            fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", sf->name, sf->help, sf->name,
+                    type_name(sf->type));
         }
         render_series(out, snap[i]);
     }
@@ -562,10 +589,10 @@ void pg_metrics_render(FILE *out)
     pthread_mutex_lock(&reg_lock);
     if (--renders == 0) {
         while (graveyard != NULL) {
-            struct pg_metric *m = graveyard;
+            struct pg_metric *g = graveyard;
 
-            graveyard = m->hnext;
-            metric_free(m);
+            graveyard = g->hnext;
+            metric_free(g);
         }
     }
     pthread_mutex_unlock(&reg_lock);

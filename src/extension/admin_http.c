@@ -320,6 +320,15 @@ void pg_admin_reply(const struct pg_admin_http *h, struct pg_httpd_req *req, int
     count_answer(h, code);
 }
 
+void pg_admin_reply_take(const struct pg_admin_http *h, struct pg_httpd_req *req, int code,
+                         const char *ctype, char *body, size_t len)
+{
+    evhttp_add_header(req->out, "X-Content-Type-Options", "nosniff");
+    evhttp_add_header(req->out, "Cache-Control", "no-store");
+    pg_httpd_reply_take(req, code, ctype, body, len);
+    count_answer(h, code);
+}
+
 void pg_admin_reply_text(const struct pg_admin_http *h, struct pg_httpd_req *req, int code,
                          const char *text)
 {

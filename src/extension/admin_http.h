@@ -114,6 +114,9 @@ void pg_admin_config_path(const struct pg_component_ctx *ctx, const struct pg_ad
 void pg_admin_reply(const struct pg_admin_http *h, struct pg_httpd_req *req, int code,
                     const char *ctype, const void *body, size_t len);
 /* Plain-text one-line reply (a newline is appended). */
+/* The same, taking @body (malloc'd; sent in place, freed when written). */
+void pg_admin_reply_take(const struct pg_admin_http *h, struct pg_httpd_req *req, int code,
+                         const char *ctype, char *body, size_t len);
 void pg_admin_reply_text(const struct pg_admin_http *h, struct pg_httpd_req *req, int code,
                          const char *text);
 /* True for GET and HEAD; otherwise answers 405 with `Allow: GET, HEAD`. */

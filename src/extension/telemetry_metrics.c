@@ -3,7 +3,8 @@
  * (service.telemetry.metrics.address). GET /metrics renders the process-wide
  * registry in Prometheus text, formatted on a render thread (100 000 series
  * are ~40 MB and over a second of CPU: never on the main loop, where pushes
- * and scrape targets live) while the request is held; this file also
+ * and scrape targets live) while the request is held; GET /targets the same
+ * way from a snapshot of the scrape targets the loop takes; this file also
  * registers the process gauges (RSS, uptime) and the heap sampler's counters
  * and table sizes. Ownership: the extension owns its render thread and jobs;
  * a job borrows its request until it is answered or over (on_done). */
@@ -26,13 +27,15 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/thread_sched.h"
 #include "extension/admin_http.h"
 #include "http/http_server.h"
 #include "selfprof/selfprof.h"
 
-/* One /metrics request being rendered. */
+/* One /metrics or /targets request being rendered. */
 struct render_job {
     struct pg_httpd_req *req;  /* borrowed until answered or over; NULL once over */
+    struct pg_scrape_page *page; /* owned: /targets' snapshot; NULL for /metrics */
     char *text;                /* owned: the rendered page, or NULL (out of memory) */
     size_t len;
     struct render_job *next;   /* in todo or done (under mu) */
@@ -150,33 +153,37 @@ static void register_process_metrics(void)
     }
 }
 
-static void serve_targets(struct metrics_ext *x, struct pg_httpd_req *req)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f;
+/* The renderer's thread: below the loops (a 40 MB page is CPU nobody
+ * waits on as much as a push), like the receiver's bulk workers. */
+#define RENDER_NICE 5
+#define RENDER_SLICE_NS (500u * 1000u)
 
-    if (!pg_admin_require_get(&x->http, req)) {
+static void render(struct render_job *job)
+{
+    FILE *f = open_memstream(&job->text, &job->len);
+
+    if (f == NULL) {
         return;
     }
-    if ((f = open_memstream(&text, &len)) == NULL) {
-        pg_admin_reply_text(&x->http, req, 500, "out of memory rendering targets");
-        return;
+    if (job->page != NULL) {
+        pg_scrape_page_json(job->page, f);
+    } else {
+        pg_metrics_render(f);
     }
-    pg_scrape_targets_json(f);
-    fclose(f);
-    pg_admin_reply(&x->http, req, 200, "application/json", text, len);
-    free(text);
+    if (fclose(f) != 0) {
+        free(job->text);
+        job->text = NULL;
+    }
 }
 
 static void *render_main(void *arg)
 {
     struct metrics_ext *x = arg;
 
+    pg_sched_bulk_thread(RENDER_NICE, RENDER_SLICE_NS);
     pthread_mutex_lock(&x->mu);
     for (;;) {
         struct render_job *job;
-        FILE *f;
 
         while (x->todo == NULL && !x->stop) {
             pthread_cond_wait(&x->cv, &x->mu);
@@ -187,10 +194,7 @@ static void *render_main(void *arg)
         job = x->todo;
         x->todo = job->next;
         pthread_mutex_unlock(&x->mu);
-        if ((f = open_memstream(&job->text, &job->len)) != NULL) {
-            pg_metrics_render(f);
-            fclose(f);
-        }
+        render(job);
         pthread_mutex_lock(&x->mu);
         job->next = x->done;
         x->done = job;
@@ -213,6 +217,7 @@ static void job_free(struct metrics_ext *x, struct render_job *job)
     if (job->req != NULL) {
         job->req->user = NULL;
     }
+    pg_scrape_page_free(job->page);
     free(job->text);
     free(job);
 }
@@ -238,10 +243,15 @@ static void on_rendered(evutil_socket_t fd, short what, void *arg)
             req->user = NULL;
             job->req = NULL;
             if (job->text != NULL) {
-                pg_admin_reply(&x->http, req, 200, "text/plain; version=0.0.4; charset=utf-8",
-                               job->text, job->len);
+                pg_admin_reply_take(&x->http, req, 200,
+                                    job->page != NULL ? "application/json"
+                                                      : "text/plain; version=0.0.4; charset=utf-8",
+                                    job->text, job->len);
+                job->text = NULL;
             } else {
-                pg_admin_reply_text(&x->http, req, 500, "out of memory rendering metrics");
+                pg_admin_reply_text(&x->http, req, 500,
+                                    job->page != NULL ? "out of memory rendering targets"
+                                                      : "out of memory rendering metrics");
             }
         }
         job_free(x, job);
@@ -260,8 +270,10 @@ static void on_done(struct pg_httpd_req *req, void *state)
     }
 }
 
-/* Holds @req and queues its render; false when the renderer is not there. */
-static bool render_async(struct metrics_ext *x, struct pg_httpd_req *req)
+/* Holds @req and queues its render (of @page, taken; NULL: /metrics); false
+ * when the renderer is not there (@page is still the caller's). */
+static bool render_async(struct metrics_ext *x, struct pg_httpd_req *req,
+                         struct pg_scrape_page *page)
 {
     struct render_job *job;
 
@@ -269,6 +281,7 @@ static bool render_async(struct metrics_ext *x, struct pg_httpd_req *req)
         return false;
     }
     job->req = req;
+    job->page = page;
     req->user = job;
     job->lnext = x->jobs;
     if (x->jobs != NULL) {
@@ -283,6 +296,34 @@ static bool render_async(struct metrics_ext *x, struct pg_httpd_req *req)
     return true;
 }
 
+/* /targets: the pprof receiver's scrape targets (pull mode), snapshot here
+ * on the loop, JSON on the render thread (inline when there is none). */
+static void serve_targets(struct metrics_ext *x, struct pg_httpd_req *req)
+{
+    struct pg_scrape_page *page;
+    struct render_job inline_job = {0};
+
+    if (!pg_admin_require_get(&x->http, req)) {
+        return;
+    }
+    if ((page = pg_scrape_page_snapshot()) == NULL) {
+        pg_admin_reply_text(&x->http, req, 500, "out of memory rendering targets");
+        return;
+    }
+    if (render_async(x, req, page)) {
+        return;
+    }
+    inline_job.page = page;
+    render(&inline_job);
+    if (inline_job.text != NULL) {
+        pg_admin_reply(&x->http, req, 200, "application/json", inline_job.text, inline_job.len);
+    } else {
+        pg_admin_reply_text(&x->http, req, 500, "out of memory rendering targets");
+    }
+    free(inline_job.text);
+    pg_scrape_page_free(page);
+}
+
 static void on_request(struct pg_httpd_req *req, void *arg)
 {
     struct metrics_ext *x = arg;
@@ -292,14 +333,14 @@ static void on_request(struct pg_httpd_req *req, void *arg)
         return;
     }
     if (strcmp(path, "/targets") == 0) {
-        serve_targets(x, req); /* the pprof receiver's scrape targets (pull mode) */
+        serve_targets(x, req);
         return;
     }
     if (strcmp(path, "/metrics") != 0) {
         pg_admin_reply_text(&x->http, req, 404, "not found: metrics are at /metrics");
         return;
     }
-    if (!pg_admin_require_get(&x->http, req) || render_async(x, req)) {
+    if (!pg_admin_require_get(&x->http, req) || render_async(x, req, NULL)) {
         return;
     }
     char *text = NULL;

@@ -151,6 +151,11 @@ void pg_httpd_reply(struct pg_httpd_req *r, int code, const char *text);
 /* The same with any body and content type (@ctype NULL = none). */
 void pg_httpd_reply_body(struct pg_httpd_req *r, int code, const char *ctype, const void *body,
                          size_t len);
+/* The same, taking @body (malloc'd): what the socket does not take at once
+ * is sent from it in place, not copied, and it is freed when written (or
+ * now). For large pages rendered off the loop. */
+void pg_httpd_reply_take(struct pg_httpd_req *r, int code, const char *ctype, char *body,
+                         size_t len);
 
 /* Bodies up to this size are read into a pooled per-connection buffer.
  * A handler that goes on working on a larger body after on_request returns

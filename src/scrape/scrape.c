@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  * The scraper's lifecycle (create, start: static targets and discovery,
- * stop, destroy) and the /targets page (see scrape.h and docs/scrape.md).
+ * stop, destroy) (see scrape.h and docs/scrape.md).
  * Calls go one way: scrape.c -> scrape_sync.c (discovery's sink) ->
  * scrape_target.c -> scrape_exchange.c (one scrape) -> scrape_series.c,
- * scrape_url.c. Ownership: the scraper owns its targets, sources and
+ * scrape_url.c; the /targets page is scrape_page.c. Ownership: the scraper owns its targets, sources and
  * discovery watchers. */
 #include "scrape/scrape.h"
 #include "scrape/scrape_internal.h"
@@ -14,7 +14,6 @@
 #include <event2/event.h>
 
 #include "core/log.h"
-#include "core/utf8.h"
 #include "http/client.h"
 #include "pipeline/receiver_metrics.h"
 #include "scrape/file_sd.h"
@@ -179,87 +178,7 @@ void pg_scraper_destroy(struct pg_scraper *s)
     free(s);
 }
 
-/* ---- /targets -------------------------------------------------------------- */
-
-static void json_str(FILE *out, const char *s)
+struct pg_scraper *pg_scrape_first_running(void)
 {
-    fputc('"', out);
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)p);
-
-    /* JSON must be UTF-8: a byte that starts no valid sequence is U+FFFD. */
-    for (size_t i = 0; i < n;) {
-        size_t k = pg_utf8_seq(p + i, n - i);
-
-        if (k == 0) {
-            fputs("\\ufffd", out);
-            i++;
-        } else if (p[i] == '"' || p[i] == '\\') {
-            fprintf(out, "\\%c", p[i++]);
-        } else if (p[i] < 0x20 || p[i] == 0x7f) {
-            fprintf(out, "\\u%04x", p[i++]);
-        } else {
-            fwrite(p + i, 1, k, out);
-            i += k;
-        }
-    }
-    fputc('"', out);
-}
-
-static void write_targets(const struct pg_scraper *s, FILE *out, bool *firstp)
-{
-    bool first = *firstp;
-
-    for (const struct pg_scrape_target *t = s->targets; t != NULL; t = t->next) {
-        fputs(first ? "\n    {" : ",\n    {", out);
-        first = false;
-        fputs("\"job\":", out);
-        json_str(out, t->job->job_name);
-        fputs(",\"profile\":", out);
-        json_str(out, t->prof->name);
-        fputs(",\"scrapeUrl\":", out);
-        json_str(out, t->url);
-        fputs(",\"source\":", out);
-        json_str(out, t->source);
-        fputs(",\"labels\":{", out);
-        for (size_t i = 0; i < t->labels.n; i++) {
-            if (i) {
-                fputc(',', out);
-            }
-            json_str(out, t->labels.v[i].name);
-            fputc(':', out);
-            json_str(out, t->labels.v[i].value);
-        }
-        fputs("},\"health\":", out);
-        json_str(out, t->health == 1 ? "up" : t->health == 0 ? "down" : "unknown");
-        fputs(",\"lastError\":", out);
-        json_str(out, t->last_error);
-        fprintf(out, ",\"lastScrapeUnixMs\":%lld,\"lastScrapeDurationSeconds\":%.6f,"
-                     "\"scrapes\":%llu,\"skippedTicks\":%llu,\"inFlight\":%s}",
-                (long long)t->last_unix_ms, t->last_duration, (unsigned long long)t->scrapes,
-                (unsigned long long)t->skipped, t->call != NULL ? "true" : "false");
-    }
-    *firstp = first;
-}
-
-void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out)
-{
-    bool first = true;
-
-    write_targets(s, out, &first);
-}
-
-void pg_scrape_targets_json(FILE *out)
-{
-    size_t dropped = 0;
-    bool first = true;
-
-    fputs("{\"activeTargets\":[", out);
-    for (const struct pg_scraper *s = g_scrapers; s != NULL; s = s->next_global) {
-        write_targets(s, out, &first);
-        for (size_t i = 0; i < s->cfg->n_jobs; i++) {
-            dropped += s->jobs[i].dropped;
-        }
-    }
-    fprintf(out, "\n  ],\"droppedTargets\":%zu}\n", dropped);
+    return g_scrapers;
 }

@@ -44,11 +44,15 @@ void pg_scraper_sync(struct pg_scraper *s, size_t job_index, const char *source,
 void pg_scraper_stop(struct pg_scraper *s);
 bool pg_scraper_idle(const struct pg_scraper *s);
 void pg_scraper_destroy(struct pg_scraper *s);
-/* Writes {"activeTargets":[...],"droppedTargets":N} for /targets. */
-void pg_scraper_write_targets_json(const struct pg_scraper *s, FILE *out);
-
-/* Every scraper that is running, for the admin endpoint's /targets page. */
-void pg_scrape_targets_json(FILE *out);
+/* The /targets page of every running scraper, in two steps so that 25 000
+ * targets are not formatted on the loop they live on: a snapshot (a flat
+ * copy of each target's fields, taken on the loop thread) and its JSON,
+ * {"activeTargets":[...],"droppedTargets":N}, written on any thread. The
+ * caller owns the snapshot (NULL: out of memory). */
+struct pg_scrape_page;
+struct pg_scrape_page *pg_scrape_page_snapshot(void);
+void pg_scrape_page_json(const struct pg_scrape_page *p, FILE *out);
+void pg_scrape_page_free(struct pg_scrape_page *p);
 
 /* Label set -> resource attribute pairs, per docs/scrape.md: every label
  * not starting with "__", except job and instance, which fill service.name

@@ -153,6 +153,9 @@ struct pg_scraper {
     struct pg_scraper *next_global;
 };
 
+/* scrape.c: the running scrapers (chained by next_global), loop thread only. */
+struct pg_scraper *pg_scrape_first_running(void);
+
 /* scrape_sync.c: runs every queued op now (start-up's static targets). */
 void pg_scrape_sync_drain(struct pg_scraper *s);
 /* scrape_sync.c: frees pending work, sources and their addresses' targets. */

@@ -5,9 +5,9 @@ lane of item 2). Ordering checks, no timed bounds:
 - churn: a 20 000-target file_sd rewrite that changes 10 addresses relabels
   10, not 20 000 (pprofgate_scrape_sd_builds_total), and the targets end up
   exactly the new set.
-- /metrics: with 20 000 targets (~40 MB of text to render) and one event
-  loop, a push sent while /metrics renders is answered before the /metrics
-  answer's head arrives.
+- /metrics and /targets: with 20 000 targets (~40 MB of text, ~8 MB of
+  JSON to render) and one event loop, a push sent while either renders is
+  answered before that answer's head arrives.
 - scrape lane: a target serves a 23 KB gzip body that inflates to 1e6
   samples (~1-2 s of CPU to translate); a push sent right after the body
   left the target reaches the pipeline before the scraped profile does
@@ -98,6 +98,27 @@ def churn_and_metrics(res):
             th.join(60)
             ok = ok and order[0] == ("push", 204)
         res.check("/metrics: a push sent while 20 000 targets' metrics render is answered first",
+                  ok, order)
+
+        # /targets too: the loop takes a snapshot, the JSON is written off it.
+        def scrape_targets():
+            with urllib.request.urlopen(f"http://127.0.0.1:{mport}/targets", timeout=60) as r:
+                with lock:
+                    order.append("targets")
+                r.read()
+
+        ok = True
+        for _ in range(3):
+            order.clear()
+            th = threading.Thread(target=scrape_targets)
+            th.start()
+            time.sleep(0.05)
+            st, _, _ = post(gw.port, "/v1/pprof", HEAP, timeout=60)
+            with lock:
+                order.append(("push", st))
+            th.join(60)
+            ok = ok and order[0] == ("push", 204)
+        res.check("/targets: a push sent while 20 000 targets' JSON renders is answered first",
                   ok, order)
 
 

@@ -304,6 +304,11 @@ PG_TEST(test_gate_each_extension)
                 CHECK_INT(code, e == 1 ? 503 : 200);
                 CHECK_STR(r.challenge, "");
                 CHECK_INT(get(&f, "/nope", reqs[i].authz, &r), 404);
+                if (e == 2) {
+                    /* /targets renders on the render thread too (no scraper: empty). */
+                    CHECK_INT(get(&f, "/targets", reqs[i].authz, &r), 200);
+                    CHECK_STR(r.body, "{\"activeTargets\":[\n  ],\"droppedTargets\":0}\n");
+                }
             }
         }
         fixture_free(&f);

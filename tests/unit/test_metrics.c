@@ -222,6 +222,67 @@ static void test_many_series_scale(void)
     free(text);
 }
 
+/* Renders on another thread while this one adds and removes series: the
+ * snapshot is copied in chunks between which series come and go; every
+ * page must end with the cardinality line and each series it lists once
+ * (a walk that left the chain would repeat, crash or never end). */
+static volatile int churn_done;
+
+static void *render_loop(void *arg)
+{
+    int *pages = arg;
+
+    while (!__atomic_load_n(&churn_done, __ATOMIC_ACQUIRE) && *pages < 200) {
+        char *text = render();
+        const char *p = strstr(text, "t_churn{i=\"5\"}");
+
+        if (strstr(text, "\npprofgate_metric_series ") == NULL ||
+            (p != NULL && strstr(p + 1, "t_churn{i=\"5\"}") != NULL)) {
+            *pages = -100000; /* a broken page */
+        }
+        free(text);
+        (*pages)++;
+    }
+    return NULL;
+}
+
+PG_TEST(test_render_during_churn)
+{
+    enum { N = 12000 }; /* about three of the render's lock holds */
+    static struct pg_metric *m[N];
+    pthread_t th;
+    int pages = 0;
+    char l[64];
+
+    for (int i = 0; i < N; i++) {
+        snprintf(l, sizeof(l), "i=\"%d\"", i);
+        m[i] = pg_metric_gauge("t_churn", "h", l);
+    }
+    PG_REQUIRE(pthread_create(&th, NULL, render_loop, &pages) == 0);
+    for (int round = 0; round < 6; round++) {
+        for (int i = round % 2; i < N; i += 2) {
+            pg_metric_remove(m[i]);
+        }
+        for (int i = round % 2; i < N; i += 2) {
+            snprintf(l, sizeof(l), "i=\"%d\"", i);
+            m[i] = pg_metric_gauge("t_churn", "h", l);
+        }
+    }
+    __atomic_store_n(&churn_done, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    CHECK(pages > 0);
+    char *text = render();
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, "\nt_churn{")) != NULL; p++) {
+        n++;
+    }
+    CHECK_INT((int64_t)n, N);
+    free(text);
+    for (int i = 0; i < N; i++) {
+        pg_metric_remove(m[i]);
+    }
+}
+
 PG_TEST_MAIN(PG_CASE(test_families_are_grouped), PG_CASE(test_histogram_and_fn_gauge),
              PG_CASE(test_remove_series), PG_CASE(test_sharded_counter_sums_threads),
-             PG_CASE(test_many_series_scale))
+             PG_CASE(test_many_series_scale), PG_CASE(test_render_during_churn))
