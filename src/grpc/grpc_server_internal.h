@@ -130,8 +130,9 @@ struct gcall {
     struct pg_grpc_reader reader; /* the message as it comes (owns its malloc'd buffer) */
     struct event *deadline_ev, *read_ev;
     /* The answer of an OK call: prefix + message (malloc'd), then trailers. */
-    uint8_t *out;
+    uint8_t *out;            /* malloc'd, or out_small */
     size_t out_len, out_sent;
+    uint8_t out_small[16];   /* a small answer (the OTLP receiver's is empty) */
     char t_status[12];
     char *t_message;         /* malloc'd, percent-coded, NULL none */
     char *t_details;         /* malloc'd base64, NULL none */
