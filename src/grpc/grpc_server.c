@@ -317,7 +317,6 @@ static bool session_start(struct gconn *c)
         .n_settings = sizeof(iv) / sizeof(iv[0]),
         .conn_window = CONN_WINDOW,
         .on_ping_timeout = on_ping_timeout,
-        .on_input_done = grpc_session_input_done,
     };
     struct pg_status st;
     struct timeval tv;

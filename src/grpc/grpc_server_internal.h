@@ -97,7 +97,6 @@ struct gconn {
     unsigned ping_strikes;
     bool reset_ping_strikes;  /* we sent HEADERS or DATA since the last PING */
     struct gcall *calls;
-    struct gcall *lent;       /* calls whose message points into the input being fed */
     size_t n_streams;         /* calls open on this connection */
 };
 
@@ -113,8 +112,6 @@ struct gcall {
     struct pg_grpc_call pub;
     struct gconn *conn;
     struct gcall *prev, *next;
-    struct gcall *lent_next;  /* on conn->lent while lent_on */
-    bool lent_on;
     int32_t stream_id;
     enum call_state state;
     bool handler_knows;      /* on_headers ran: on_done is owed */
@@ -146,10 +143,6 @@ void grpc_session_callbacks(nghttp2_session_callbacks *cbs);
 /* grpc_session.c: queues the GOAWAY with the last stream processed (after
  * the shutdown notice's round trip, or its timeout). */
 void grpc_session_final_goaway(struct gconn *c);
-/* grpc_session.c: the h2 pump's on_input_done: messages read in place from
- * the input just fed become the calls' own copies (a handler may keep a
- * call, and its message, past the feed). */
-void grpc_session_input_done(void *owner);
 /* grpc_session.c: ends @call without an answer (connection gone): on_done
  * if owed, then freed. */
 void grpc_call_end(struct gcall *call);

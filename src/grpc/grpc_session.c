@@ -56,25 +56,11 @@ static void call_timers_off(struct gcall *call)
     }
 }
 
-static void lent_unlink(struct gcall *call)
-{
-    for (struct gcall **pp = &call->conn->lent; *pp != NULL; pp = &(*pp)->lent_next) {
-        if (*pp == call) {
-            *pp = call->lent_next;
-            break;
-        }
-    }
-    call->lent_on = false;
-}
-
 void grpc_call_end(struct gcall *call)
 {
     struct gconn *c = call->conn;
     struct pg_grpc_server *s = c->srv;
 
-    if (call->lent_on) {
-        lent_unlink(call);
-    }
     if (c->h2.ng != NULL && call->stream_id > 0) {
         nghttp2_session_set_stream_user_data(c->h2.ng, call->stream_id, NULL);
     }
@@ -552,19 +538,6 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_id,
         struct pg_status st;
         enum pg_err err;
 
-        /* A message whole in this chunk is read where it lies, not copied;
-         * grpc_session_input_done copies it if it outlives the feed. */
-        if (want == 0 && (n = pg_grpc_reader_borrow(&call->reader, data, len)) > 0) {
-            data += n;
-            len -= n;
-            if (!call->lent_on) {
-                call->lent_on = true;
-                call->lent_next = call->conn->lent;
-                call->conn->lent = call;
-            }
-            continue;
-        }
-        n = want > 0 && want < len ? want : len;
         pg_status_clear(&st);
         err = pg_grpc_reader_feed(&call->reader, data, n, &st);
         data += n;
@@ -585,43 +558,6 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_id,
         }
     }
     return 0; /* anything else (an answered stream's DATA) is dropped here */
-}
-
-void grpc_session_input_done(void *owner)
-{
-    struct gconn *c = owner;
-
-    while (c->lent != NULL) {
-        struct gcall *call = c->lent;
-        const uint8_t *was = call->reader.buf;
-        struct pg_status st;
-
-        c->lent = call->lent_next;
-        call->lent_on = false;
-        if (!call->reader.lent) {
-            continue; /* dropped by the handler already */
-        }
-        if (call->state == CALL_ANSWERED) {
-            /* The usual case: decoded and answered inside the feed. The
-             * message is the handler's only until the answer. */
-            pg_grpc_reader_free(&call->reader);
-            call->pub.msg = NULL;
-            call->pub.msg_len = 0;
-            continue;
-        }
-        pg_status_clear(&st);
-        if (pg_grpc_reader_own(&call->reader, &st) != PG_ERR_OK) {
-            if (call->pub.msg == was) {
-                call->pub.msg = NULL;
-                call->pub.msg_len = 0;
-            }
-            answerf(call, 200, PG_GRPC_RESOURCE_EXHAUSTED, "out of memory for the message");
-            continue;
-        }
-        if (call->pub.msg == was) {
-            call->pub.msg = call->reader.buf;
-        }
-    }
 }
 
 /* The client's END_STREAM: the message must be complete and alone. */

@@ -294,43 +294,8 @@ void pg_grpc_reader_init(struct pg_grpc_reader *r, size_t max)
 
 void pg_grpc_reader_free(struct pg_grpc_reader *r)
 {
-    if (!r->lent) {
-        free(r->buf);
-    }
+    free(r->buf);
     r->buf = NULL;
-    r->lent = false;
-}
-
-size_t pg_grpc_reader_borrow(struct pg_grpc_reader *r, const uint8_t *data, size_t len)
-{
-    if (r->hdr_got < 5 || r->got != 0 || r->buf != NULL || r->need == 0 || len < r->need) {
-        return 0;
-    }
-    r->buf = (uint8_t *)(uintptr_t)data; /* read only: the server hands it on as const */
-    r->lent = true;
-    r->got = r->need;
-    r->n_msgs++;
-    r->hdr_got = 0;
-    return r->need;
-}
-
-enum pg_err pg_grpc_reader_own(struct pg_grpc_reader *r, struct pg_status *st)
-{
-    uint8_t *copy;
-
-    if (!r->lent) {
-        return PG_ERR_OK;
-    }
-    copy = malloc(r->got ? r->got : 1);
-    if (copy == NULL) {
-        r->buf = NULL;
-        r->lent = false;
-        return pg_status_set(st, PG_ERR_NOMEM, "no memory for a gRPC message");
-    }
-    memcpy(copy, r->buf, r->got);
-    r->buf = copy;
-    r->lent = false;
-    return PG_ERR_OK;
 }
 
 enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, size_t len,
@@ -367,7 +332,8 @@ enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, s
             }
             /* The buffer comes with the first body byte, so a server can
              * admit the declared length between prefix and body. */
-            pg_grpc_reader_free(r);
+            free(r->buf);
+            r->buf = NULL;
             r->got = 0;
             if (r->need > 0) {
                 continue;

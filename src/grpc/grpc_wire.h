@@ -95,8 +95,7 @@ struct pg_grpc_reader {
     size_t hdr_got;
     bool compressed;     /* flag byte of the current message */
     size_t need;         /* declared length of the current message */
-    uint8_t *buf;        /* message bytes, malloc'd (or lent: see pg_grpc_reader_borrow) */
-    bool lent;           /* buf points into the caller's input, not owned */
+    uint8_t *buf;        /* message bytes, malloc'd */
     size_t got;
     size_t max;          /* cap on one message */
     unsigned n_msgs;     /* complete messages seen */
@@ -108,14 +107,6 @@ void pg_grpc_reader_free(struct pg_grpc_reader *r);
  * message, bad flag byte) with a message in @st. */
 enum pg_err pg_grpc_reader_feed(struct pg_grpc_reader *r, const uint8_t *data, size_t len,
                                 struct pg_status *st);
-/* At a message's first body byte (prefix read, nothing buffered): when
- * @len bytes hold the whole message, points buf at @data instead of copying
- * it (valid only while the caller's input is) and returns the bytes used;
- * else 0 and pg_grpc_reader_feed copies as usual. */
-size_t pg_grpc_reader_borrow(struct pg_grpc_reader *r, const uint8_t *data, size_t len);
-/* A lent buffer becomes the reader's own copy (before the input is reused).
- * NOMEM with a message in @st. */
-enum pg_err pg_grpc_reader_own(struct pg_grpc_reader *r, struct pg_status *st);
 /* True when a complete message was read and no partial one is pending. */
 bool pg_grpc_reader_done(const struct pg_grpc_reader *r);
 /* True when bytes of an unfinished message are buffered (a cut body). */

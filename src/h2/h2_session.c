@@ -55,7 +55,6 @@ enum pg_err pg_h2_start(struct pg_h2 *h, struct bufferevent *bev, nghttp2_sessio
     h->in_recv = false;
     h->ping_out = false;
     h->on_ping_timeout = p->on_ping_timeout;
-    h->on_input_done = p->on_input_done;
     h->ping_timer = evtimer_new(bufferevent_get_base(bev), h2_on_ping_timer, h);
     if (h->ping_timer == NULL) {
         return pg_status_set(st, PG_ERR_NOMEM, "out of memory");
@@ -103,9 +102,6 @@ enum pg_err pg_h2_recv_mem(struct pg_h2 *h, const uint8_t *data, size_t len, str
     h->in_recv = true;
     n = nghttp2_session_mem_recv(h->ng, data, len);
     h->in_recv = false;
-    if (h->on_input_done != NULL) {
-        h->on_input_done(h->owner);
-    }
     if (n < 0) {
         return pg_status_set(st, PG_ERR_MALFORMED, "%s", nghttp2_strerror((int)n));
     }

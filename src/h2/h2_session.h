@@ -38,9 +38,6 @@ struct pg_h2 {
     bool ping_out;           /* our PING awaits its ACK */
     struct event *ping_timer; /* owned: fires on_ping_timeout when the ACK is late */
     void (*on_ping_timeout)(void *owner);
-    /* Optional: each pg_h2_recv_mem is over and its input is about to be
-     * reused (DATA chunks point into it): what borrowed from it copies now. */
-    void (*on_input_done)(void *owner);
 };
 
 struct pg_h2_params {
@@ -50,7 +47,6 @@ struct pg_h2_params {
     size_t n_settings;
     int32_t conn_window;                     /* local connection window; 0 = nghttp2's 64 KiB */
     void (*on_ping_timeout)(void *owner);    /* required for pg_h2_ping */
-    void (*on_input_done)(void *owner);      /* optional, as in struct pg_h2 */
 };
 
 /* Creates the session on @bev with @cbs (the pump installs its own send
