@@ -10,6 +10,7 @@
 #include "exporterhelper/internal.h"
 #include "exporterhelper/split.h"
 #include "otlp/otlp_encode.h"
+#include "otlp/otlp_lazy.h"
 
 /* Decodes one spooled record into @arena; NULL when it does not decode. */
 static const struct pg_otlp_request *decode_record(struct pg_arena *arena, const uint8_t *data,
@@ -171,6 +172,18 @@ bool pg_exph_prepare(struct pg_exph_consumer *c)
         res.parts[0].bytes = single_len;
         res.parts[0].wire = single_wire;
     } else {
+        /* Splitting and merging read Sample structs: a lazy source (shared with other
+         * exporters, so not materialized in place) is copied eagerly into this arena. */
+        for (size_t i = 0; i < n_src; i++) {
+            if (pg_otlp_request_is_lazy(srcs[i])) {
+                struct pg_otlp_request *eager = NULL;
+                err = pg_otlp_lazy_eager_copy(arena, srcs[i], &eager, &st);
+                if (err != PG_ERR_OK) {
+                    goto fail;
+                }
+                srcs[i] = eager;
+            }
+        }
         err = pg_otlp_split(srcs, n_src, (size_t)h->max_request_bytes, arena, &res, &st);
         if (err != PG_ERR_OK) {
             goto fail;
