@@ -430,7 +430,8 @@ static enum pg_err check_table_caps(struct vctx *v)
     return PG_ERR_OK;
 }
 
-static enum pg_err check_link(struct vctx *v, const struct pg_otlp_link *k)
+static inline __attribute__((always_inline)) enum pg_err check_link(struct vctx *v,
+                                                                   const struct pg_otlp_link *k)
 {
     char p[192];
 
@@ -562,7 +563,9 @@ static enum pg_err check_valuetype(struct vctx *v, const struct pg_otlp_valuetyp
     return PG_ERR_OK;
 }
 
-static enum pg_err check_sample(struct vctx *v, const struct pg_otlp_sample *sm)
+/* Inlined in both callers: a call per sample cost the SDK-sized request ~2 % (callgrind). */
+static inline __attribute__((always_inline)) enum pg_err check_sample(struct vctx *v,
+                                                                     const struct pg_otlp_sample *sm)
 {
     const struct pg_otlp_dict *d = v->d;
     const struct pg_otlp_limits *L = v->lim;

@@ -638,12 +638,15 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
                 }
                 counted = true;
             }
-            if (sl->lazy && u->lazy_min != 0 && count[f] >= u->lazy_min) {
-                res = keep_lazy(u, m, &ucap, sl, at, &r);
-                break;
-            }
             memcpy(&arr, base + sl->off, sizeof(arr));
             if (arr == NULL) { /* the field's first element: its array, and block */
+                /* Lazy records never get an array, so each of them comes here: the
+                 * other fields' elements pay nothing for it. */
+                if (__builtin_expect(sl->lazy != 0, 0) && u->lazy_min != 0 &&
+                    count[f] >= u->lazy_min) {
+                    res = keep_lazy(u, m, &ucap, sl, at, &r);
+                    break;
+                }
                 if ((arr = pg_arena_alloc(u->arena, count[f] * es)) == NULL ||
                     (ct != NULL && (block[f] = pg_arena_alloc(
                                         u->arena, count[f] * ct->d->sizeof_message)) == NULL)) {
