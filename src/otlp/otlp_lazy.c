@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Lazy samples (otlp_lazy.h): the canonical-form check the decoder applies
  * before keeping a profile's samples as wire records, the one-at-a-time walk
- * validation and materialization use, materialization itself, and the eager
- * copy a reader of a shared lazy request takes. */
+ * validation and materialization use, and materialization itself. */
 #include "otlp/otlp_lazy.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/pb_wire.h"
-#include "otlp/otlp_encode.h"
 
 bool pg_otlp_request_is_lazy(const struct pg_otlp_request *req)
 {
@@ -400,31 +398,4 @@ enum pg_err pg_otlp_lazy_materialize(struct pg_arena *arena, struct pg_otlp_requ
         }
     }
     return PG_ERR_OK;
-}
-
-enum pg_err pg_otlp_lazy_eager_copy(struct pg_arena *arena, const struct pg_otlp_request *req,
-                                    struct pg_otlp_request **out, struct pg_status *st)
-{
-    struct pg_arena *tmp = pg_arena_create(0);
-    ProtobufCAllocator alloc;
-    uint8_t *buf;
-    size_t len;
-    enum pg_err err;
-
-    *out = NULL;
-    if (tmp == NULL) {
-        return pg_status_set(st, PG_ERR_NOMEM, "no memory to copy a lazy request");
-    }
-    err = pg_otlp_request_encode(req, tmp, &buf, &len, st);
-    if (err == PG_ERR_OK) {
-        pg_arena_protobuf_allocator(arena, &alloc);
-        *out = (struct pg_otlp_request *)protobuf_c_message_unpack(&pg_otlp_request_descriptor,
-                                                                   &alloc, len, buf);
-        if (*out == NULL) {
-            err = pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
-                                "no memory to copy a %zu-byte lazy request", len);
-        }
-    }
-    pg_arena_destroy(tmp);
-    return err;
 }

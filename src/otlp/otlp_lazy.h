@@ -117,11 +117,4 @@ PG_MUST_CHECK
 enum pg_err pg_otlp_lazy_materialize(struct pg_arena *arena, struct pg_otlp_request *req,
                                      struct pg_status *st);
 
-/* An eager deep copy of @req in @arena (encoded verbatim, unpacked by protobuf-c): for a
- * reader of a shared lazy request that needs Sample structs (an exporter splitting or
- * merging it). */
-PG_MUST_CHECK
-enum pg_err pg_otlp_lazy_eager_copy(struct pg_arena *arena, const struct pg_otlp_request *req,
-                                    struct pg_otlp_request **out, struct pg_status *st);
-
 #endif

@@ -127,7 +127,7 @@ struct pg_component_ops {
      * configured, never reads a profile's samples[] directly: it counts them
      * with pg_otlp_profile_sample_count / pg_batch_sample_count, encodes with
      * pg_otlp_request_encode (which writes lazy samples verbatim), or takes an
-     * eager copy (pg_otlp_lazy_eager_copy). NULL or false: the otlp receiver
+     * eager copy (encode + unpack, as exporterhelper/request.c). NULL or false: the otlp receiver
      * keeps every sample as a struct for its pipelines. */
     bool (*lazy_samples)(void *state);
 };
