@@ -328,8 +328,10 @@ def main():
 
     with GrpcServer() as sink, Gateway(config(sink.port), n_listeners=2) as gw:
         gport, hport = ports(gw)
+        # Logged after the loop threads start, which may trail the listening lines.
         res.check("two event loops (SO_REUSEPORT) serve both protocols",
-                  "2 event loops (SO_REUSEPORT)" in gw.log(), gw.log()[-1000:])
+                  gw.wait_log(r"2 event loops \(SO_REUSEPORT\)", timeout=5) is not None,
+                  gw.log()[-1000:])
 
         # Its OTLP/JSON form is over the 1 MiB body cap: protobuf and gRPC only.
         json_inputs = [(n, f) for n, f in inputs if "lazy2100" not in n]
