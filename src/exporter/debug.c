@@ -687,11 +687,21 @@ static void dbg_destroy(void *state)
     free(d);
 }
 
+/* At `basic` only the counts are printed (pg_debug_sample_records counts lazy samples); the
+ * other levels print each sample. */
+static bool dbg_lazy_samples(void *state)
+{
+    const struct dbg *d = state;
+
+    return d->cfg.verbosity == PG_DEBUG_BASIC;
+}
+
 const struct pg_component_ops pg_exporter_debug = {
     .type = "debug",
     .alias = NULL,
     .kind = PG_KIND_EXPORTER,
     .any_thread = true, /* the sampler is atomic; the queue to the writer is locked */
+    .lazy_samples = dbg_lazy_samples,
     .fields = dbg_fields,
     .doc = "prints received profiles in the collector's debug-exporter formats",
     .create = dbg_create,

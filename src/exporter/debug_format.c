@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "exporter/debug_annotate.h"
+#include "otlp/otlp_lazy.h"
 
 static void put_int_list(struct pg_debug_buf *b, const int32_t *v, size_t n)
 {
@@ -38,7 +39,7 @@ size_t pg_debug_sample_records(const struct pg_otlp_request *req)
             const pg_otlp_scopeprof *sp = rp->scope_profiles[j];
 
             for (size_t k = 0; sp && k < sp->n_profiles; k++) {
-                n += sp->profiles[k] ? sp->profiles[k]->n_samples : 0;
+                n += sp->profiles[k] ? pg_otlp_profile_sample_count(sp->profiles[k]) : 0;
             }
         }
     }

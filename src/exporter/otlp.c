@@ -457,11 +457,20 @@ static void ox_destroy(void *state)
     pg_gzip_thread_release();
 }
 
+/* The helper counts with pg_batch_sample_count, encodes lazy samples verbatim and takes an
+ * eager copy to split or merge (exporterhelper/request.c). */
+static bool lazy_samples_ok(void *state)
+{
+    (void)state;
+    return true;
+}
+
 const struct pg_component_ops pg_exporter_otlp = {
     .type = "otlp",
     .alias = "otlp_grpc",
     .kind = PG_KIND_EXPORTER,
     .any_thread = true, /* the helper queues under its lock; sending stays on the main loop */
+    .lazy_samples = lazy_samples_ok,
     .fields = otlp_fields,
     .doc = "OTLP/gRPC ProfilesService/Export with queue, retries, TLS, splitting and batching",
     .create = ox_create,

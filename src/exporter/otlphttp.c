@@ -668,11 +668,20 @@ static void oh_destroy(void *state)
     pg_gzip_thread_release();
 }
 
+/* The helper counts with pg_batch_sample_count, encodes lazy samples verbatim and takes an
+ * eager copy to split or merge (exporterhelper/request.c). */
+static bool lazy_samples_ok(void *state)
+{
+    (void)state;
+    return true;
+}
+
 const struct pg_component_ops pg_exporter_otlphttp = {
     .type = "otlphttp",
     .alias = "otlp_http",
     .kind = PG_KIND_EXPORTER,
     .any_thread = true, /* the helper queues under its lock; sending stays on the main loop */
+    .lazy_samples = lazy_samples_ok,
     .fields = otlphttp_fields,
     .doc = "OTLP/HTTP POST to /v1development/profiles (protobuf or JSON) with queue, retries, TLS",
     .create = oh_create,

@@ -10,6 +10,7 @@
 #include "exporterhelper/internal.h"
 #include "exporterhelper/split.h"
 #include "otlp/otlp_encode.h"
+#include "otlp/otlp_lazy.h"
 
 /* Decodes one spooled record into @arena; NULL when it does not decode. */
 static const struct pg_otlp_request *decode_record(struct pg_arena *arena, const uint8_t *data,
@@ -57,6 +58,36 @@ static enum pg_err make_body(struct pg_exph *h, const uint8_t *enc, size_t n,
  * back from disk here, one consumer at a time: a record that fits
  * max_request_bytes goes out as stored (never encoded twice); only merges
  * and splits decode. */
+/* An eager deep copy of the lazy request @req in @arena (encoded verbatim, unpacked by
+ * protobuf-c), for splitting or merging: @req is shared with other exporters, so it is not
+ * materialized in place. */
+static enum pg_err eager_copy(struct pg_arena *arena, const struct pg_otlp_request *req,
+                              struct pg_otlp_request **out, struct pg_status *st)
+{
+    struct pg_arena *tmp = pg_arena_create(0);
+    ProtobufCAllocator alloc;
+    uint8_t *buf;
+    size_t len;
+    enum pg_err err;
+
+    *out = NULL;
+    if (tmp == NULL) {
+        return pg_status_set(st, PG_ERR_NOMEM, "no memory to copy a lazy request");
+    }
+    err = pg_otlp_request_encode(req, tmp, &buf, &len, st);
+    if (err == PG_ERR_OK) {
+        pg_arena_protobuf_allocator(arena, &alloc);
+        *out = (struct pg_otlp_request *)protobuf_c_message_unpack(&pg_otlp_request_descriptor,
+                                                                   &alloc, len, buf);
+        if (*out == NULL) {
+            err = pg_status_set(st, pg_arena_hit_cap(arena) ? PG_ERR_LIMIT : PG_ERR_NOMEM,
+                                "no memory to copy a %zu-byte lazy request", len);
+        }
+    }
+    pg_arena_destroy(tmp);
+    return err;
+}
+
 bool pg_exph_prepare(struct pg_exph_consumer *c)
 {
     struct pg_exph *h = c->h;
@@ -171,6 +202,18 @@ bool pg_exph_prepare(struct pg_exph_consumer *c)
         res.parts[0].bytes = single_len;
         res.parts[0].wire = single_wire;
     } else {
+        /* Splitting and merging read Sample structs: a lazy source (shared with other
+         * exporters, so not materialized in place) is copied eagerly into this arena. */
+        for (size_t i = 0; i < n_src; i++) {
+            if (pg_otlp_request_is_lazy(srcs[i])) {
+                struct pg_otlp_request *eager = NULL;
+                err = eager_copy(arena, srcs[i], &eager, &st);
+                if (err != PG_ERR_OK) {
+                    goto fail;
+                }
+                srcs[i] = eager;
+            }
+        }
         err = pg_otlp_split(srcs, n_src, (size_t)h->max_request_bytes, arena, &res, &st);
         if (err != PG_ERR_OK) {
             goto fail;

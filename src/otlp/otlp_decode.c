@@ -16,6 +16,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/dict.h"
+#include "otlp/otlp_lazy.h"
 #include "otlp/otlp_refs.h"
 #include "otlp/otlp_unpack.h"
 #include "otlp/otlp_utf8.h"
@@ -373,7 +374,8 @@ enum pg_err pg_otlp_decode(struct pg_arena *arena, const uint8_t *buf, size_t le
     }
     /* The plain case (every field known, the current layout's wire types) in one pass;
      * anything else takes the checked path below, which says what is wrong. */
-    switch (pg_otlp_unpack_request(arena, buf, len, WIRE_MAX_DEPTH, &req, &info)) {
+    switch (pg_otlp_unpack_request_lazy(arena, buf, len, WIRE_MAX_DEPTH,
+                                        opts != NULL ? opts->lazy_min_samples : 0, &req, &info)) {
     case PG_OTLP_UNPACK_OK: {
         const struct pg_otlp_limits *lim = opts != NULL ? opts->limits : NULL;
         strings_ok = info.suspect_strings == 0 &&
@@ -645,7 +647,7 @@ static enum pg_err validate_req(struct pg_arena *arena, struct pg_otlp_request *
             const struct pg_otlp_scopeprof *sp = rp->scope_profiles[s];
             stats->profiles += sp->n_profiles;
             for (size_t k = 0; k < sp->n_profiles; k++) {
-                stats->samples += sp->profiles[k]->n_samples;
+                stats->samples += pg_otlp_profile_sample_count(sp->profiles[k]);
             }
         }
     }

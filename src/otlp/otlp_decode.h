@@ -56,6 +56,10 @@ struct pg_otlp_decode_opts {
     /* Accept a v1.9 layout by converting it to the current one (else it is
      * refused naming the version). */
     bool convert_v1_9;
+    /* A profile with this many samples or more keeps them in wire form when they are
+     * canonical (otlp_lazy.h): 0 never. Only for a pipeline whose every component reads
+     * samples through the lazy-aware helpers (pg_component_ops.lazy_samples). */
+    size_t lazy_min_samples;
 };
 
 /* Unpacks @buf (protobuf) into @arena and validates it (pg_otlp_validate).

@@ -22,6 +22,7 @@
 #include "core/pb_wire.h"
 #include "core/vec.h"
 #include "otlp/otlp_encode_internal.h"
+#include "otlp/otlp_lazy.h"
 
 /* Bytes a sample takes at least in practice (stack index, a value, header): a profile with
  * more samples than the rest of the scratch holds at this size is sized, not tried. Only
@@ -166,11 +167,15 @@ static inline uint8_t *wr_samples(struct enc *e, uint8_t *p, struct pg_otlp_samp
 static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
 {
     size_t slot = reserve(e), n = 0;
+    const struct pg_otlp_lazy *lz;
 
     if (m->sample_type != NULL) {
         n += emb(sz_vt(e, m->sample_type));
     }
     n += sz_samples(e, m->samples, m->n_samples);
+    if (m->base.n_unknown_fields != 0 && (lz = pg_otlp_lazy_of(m)) != NULL) {
+        n += lz->len; /* the records, verbatim: canonical, so the eager bytes */
+    }
     n += m->time_unix_nano ? 9 : 0;
     n += u64f_size(m->duration_nano);
     if (m->period_type != NULL) {
@@ -187,11 +192,17 @@ static size_t sz_profile(struct enc *e, const struct pg_otlp_profile *m)
 
 static uint8_t *wr_profile(struct enc *e, uint8_t *p, const struct pg_otlp_profile *m)
 {
+    const struct pg_otlp_lazy *lz;
+
     if (m->sample_type != NULL) {
         p = hdr(e, p, 1);
         p = wr_vt(p, m->sample_type);
     }
     p = wr_samples(e, p, m->samples, m->n_samples);
+    if (m->base.n_unknown_fields != 0 && (lz = pg_otlp_lazy_of(m)) != NULL) {
+        memcpy(p, lz->wire, lz->len);
+        p += lz->len;
+    }
     if (m->time_unix_nano) {
         *p++ = TAG(3, PG_PB_I64);
         p = pg_pb_put_fixed64(p, m->time_unix_nano);

@@ -113,6 +113,7 @@ static uint8_t *wr_stack(struct enc *e, uint8_t *p, const struct pg_otlp_stack *
 size_t pg_enc_dict_size(struct enc *e, const struct pg_otlp_dict *m)
 {
     size_t slot = reserve(e), n = 0;
+    const struct pg_otlp_lazy *lz;
 
     for (size_t i = 0; i < m->n_mapping_table; i++) {
         n += emb(sz_mapping(e, m->mapping_table[i]));
@@ -125,6 +126,9 @@ size_t pg_enc_dict_size(struct enc *e, const struct pg_otlp_dict *m)
     }
     for (size_t i = 0; i < m->n_link_table; i++) {
         n += emb(sz_link(e, m->link_table[i]));
+    }
+    if (m->base.n_unknown_fields != 0 && (lz = pg_otlp_lazy_find(&m->base)) != NULL) {
+        n += lz->len; /* links kept in wire form: written verbatim */
     }
     for (size_t i = 0; i < m->n_string_table; i++) {
         n += rstr_size(m->string_table[i]);
@@ -140,6 +144,8 @@ size_t pg_enc_dict_size(struct enc *e, const struct pg_otlp_dict *m)
 
 uint8_t *pg_enc_dict_write(struct enc *e, uint8_t *p, const struct pg_otlp_dict *m)
 {
+    const struct pg_otlp_lazy *lz;
+
     for (size_t i = 0; i < m->n_mapping_table; i++) {
         p = hdr(e, p, 1);
         p = wr_mapping(e, p, m->mapping_table[i]);
@@ -155,6 +161,10 @@ uint8_t *pg_enc_dict_write(struct enc *e, uint8_t *p, const struct pg_otlp_dict 
     for (size_t i = 0; i < m->n_link_table; i++) {
         p = hdr(e, p, 4);
         p = wr_link(p, m->link_table[i]);
+    }
+    if (m->base.n_unknown_fields != 0 && (lz = pg_otlp_lazy_find(&m->base)) != NULL) {
+        memcpy(p, lz->wire, lz->len);
+        p += lz->len;
     }
     for (size_t i = 0; i < m->n_string_table; i++) {
         p = rstr_write(p, 5, m->string_table[i]);
@@ -223,6 +233,7 @@ bool pg_enc_dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t 
     size_t start = e->scr_len, n0 = e->n;
     bool nomem0 = e->nomem, too_big0 = e->too_big;
     uint8_t *q, *lim;
+    const struct pg_otlp_lazy *lz;
 
 #define ROOM(bound)                                                                                \
     do {                                                                                           \
@@ -279,6 +290,11 @@ bool pg_enc_dict_to_scratch(struct enc *e, const struct pg_otlp_dict *m, size_t 
             continue;
         }
         BP(4, q, wr_link(q + 2, lk));
+    }
+    if (m->base.n_unknown_fields != 0 && (lz = pg_otlp_lazy_find(&m->base)) != NULL) {
+        ROOM(lz->len);
+        memcpy(q, lz->wire, lz->len);
+        q += lz->len;
     }
     for (size_t i = 0; i < m->n_string_table; i++) {
         const char *str = m->string_table[i];

@@ -20,6 +20,7 @@
 #include "core/pb_wire.h"
 #include "core/vec.h"
 #include "otlp/otlp.h"
+#include "otlp/otlp_lazy.h"
 
 struct enc {
     uint32_t *sz; /* malloc'd size cache, pre-order */
@@ -78,7 +79,10 @@ static inline size_t unk_size(const ProtobufCMessage *b)
     size_t n = 0;
 
     for (unsigned i = 0; i < b->n_unknown_fields; i++) {
-        n += pg_pb_varint_len((uint64_t)b->unknown_fields[i].tag << 3) + b->unknown_fields[i].len;
+        if (b->unknown_fields[i].wire_type != PG_OTLP_LAZY_MARK) { /* written in place */
+            n += pg_pb_varint_len((uint64_t)b->unknown_fields[i].tag << 3) +
+                 b->unknown_fields[i].len;
+        }
     }
     return n;
 }
@@ -87,6 +91,9 @@ static inline uint8_t *unk_write(const ProtobufCMessage *b, uint8_t *p)
 {
     for (unsigned i = 0; i < b->n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &b->unknown_fields[i];
+        if (u->wire_type == PG_OTLP_LAZY_MARK) {
+            continue;
+        }
         p = pg_pb_put_varint(p, (uint64_t)u->tag << 3 | u->wire_type);
         if (u->len > 0) {
             memcpy(p, u->data, u->len);

@@ -25,6 +25,7 @@
 #include "core/pb_wire.h"
 #include "core/utf8.h"
 #include "otlp/otlp.h"
+#include "otlp/otlp_lazy.h"
 
 #ifdef PG_ARENA_ASAN
 #include <sanitizer/asan_interface.h>
@@ -71,6 +72,8 @@ struct slot {
     uint8_t wt;    /* the wire type it must come with */
     bool oneof;
     bool share;     /* a packed run equal to the previous one of this field may share its array */
+    uint8_t lazy;   /* 1 Profile.samples, 2 ProfilesDictionary.link_table: may be kept in
+                     * wire form (otlp_lazy.h) */
     uint16_t child; /* K_MSG, K_R_MSG: the table of the field's message type */
     uint32_t id;
     size_t off, qoff; /* the member; its count (repeated) or case (oneof) */
@@ -151,6 +154,13 @@ static size_t table_of(const ProtobufCMessageDescriptor *d)
          * shares them too), while OTTL edits a profile's attribute_indices in place. */
         sl->share = d == &opentelemetry__proto__profiles__v1development__sample__descriptor &&
                     k >= K_R_U32 && k <= K_R_F64;
+        sl->lazy = d == &opentelemetry__proto__profiles__v1development__profile__descriptor &&
+                           fd->id == 2
+                       ? 1
+                   : d == &opentelemetry__proto__profiles__v1development__profiles_dictionary__descriptor &&
+                           fd->id == 4
+                       ? 2
+                       : 0;
         sl->id = fd->id;
         sl->off = fd->offset;
         sl->qoff = fd->quantifier_offset;
@@ -186,6 +196,9 @@ struct uctx {
     uint8_t *pc, *pe;  /* the carving piece: next free byte, end */
     size_t piece;      /* the last piece's size */
     struct shared_run last[K_R_F64 - K_R_U32 + 1]; /* by kind: a Sample has one field of each */
+    size_t lazy_min;               /* a profile with this many samples keeps them as wire; 0 never */
+    struct pg_otlp_lazy *lazy;     /* the current lazy profile's records */
+    const ProtobufCMessage *lazy_owner; /* ... and that profile */
 };
 
 /* Takes a new carving piece of at least @need bytes from the arena. Its first
@@ -415,6 +428,26 @@ static bool count_unpacked(const struct mtab *t, struct pg_pb r, size_t *count)
     return true;
 }
 
+/* A new entry at the end of @m's unknown fields (@cap: the room they have). */
+static ProtobufCMessageUnknownField *unknown_slot(struct uctx *u, ProtobufCMessage *m,
+                                                 size_t *cap)
+{
+    if (m->n_unknown_fields == *cap) { /* rare: grow by doubling */
+        size_t ncap = *cap ? *cap * 2 : 4;
+        ProtobufCMessageUnknownField *grown;
+        if (ncap > UINT32_MAX ||
+            (grown = pg_arena_alloc(u->arena, ncap * sizeof(*grown))) == NULL) {
+            return NULL;
+        }
+        if (m->n_unknown_fields > 0) {
+            memcpy(grown, m->unknown_fields, m->n_unknown_fields * sizeof(*grown));
+        }
+        m->unknown_fields = grown;
+        *cap = ncap;
+    }
+    return &m->unknown_fields[m->n_unknown_fields++];
+}
+
 /* A field @m's type does not know, kept as protobuf-c keeps it (its value's
  * bytes after the tag, a length prefix included, copied), so it is packed
  * again on the way out. @r is just past the tag. */
@@ -428,20 +461,9 @@ static enum pg_otlp_unpack_result keep_unknown(struct uctx *u, ProtobufCMessage 
     if (!skip5(r, wt)) {
         return PG_OTLP_UNPACK_DECLINED; /* cut short, or a group */
     }
-    if (m->n_unknown_fields == *cap) { /* rare: grow by doubling */
-        size_t ncap = *cap ? *cap * 2 : 4;
-        ProtobufCMessageUnknownField *grown;
-        if (ncap > UINT32_MAX ||
-            (grown = pg_arena_alloc(u->arena, ncap * sizeof(*grown))) == NULL) {
-            return PG_OTLP_UNPACK_NOMEM;
-        }
-        if (m->n_unknown_fields > 0) {
-            memcpy(grown, m->unknown_fields, m->n_unknown_fields * sizeof(*grown));
-        }
-        m->unknown_fields = grown;
-        *cap = ncap;
+    if ((uf = unknown_slot(u, m, cap)) == NULL) {
+        return PG_OTLP_UNPACK_NOMEM;
     }
-    uf = &m->unknown_fields[m->n_unknown_fields];
     uf->tag = f;
     uf->wire_type = (ProtobufCWireType)wt;
     uf->len = (size_t)(r->p - start);
@@ -449,7 +471,57 @@ static enum pg_otlp_unpack_result keep_unknown(struct uctx *u, ProtobufCMessage 
         return PG_OTLP_UNPACK_NOMEM;
     }
     memcpy(uf->data, start, uf->len);
-    m->n_unknown_fields++;
+    return PG_OTLP_UNPACK_OK;
+}
+
+/* One Profile.samples or link_table record (@at its tag, @r just past it; @sl its slot) kept
+ * in wire form: checked canonical (else declined: protobuf-c's path unpacks it), copied
+ * behind @m's previous ones. The first one sizes the copy for all of @m's records of that
+ * field and marks @m lazy (otlp_lazy.h). */
+static enum pg_otlp_unpack_result keep_lazy(struct uctx *u, ProtobufCMessage *m, size_t *cap,
+                                           const struct slot *sl, const uint8_t *at,
+                                           struct pg_pb *r)
+{
+    struct pg_pb sub;
+    const uint8_t *lp = r->p;
+    size_t n;
+
+    if (!len5(r, &sub) ||
+        (size_t)(sub.p - lp) != pg_pb_varint_len((uint64_t)(sub.end - sub.p)) ||
+        !(sl->lazy == 1 ? pg_otlp_lazy_canonical
+                        : pg_otlp_lazy_link_canonical)(sub.p, (size_t)(sub.end - sub.p))) {
+        return PG_OTLP_UNPACK_DECLINED;
+    }
+    if (u->lazy_owner != m) {
+        struct pg_pb w = {at, r->end};
+        ProtobufCMessageUnknownField *uf;
+        size_t total = 0;
+        uint32_t f, wt;
+
+        while (w.p < w.end) {
+            const uint8_t *t0 = w.p;
+            if (!pg_pb_tag(&w, &f, &wt) || !skip5(&w, wt)) {
+                return PG_OTLP_UNPACK_DECLINED;
+            }
+            total += f == sl->id ? (size_t)(w.p - t0) : 0;
+        }
+        if ((u->lazy = pg_arena_alloc(u->arena, sizeof(*u->lazy))) == NULL ||
+            (u->lazy->wire = pg_arena_alloc(u->arena, total)) == NULL ||
+            (uf = unknown_slot(u, m, cap)) == NULL) {
+            return PG_OTLP_UNPACK_NOMEM;
+        }
+        u->lazy->n = 0;
+        u->lazy->len = 0;
+        uf->tag = 0;
+        uf->wire_type = PG_OTLP_LAZY_MARK;
+        uf->len = sizeof(*u->lazy);
+        uf->data = (uint8_t *)(void *)u->lazy;
+        u->lazy_owner = m;
+    }
+    n = (size_t)(r->p - at);
+    memcpy(u->lazy->wire + u->lazy->len, at, n);
+    u->lazy->len += n;
+    u->lazy->n++;
     return PG_OTLP_UNPACK_OK;
 }
 
@@ -568,6 +640,13 @@ static enum pg_otlp_unpack_result unpack_message(struct uctx *u, const struct mt
             }
             memcpy(&arr, base + sl->off, sizeof(arr));
             if (arr == NULL) { /* the field's first element: its array, and block */
+                /* Lazy records never get an array, so each of them comes here: the
+                 * other fields' elements pay nothing for it. */
+                if (__builtin_expect(sl->lazy != 0, 0) && u->lazy_min != 0 &&
+                    count[f] >= u->lazy_min) {
+                    res = keep_lazy(u, m, &ucap, sl, at, &r);
+                    break;
+                }
                 if ((arr = pg_arena_alloc(u->arena, count[f] * es)) == NULL ||
                     (ct != NULL && (block[f] = pg_arena_alloc(
                                         u->arena, count[f] * ct->d->sizeof_message)) == NULL)) {
@@ -604,6 +683,15 @@ enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const 
                                                   struct pg_otlp_request **out,
                                                   struct pg_otlp_unpack_info *info)
 {
+    return pg_otlp_unpack_request_lazy(arena, buf, len, max_depth, 0, out, info);
+}
+
+enum pg_otlp_unpack_result pg_otlp_unpack_request_lazy(struct pg_arena *arena,
+                                                       const uint8_t *buf, size_t len,
+                                                       unsigned max_depth, size_t lazy_min,
+                                                       struct pg_otlp_request **out,
+                                                       struct pg_otlp_unpack_info *info)
+{
     struct uctx u;
     const struct mtab *t;
     ProtobufCMessage *m;
@@ -613,6 +701,7 @@ enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const 
     memset(&u, 0, sizeof(u));
     u.arena = arena;
     u.max_depth = max_depth;
+    u.lazy_min = lazy_min;
     pthread_once(&g_once, build_tables);
     t = &g_tabs[0]; /* the request's: built first */
     if ((m = new_message(&u, t)) == NULL) {

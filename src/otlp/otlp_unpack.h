@@ -38,4 +38,12 @@ enum pg_otlp_unpack_result pg_otlp_unpack_request(struct pg_arena *arena, const 
                                                   struct pg_otlp_request **out,
                                                   struct pg_otlp_unpack_info *info);
 
+/* The same, keeping the samples of a profile that has @lazy_min or more of them (0: never)
+ * in wire form when they are canonical (otlp_lazy.h); a non-canonical one declines. */
+enum pg_otlp_unpack_result pg_otlp_unpack_request_lazy(struct pg_arena *arena,
+                                                       const uint8_t *buf, size_t len,
+                                                       unsigned max_depth, size_t lazy_min,
+                                                       struct pg_otlp_request **out,
+                                                       struct pg_otlp_unpack_info *info);
+
 #endif

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "otlp/otlp_encode.h"
+#include "otlp/otlp_lazy.h"
 
 const char *pg_metadata_get(const struct pg_metadata *md, const char *key, size_t idx)
 {
@@ -174,7 +175,7 @@ size_t pg_batch_sample_count(const struct pg_batch *b)
         for (size_t j = 0; j < rp->n_scope_profiles; j++) {
             const struct pg_otlp_scopeprof *sp = rp->scope_profiles[j];
             for (size_t k = 0; k < sp->n_profiles; k++) {
-                n += sp->profiles[k]->n_samples;
+                n += pg_otlp_profile_sample_count(sp->profiles[k]); /* lazy ones too */
             }
         }
     }

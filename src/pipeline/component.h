@@ -48,6 +48,10 @@ struct pg_consumer {
      * several threads at once (each with its own batches); else (or NULL)
      * only from the main loop's thread. False names the reason in @why. */
     bool (*any_thread)(struct pg_consumer *self, char *why, size_t why_size);
+    /* Optional: true when every processor and exporter downstream takes
+     * profiles whose samples are kept in wire form (otlp/otlp_lazy.h); else
+     * (or NULL) the receiver unpacks samples into structs. */
+    bool (*lazy_samples)(struct pg_consumer *self);
 };
 
 static inline enum pg_err pg_consumer_consume(struct pg_consumer *c, struct pg_batch *b,
@@ -119,6 +123,13 @@ struct pg_component_ops {
      * batches carry metadata (the setting that turns it on). The service
      * warns when a pipeline reads what one of its receivers drops. */
     const char *(*metadata_use)(void *state);
+    /* Processors and exporters, optional: true when this instance, as
+     * configured, never reads a profile's samples[] directly: it counts them
+     * with pg_otlp_profile_sample_count / pg_batch_sample_count, encodes with
+     * pg_otlp_request_encode (which writes lazy samples verbatim), or takes an
+     * eager copy (encode + unpack, as exporterhelper/request.c). NULL or false: the otlp receiver
+     * keeps every sample as a struct for its pipelines. */
+    bool (*lazy_samples)(void *state);
 };
 
 /* The registry (defined in src/components.c, above core). NULL-terminated. */

@@ -173,10 +173,30 @@ static bool fanout_any_thread(struct pg_consumer *self, char *why, size_t why_si
     return true;
 }
 
+/* Lazy samples reach a pipeline only when each of its processors and exporters says it takes
+ * them (pg_component_ops.lazy_samples); one that does not makes the receiver unpack. */
+static bool fanout_lazy_samples(struct pg_consumer *self)
+{
+    struct fanout *f = (struct fanout *)self;
+
+    for (size_t i = 0; i < f->n; i++) {
+        const struct pipeline *p = f->pipes[i];
+
+        for (size_t j = 0; j < p->n_procs + p->n_exps; j++) {
+            const struct instance *in = j < p->n_procs ? p->procs[j] : p->exps[j - p->n_procs];
+            if (in->ops->lazy_samples == NULL || !in->ops->lazy_samples(in->state)) {
+                return false;
+            }
+        }
+    }
+    return f->n > 0;
+}
+
 void pg_svc_fanout_init(struct fanout *f, struct pg_service *svc)
 {
     f->base.consume = fanout_consume;
     f->base.would_block = fanout_would_block;
     f->base.any_thread = fanout_any_thread;
+    f->base.lazy_samples = fanout_lazy_samples;
     f->svc = svc;
 }

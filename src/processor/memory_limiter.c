@@ -138,10 +138,18 @@ static void ml_destroy(void *state)
     free(state);
 }
 
+/* Counts samples with pg_batch_sample_count only. */
+static bool ml_lazy_samples(void *state)
+{
+    (void)state;
+    return true;
+}
+
 const struct pg_component_ops pg_processor_memory_limiter = {
     .type = "memory_limiter",
     .kind = PG_KIND_PROCESSOR,
     .any_thread = true, /* pg_memlimit_* are atomics; the metric too */
+    .lazy_samples = ml_lazy_samples,
     .fields = ml_fields,
     .doc = "refuses data (503 Retry-After) before memory passes limit_mib",
     .create = ml_create,

@@ -583,6 +583,13 @@ static const char *ra_metadata_use(void *state)
     return NULL;
 }
 
+/* Resource attributes only; a shared batch is copied by encode + unpack (eager). */
+static bool ra_lazy_samples(void *state)
+{
+    (void)state;
+    return true;
+}
+
 const struct pg_component_ops pg_processor_resource = {
     .type = "resource",
     .alias = NULL,
@@ -598,4 +605,5 @@ const struct pg_component_ops pg_processor_resource = {
     .idle = NULL,
     .destroy = ra_destroy,
     .metadata_use = ra_metadata_use,
+    .lazy_samples = ra_lazy_samples,
 };

@@ -514,6 +514,11 @@ static enum pg_err otlp_start(void *state, struct pg_status *st)
         return pg_status_set(st, PG_ERR_NOMEM, "%s: out of memory", rx->log_name);
     }
     pg_peer_ratelimit_init(rx->auth_rl, AUTH_FAIL_PER_SEC, AUTH_FAIL_BURST);
+    /* Samples stay in wire form in a large profile when nothing downstream reads them as
+     * structs (a request then takes ~2x its size in memory instead of ~5x). */
+    if (rx->next != NULL && rx->next->lazy_samples != NULL && rx->next->lazy_samples(rx->next)) {
+        rx->dopts.lazy_min_samples = OTLP_LAZY_MIN_SAMPLES;
+    }
     ng = nh = loops_wanted(rx, one_why, sizeof(one_why));
     if (p->has_grpc &&
         listen_side(rx, OTLP_GRPC, p->grpc.endpoint, p->grpc.transport, gfds, &ng, st) != PG_ERR_OK) {

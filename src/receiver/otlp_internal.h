@@ -15,6 +15,10 @@
 #ifndef PG_RECEIVER_OTLP_INTERNAL_H
 #define PG_RECEIVER_OTLP_INTERNAL_H
 
+/* A profile with this many samples keeps them in wire form when the pipelines allow it
+ * (otlp/otlp_lazy.h): SDK-sized profiles (tens to hundreds) are unpacked as always. */
+#define OTLP_LAZY_MIN_SAMPLES 2048
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,9 +6,11 @@
  * OTLP/JSON form is a fixed point (JSON -> request -> JSON gives the same
  * text) that validates too. v1.9 conversion is on, so re-tagged Samples are
  * reached. What is accepted, written as v1.9 by an exporter's protocol_version
- * (otlp/otlp_version.c), is a request again, as long unless references were
- * written out, and the receiver's v1.9 converter reads it back to the same
- * request (references resolved) whenever the layout can be told. */
+ * (otlp/otlp_version.c), is a request again of the same length unless references
+ * were written out, and the receiver's v1.9 converter reads it back to the same
+ * request (references resolved) whenever the layout can be told. The same bytes decoded with samples and links kept as wire records
+ * (otlp/otlp_lazy.h) give the same answer: the same refusal message, or the
+ * same bytes encoded, and the same request once materialized. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "otlp/otlp_decode.h"
 #include "otlp/otlp_encode.h"
 #include "otlp/otlp_json.h"
+#include "otlp/otlp_lazy.h"
 #include "otlp/otlp_version.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,6 +34,42 @@ static const struct pg_otlp_limits limits = {
     .max_attrs_per_sample = 64,
     .max_sample_values = 64,
 };
+
+/* The lazy decode of @data against the eager one (@err, @st, @req). */
+static void check_lazy(struct pg_arena *a, const uint8_t *data, size_t size, enum pg_err err,
+                       const struct pg_status *st, const struct pg_otlp_request *req)
+{
+    struct pg_otlp_decode_opts o = {.limits = &limits, .convert_v1_9 = true,
+                                    .lazy_min_samples = 1};
+    struct pg_otlp_request *lz = NULL;
+    struct pg_status lst = {0};
+    uint8_t *w1, *w2, *p1, *p2;
+    size_t n1, n2;
+
+    if (pg_otlp_decode(a, data, size, &o, &lz, NULL, &lst) != err ||
+        strcmp(lst.msg, st->msg) != 0) {
+        abort(); /* the lazy path refuses what the eager one does, in the same words */
+    }
+    if (err != PG_ERR_OK) {
+        return;
+    }
+    if (pg_otlp_request_encode(req, a, &w1, &n1, &lst) != PG_ERR_OK ||
+        pg_otlp_request_encode(lz, a, &w2, &n2, &lst) != PG_ERR_OK || n1 != n2 ||
+        memcmp(w1, w2, n1) != 0) {
+        abort(); /* records written verbatim are the eager encoding */
+    }
+    if (pg_otlp_lazy_materialize(a, lz, &lst) != PG_ERR_OK || pg_otlp_request_is_lazy(lz)) {
+        abort();
+    }
+    n1 = protobuf_c_message_get_packed_size(&req->base);
+    n2 = protobuf_c_message_get_packed_size(&lz->base);
+    p1 = pg_arena_alloc(a, n1 + 1);
+    p2 = pg_arena_alloc(a, n2 + 1);
+    if (p1 == NULL || p2 == NULL || n1 != n2 || protobuf_c_message_pack(&req->base, p1) != n1 ||
+        protobuf_c_message_pack(&lz->base, p2) != n2 || memcmp(p1, p2, n1) != 0) {
+        abort(); /* materialized: the eager structs */
+    }
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -48,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum pg_err err;
 
     err = pg_otlp_decode(a, data, size, &o, &req, &stats, &st);
+    check_lazy(a, data, size, err, &st, req);
     if (err != PG_ERR_OK) {
         if (req != NULL || st.msg[0] == '\0') {
             abort(); /* a refusal always says why and hands nothing out */

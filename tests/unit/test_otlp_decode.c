@@ -15,6 +15,8 @@
 #include "core/pb_wire.h"
 #include "otlp/otlp_decode.h"
 #include "otlp/otlp_encode.h"
+#include "otlp/otlp_lazy.h"
+#include "otlp/otlp_unpack.h"
 #include "pg_test.h"
 #include "pg_test_fixtures.h"
 #include "pprof/translate.h"
@@ -469,17 +471,21 @@ static const struct mutation mutations[] = {
     {"max_anyvalue_depth", m_deep_anyvalue, {.max_anyvalue_depth = 25}, PG_ERR_OK, ""},
 };
 
+/* Each mutation twice: samples and links unpacked, and kept in wire form (lazy_min_samples
+ * 1, otlp/otlp_lazy.h): the same code and message either way. */
 PG_TEST(test_mutations)
 {
     size_t n;
     uint8_t *b = golden(&n);
 
+    size_t lazy_cases = 0;
+
     PG_REQUIRE(b != NULL);
-    for (size_t i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
-        const struct mutation *m = &mutations[i];
+    for (size_t i = 0; i < 2 * (sizeof(mutations) / sizeof(mutations[0])); i++) {
+        const struct mutation *m = &mutations[i / 2];
         struct pg_arena *a = pg_arena_create(0);
         struct pg_otlp_request *req = NULL, *back = NULL;
-        struct pg_otlp_decode_opts o = {.limits = &m->limits};
+        struct pg_otlp_decode_opts o = {.limits = &m->limits, .lazy_min_samples = i % 2};
         struct pg_status st;
         uint8_t *wire = b;
         size_t wire_n = n;
@@ -490,15 +496,31 @@ PG_TEST(test_mutations)
             m->fn(req, a);
             PG_REQUIRE(pg_otlp_request_encode(req, a, &wire, &wire_n, &st) == PG_ERR_OK);
         }
+        if (i % 2 == 1) { /* the lazy path is the one taken: samples and links as records */
+            struct pg_otlp_request *raw = NULL;
+            struct pg_otlp_unpack_info info;
+            if (pg_otlp_unpack_request_lazy(a, wire, wire_n, 64, 1, &raw, &info) ==
+                PG_OTLP_UNPACK_OK) {
+                if (raw->dictionary != NULL && pg_otlp_lazy_links(raw->dictionary) != NULL &&
+                    pg_otlp_lazy_of(PROF(raw, 0)) != NULL) {
+                    lazy_cases++;
+                } else {
+                    fprintf(stderr, "  %s: not lazy\n", m->name);
+                }
+            }
+        }
         err = decode(a, wire, wire_n, &o, &back, NULL, &st);
         if (err != m->err || strcmp(st.msg, m->msg) != 0) {
-            fprintf(stderr, "  %s: got %s \"%s\"\n  want %s \"%s\"\n", m->name, pg_err_name(err),
-                    st.msg, pg_err_name(m->err), m->msg);
+            fprintf(stderr, "  %s%s: got %s \"%s\"\n  want %s \"%s\"\n", m->name,
+                    i % 2 ? " (lazy)" : "", pg_err_name(err), st.msg, pg_err_name(m->err),
+                    m->msg);
             CHECK(0);
         }
         CHECK(err != PG_ERR_OK ? back == NULL : back != NULL);
         pg_arena_destroy(a);
     }
+    /* All but the ones with no dictionary / no links, and the nesting past the bound. */
+    CHECK(lazy_cases + 4 >= sizeof(mutations) / sizeof(mutations[0]));
     free(b);
 }
 
