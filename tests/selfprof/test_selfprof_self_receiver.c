@@ -55,7 +55,7 @@ PG_TEST(self_collection_reaches_the_pipeline)
     for (int i = 0; i < 100; i++) {
         site_self(i);
     }
-    struct capture cap = {{capture_consume, NULL, NULL}, NULL, 0};
+    struct capture cap = {{capture_consume, NULL, NULL, NULL}, NULL, 0};
     struct pg_pprof_self *s = pg_pprof_self_create(NULL, &cap.c, 60000000000LL, NULL);
     CHECK(s != NULL);
     struct pg_status st = {0};

@@ -42,7 +42,7 @@ static bool same(const char *what, const uint8_t *got, size_t got_n, const uint8
 static bool receive_v19(struct pg_arena *a, const uint8_t *wire, size_t n, uint8_t **out,
                         size_t *out_n, enum pg_otlp_wire_version *seen)
 {
-    struct pg_otlp_decode_opts o = {NULL, true};
+    struct pg_otlp_decode_opts o = {.limits = NULL, .convert_v1_9 = true};
     struct pg_otlp_decode_stats stats;
     struct pg_otlp_request *req = NULL;
     struct pg_status st;

@@ -252,7 +252,7 @@ PG_TEST(test_status_by_pipeline_answer)
         {PG_ERR_PROCESSING, 500, ""},
         {PG_ERR_INTERNAL, 500, ""},
     };
-    struct fake_next next = {{fake_consume, NULL, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
+    struct fake_next next = {{fake_consume, NULL, NULL, NULL}, PG_ERR_OK, 0, 0, "", 0, "", 0, "", "", 0, 0};
     struct rx_fixture fx;
     size_t gz_len = 0;
     uint8_t *gz = worked_example_gz(&gz_len);
@@ -316,7 +316,7 @@ PG_TEST(test_held_while_exporter_full)
 
     CHECK(gz != NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && gz != NULL; i++) {
-        struct fake_next next = {{fake_consume, fake_would_block, NULL}, PG_ERR_OK, 0, 0, "", 0, "",
+        struct fake_next next = {{fake_consume, fake_would_block, NULL, NULL}, PG_ERR_OK, 0, 0, "", 0, "",
                                  0, "", "", cases[i].block_polls, 0};
         struct rx_fixture fx;
         struct reply r;
@@ -432,7 +432,7 @@ static void *mt_client_main(void *arg)
 PG_TEST(test_loops_concurrent)
 {
     static const char yaml[] = "server:\n  endpoint: 127.0.0.1:0\n  loops: 2\n  workers: 1\n";
-    struct mt_next next = {{mt_consume, NULL, mt_any_thread}, PTHREAD_MUTEX_INITIALIZER, 0};
+    struct mt_next next = {{mt_consume, NULL, mt_any_thread, NULL}, PTHREAD_MUTEX_INITIALIZER, 0};
     struct mt_client cl[MT_CLIENTS];
     pthread_t th[MT_CLIENTS];
     struct rx_fixture fx;
