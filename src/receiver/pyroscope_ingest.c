@@ -87,6 +87,12 @@ static enum pg_err name_from_cache(struct pg_arena *a, const struct name_entry *
     return PG_ERR_OK;
 }
 
+/* True when @p points into @name's @len bytes or at its end (an empty string there). */
+static bool name_within(const char *name, size_t len, const char *p)
+{
+    return p >= name && p <= name + len;
+}
+
 /* pg_pyro_name_parse_in(@a, @name, @len, ...) through this thread's cache. */
 static enum pg_err name_parse_cached(struct pg_arena *a, char *name, size_t len,
                                      struct pg_pyro_name *pn, struct pg_status *st)
@@ -109,7 +115,19 @@ static enum pg_err name_parse_cached(struct pg_arena *a, char *name, size_t len,
     if (err != PG_ERR_OK) {
         return err;
     }
-    /* Every string of @pn points into @name (pg_pyro_name_parse_in's promise). */
+    /* Every string of @pn points into @name (pg_pyro_name_parse_in's promise); a parse
+     * that broke it would be served with offsets into other bytes, so it is not kept. */
+    if (!name_within(name, len, pn->app) ||
+        (pn->type_suffix != NULL && !name_within(name, len, pn->type_suffix)) ||
+        pn->n_labels > PG_PYRO_MAX_LABELS) {
+        return PG_ERR_OK;
+    }
+    for (size_t i = 0; i < pn->n_labels; i++) {
+        if (!name_within(name, len, pn->labels[i].name) ||
+            !name_within(name, len, pn->labels[i].value)) {
+            return PG_ERR_OK;
+        }
+    }
     memcpy(e->cut, name, len + 1);
     e->app = (uint16_t)(pn->app - name);
     e->suffix = pn->type_suffix != NULL ? (uint16_t)(pn->type_suffix - name) : NAME_CACHE_MAX + 1;
