@@ -699,7 +699,7 @@ PG_TEST(protocol_version_bodies)
         PG_REQUIRE(fs_start(&f[i], NULL, 0, ok));
         PG_REQUIRE(rig_create(&r[i], id, "endpoint: http://127.0.0.1:%d\n%s" FAST_RETRY,
                               f[i].port, cfgs[i]));
-        CHECK_INT(r[i].ops->consume(r[i].state, pg_batch_ref(b), &st), PG_ERR_OK);
+        CHECK_INT(r[i].ops->consume(r[i].state, b, &st), PG_ERR_OK);
     }
     for (int i = 0; i < 3; i++) {
         rig_wait(&r[i], 50, 5000);
