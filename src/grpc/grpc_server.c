@@ -107,7 +107,6 @@ static void conn_close(struct gconn *c)
         c->next->prev = c->prev;
     }
     s->n_conns--;
-    grpc_spread_count(s, -1);
     if (c->counted) {
         pg_acceptor_uncount(&s->acc, &c->key);
     }
@@ -501,7 +500,6 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     }
     s->conns = c;
     s->n_conns++;
-    grpc_spread_count(s, 1);
     c->hs_ev = evtimer_new(s->base, on_handshake_timeout, c);
     c->ka_ev = evtimer_new(s->base, on_keepalive, c);
     c->idle_ev = evtimer_new(s->base, on_idle, c);
@@ -535,20 +533,15 @@ static struct gconn *conn_new(struct pg_grpc_server *s, struct bufferevent *bev,
     return c;
 }
 
-/* @fd, counted, becomes a connection of @s (accepted here or handed by a
- * sibling: grpc_spread.c); a stopping server closes it. */
-static void take_conn(struct pg_grpc_server *s, int fd, const struct sockaddr_storage *ss,
-                      const struct pg_peer_key *key)
+/* The acceptor's on_conn: @fd, counted, becomes a connection. */
+static void accept_one(void *arg, int fd, const struct sockaddr_storage *ss,
+                       const struct pg_peer_key *key)
 {
+    struct pg_grpc_server *s = arg;
     struct gconn tmp;
     struct gconn *c;
     struct bufferevent *bev;
 
-    if (s->stopping) {
-        close(fd);
-        pg_acceptor_uncount(&s->acc, key);
-        return;
-    }
     memset(&tmp, 0, sizeof(tmp));
     peer_format(&tmp, ss);
     bev = s->ssl_ctx != NULL ? pg_tls_server_bev(s->base, fd, s->ssl_ctx)
@@ -574,17 +567,6 @@ static void take_conn(struct pg_grpc_server *s, int fd, const struct sockaddr_st
             return;
         }
         conn_flush(c);
-    }
-}
-
-/* The acceptor's on_conn: to a sibling with fewer connections, or here. */
-static void accept_one(void *arg, int fd, const struct sockaddr_storage *ss,
-                       const struct pg_peer_key *key)
-{
-    struct pg_grpc_server *s = arg;
-
-    if (!grpc_spread_offer(s, fd, ss, key)) {
-        take_conn(s, fd, ss, key);
     }
 }
 
@@ -706,8 +688,7 @@ static struct pg_grpc_server *server_new(struct pg_grpc_server *first, struct ev
         SSL_CTX_set_alpn_select_cb(ssl_ctx, alpn_select, NULL);
     }
     /* Accepting starts last (fd -1: a server fed by pg_grpc_server_adopt). */
-    s->spread.take = take_conn;
-    if (!server_h2_setup(s) || !grpc_spread_join(s, first, base) ||
+    if (!server_h2_setup(s) ||
         !pg_acceptor_init(&s->acc, first != NULL ? &first->acc : NULL, base, fd, &al,
                           &grpc_accept_ops, s)) {
         pg_grpc_server_free(s);
@@ -736,7 +717,6 @@ void pg_grpc_server_stop_accepting(struct pg_grpc_server *s)
     }
     pg_acceptor_stop(&s->acc);
     s->stopping = true;
-    grpc_spread_stop(s);
     for (struct gconn *c = s->conns, *next; c != NULL; c = next) {
         next = c->next;
         if (c->h2.ng == NULL) {
@@ -753,8 +733,6 @@ void pg_grpc_server_free(struct pg_grpc_server *s)
         return;
     }
     pg_acceptor_stop(&s->acc);
-    s->stopping = true;
-    grpc_spread_leave(s); /* what siblings handed here is closed */
     while (s->conns != NULL) {
         conn_close(s->conns);
     }

@@ -9,8 +9,6 @@
 #ifndef PG_GRPC_GRPC_SERVER_INTERNAL_H
 #define PG_GRPC_GRPC_SERVER_INTERNAL_H
 
-#include <sys/types.h>
-
 #include <nghttp2/nghttp2.h>
 
 #include "codec/codec.h"
@@ -20,29 +18,6 @@
 #include "h2/h2_session.h"
 #include "http/acceptor.h"
 #include "http/conn_limits.h"
-
-struct pg_grpc_server;
-
-/* A connection handed to a sibling (grpc_spread.c): the acceptor's view of it. */
-struct grpc_handoff {
-    int fd;
-    struct sockaddr_storage ss;
-    struct pg_peer_key key;
-};
-
-/* A server's part in its sibling group's spreading (grpc_spread.c). The
- * queue is under the group's mutex; open is read by siblings (atomics). */
-struct grpc_spread_member {
-    struct grpc_spread *grp;   /* shared with siblings, freed by the last; NULL alone */
-    struct event *ev;          /* owned: wakes this loop for handed connections */
-    struct grpc_handoff *q;    /* owned: handed here, not yet taken */
-    size_t n_q, cap_q;
-    size_t open;               /* this server's open connections */
-    bool closed;               /* stopping: siblings hand nothing more */
-    /* The server's own accept of a handed (counted) connection. */
-    void (*take)(struct pg_grpc_server *s, int fd, const struct sockaddr_storage *ss,
-                 const struct pg_peer_key *key);
-};
 
 struct pg_grpc_server {
     struct pg_acceptor acc;              /* the listening socket; caps shared by siblings */
@@ -59,7 +34,6 @@ struct pg_grpc_server {
     char accept_enc[96];                 /* grpc-accept-encoding value */
     uint8_t *rbuf;                       /* owned: plain TCP reads land here, fed to nghttp2 at once */
     bool stopping;
-    struct grpc_spread_member spread;
 };
 
 struct gcall;
@@ -127,9 +101,8 @@ struct gcall {
     struct pg_grpc_reader reader; /* the message as it comes (owns its malloc'd buffer) */
     struct event *deadline_ev, *read_ev;
     /* The answer of an OK call: prefix + message (malloc'd), then trailers. */
-    uint8_t *out;            /* malloc'd, or out_small */
+    uint8_t *out;
     size_t out_len, out_sent;
-    uint8_t out_small[16];   /* a small answer (the OTLP receiver's is empty) */
     char t_status[12];
     char *t_message;         /* malloc'd, percent-coded, NULL none */
     char *t_details;         /* malloc'd base64, NULL none */
@@ -146,23 +119,5 @@ void grpc_session_final_goaway(struct gconn *c);
 /* grpc_session.c: ends @call without an answer (connection gone): on_done
  * if owed, then freed. */
 void grpc_call_end(struct gcall *call);
-
-/* grpc_spread.c: @s's member (its event on @base); @first NULL alone, else
- * @s joins @first's group (made at the first sibling). False on OOM. */
-bool grpc_spread_join(struct pg_grpc_server *s, struct pg_grpc_server *first,
-                      struct event_base *base);
-/* grpc_spread.c: true when the just-accepted @fd went to a sibling with fewer
- * open connections (it takes it on its loop); false: @s keeps it. */
-bool grpc_spread_offer(struct pg_grpc_server *s, int fd, const struct sockaddr_storage *ss,
-                       const struct pg_peer_key *key);
-/* grpc_spread.c: @s takes no more; what was handed to it is taken now (the
- * server, stopping, closes it). */
-void grpc_spread_stop(struct pg_grpc_server *s);
-/* grpc_spread.c: stops and leaves the group (the last frees it). */
-void grpc_spread_leave(struct pg_grpc_server *s);
-static inline void grpc_spread_count(struct pg_grpc_server *s, int delta)
-{
-    __atomic_add_fetch(&s->spread.open, (size_t)(ssize_t)delta, __ATOMIC_RELAXED);
-}
 
 #endif

@@ -88,9 +88,7 @@ void grpc_call_end(struct gcall *call)
         event_free(call->read_ev);
     }
     pg_grpc_reader_free(&call->reader);
-    if (call->out != call->out_small) {
-        free(call->out);
-    }
+    free(call->out);
     free(call->t_message);
     free(call->t_details);
     pg_arena_destroy(call->arena);
@@ -162,18 +160,8 @@ static void answer(struct gcall *call, int http_status, int code, const char *me
         cut[MAX_REASON] = '\0';
         message = cut;
     }
-    /* Every call passes here: the common values without printf. */
-    if (http_status == 200) {
-        memcpy(status, "200", 4);
-    } else {
-        snprintf(status, sizeof(status), "%d", http_status);
-    }
-    if (code >= 0 && code <= 9) {
-        call->t_status[0] = (char)('0' + code);
-        call->t_status[1] = '\0';
-    } else {
-        snprintf(call->t_status, sizeof(call->t_status), "%d", code);
-    }
+    snprintf(status, sizeof(status), "%d", http_status);
+    snprintf(call->t_status, sizeof(call->t_status), "%d", code);
     if (message != NULL) {
         size_t cap = strlen(message) * 3 + 1;
 
@@ -212,8 +200,7 @@ static void answer(struct gcall *call, int http_status, int code, const char *me
         nghttp2_data_provider dp;
 
         call->out_len = len + 5;
-        call->out = call->out_len <= sizeof(call->out_small) ? call->out_small
-                                                             : malloc(call->out_len);
+        call->out = malloc(call->out_len);
         if (call->out == NULL) {
             code = PG_GRPC_RESOURCE_EXHAUSTED;
             message = "out of memory for the response";

@@ -1412,9 +1412,7 @@ PG_TEST(connection_caps_shared_with_sibling)
     CHECK(raw_send(&r, a, out, preface(out)));
     CHECK(raw_send(&r, b, out, preface(out)));
     pump(&r, 100, NULL);
-    /* One each: the second went to the sibling, which had fewer (grpc_spread.c). */
-    CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
-    CHECK_INT(pg_grpc_server_open_connections(sib), 1);
+    CHECK_INT(pg_grpc_server_open_connections(r.srv), 2);
     /* A third, on the sibling's socket: over the shared cap. */
     {
         int port = r.port;
@@ -1426,13 +1424,12 @@ PG_TEST(connection_caps_shared_with_sibling)
     PG_REQUIRE(c >= 0);
     CHECK(raw_until_closed(&r, c, 2000, &seen));
     CHECK_INT(r.events[PG_GRPC_REFUSED_MAX_CONNECTIONS], 1);
-    CHECK_INT(pg_grpc_server_open_connections(r.srv) + pg_grpc_server_open_connections(sib), 2);
+    CHECK_INT(pg_grpc_server_open_connections(sib), 0);
     close(c);
     close(a);
     close(b);
     pump(&r, 100, NULL);
     CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
-    CHECK_INT(pg_grpc_server_open_connections(sib), 0);
     pg_grpc_server_free(sib);
     rig_stop(&r);
     /* Per peer: the same address twice at most. */
@@ -1447,41 +1444,6 @@ PG_TEST(connection_caps_shared_with_sibling)
     CHECK_INT(pg_grpc_server_open_connections(r.srv), 1);
     close(a);
     close(b);
-    rig_stop(&r);
-}
-
-/* Four connections that all reach one server's socket end two on each
- * sibling: the kernel's SO_REUSEPORT hash can put a client's few
- * connections on one loop; grpc_spread.c hands them to the emptier one.
- * Without it all four stay on the server whose socket they reached. */
-PG_TEST(connections_spread_over_siblings)
-{
-    struct pg_grpc_server_limits lim = small_limits();
-    struct rig r;
-    struct pg_grpc_server *sib;
-    int fds[4];
-    uint8_t out[64];
-
-    lim.max_connections = 4;
-    PG_REQUIRE(rig_start(&r, &lim, NULL));
-    sib = pg_grpc_server_new_sibling(r.srv, r.base, -1, &r); /* no socket: fed by handing only */
-    PG_REQUIRE(sib != NULL);
-    for (int i = 0; i < 4; i++) {
-        fds[i] = raw_connect(&r);
-        PG_REQUIRE(fds[i] >= 0);
-        CHECK(raw_send(&r, fds[i], out, preface(out)));
-        pump(&r, 30, NULL);
-    }
-    pump(&r, 100, NULL);
-    CHECK_INT(pg_grpc_server_open_connections(r.srv), 2);
-    CHECK_INT(pg_grpc_server_open_connections(sib), 2);
-    for (int i = 0; i < 4; i++) {
-        close(fds[i]);
-    }
-    pump(&r, 100, NULL);
-    CHECK_INT(pg_grpc_server_open_connections(r.srv), 0);
-    CHECK_INT(pg_grpc_server_open_connections(sib), 0);
-    pg_grpc_server_free(sib);
     rig_stop(&r);
 }
 
@@ -1638,5 +1600,4 @@ PG_TEST_MAIN(PG_CASE(unary_ok), PG_CASE(large_answers_past_the_socket_buffer),
              PG_CASE(keepalive_ping_unanswered_closes), PG_CASE(max_connection_idle_goaway),
              PG_CASE(max_connection_age_and_grace), PG_CASE(stop_accepting_lets_calls_finish), PG_CASE(stop_accepting_two_step_goaway),
              PG_CASE(connection_caps_shared_with_sibling),
-             PG_CASE(connections_spread_over_siblings),
              PG_CASE(node_grpc_js_client), PG_CASE(h2load_unary_calls))
