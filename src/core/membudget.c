@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/memlimit.h"
 
 /* Growth goes to memlimit in steps of at least this: a large request's chunks double
@@ -35,6 +36,22 @@ struct pg_membudget *pg_membudget_enter(struct pg_membudget *b)
 void pg_membudget_leave(struct pg_membudget *prev)
 {
     t_cur = prev;
+}
+
+enum pg_err pg_membudget_leave_work(struct pg_membudget *b, struct pg_membudget *prev,
+                                    enum pg_err err, struct pg_status *st, const char *log_name)
+{
+    pg_membudget_leave(prev);
+    if (b->refused && err != PG_ERR_OK) {
+        err = b->st.code; /* an allocation the limiter refused: its words */
+        *st = b->st;
+    }
+    if (log_name != NULL) {
+        pg_log_debug(log_name, "memory: %.1f MiB estimated, %.1f MiB charged at the peak%s",
+                     (double)b->estimate / 1048576.0, (double)b->peak / 1048576.0,
+                     b->refused ? " (refused by the memory limiter)" : "");
+    }
+    return err;
 }
 
 struct pg_membudget *pg_membudget_current(void)

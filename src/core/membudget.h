@@ -34,6 +34,12 @@ void pg_membudget_init(struct pg_membudget *b, size_t admitted);
  * pg_membudget_leave. */
 struct pg_membudget *pg_membudget_enter(struct pg_membudget *b);
 void pg_membudget_leave(struct pg_membudget *prev);
+/* pg_membudget_leave(@prev) after @b's work for one request: when a charge was refused
+ * and the work failed (@err), the failure was the limiter's, so its code and words
+ * replace @st's; the estimate against the charged peak is logged at debug level under
+ * @log_name (NULL: no line). Returns the request's error. */
+enum pg_err pg_membudget_leave_work(struct pg_membudget *b, struct pg_membudget *prev,
+                                    enum pg_err err, struct pg_status *st, const char *log_name);
 /* The calling thread's budget, or NULL. */
 struct pg_membudget *pg_membudget_current(void);
 

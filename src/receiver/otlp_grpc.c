@@ -160,11 +160,7 @@ static void on_call(struct pg_grpc_call *c, void *arg)
                           c->msg_len > MSG_KEEP_MAX ? drop_msg : NULL, c, &st);
     }
     pg_arena_destroy(scratch);
-    pg_membudget_leave(prev);
-    if (budget.refused && err != PG_ERR_OK) {
-        err = budget.st.code; /* an allocation the limiter refused: its words */
-        st = budget.st;
-    }
+    err = pg_membudget_leave_work(&budget, prev, err, &st, NULL);
     /* The estimate's work is done; the batch is charged on its own. */
     pg_membudget_end(&budget);
     if (held != NULL) {

@@ -529,14 +529,7 @@ static void on_request(struct pg_httpd_req *req, void *arg)
                           req->body_len > PG_HTTPD_POOLED_BODY ? drop_body : NULL, req, &st);
     }
     pg_arena_destroy(scratch);
-    pg_membudget_leave(prev);
-    if (budget.refused && err != PG_ERR_OK) {
-        err = budget.st.code; /* an allocation the limiter refused: its words */
-        st = budget.st;
-    }
-    pg_log_debug(rx->log_name, "memory: %.1f MiB estimated, %.1f MiB charged at the peak%s",
-                 (double)budget.estimate / 1048576.0, (double)budget.peak / 1048576.0,
-                 budget.refused ? " (refused by the memory limiter)" : "");
+    err = pg_membudget_leave_work(&budget, prev, err, &st, rx->log_name);
     /* The estimate's work is done (the batch, if any, is charged on its
      * own until the exporters drop it): give it back before answering. */
     pg_membudget_end(&budget);

@@ -108,14 +108,7 @@ void pg_rx_job_run(struct rx *rx, struct rx_job *job)
     struct pg_membudget *prev = pg_membudget_enter(&job->budget);
 
     job_work(rx, job);
-    pg_membudget_leave(prev);
-    if (job->budget.refused && job->err != PG_ERR_OK) {
-        job->err = job->budget.st.code;
-        job->st = job->budget.st;
-    }
-    pg_log_debug(rx->log_name, "memory: %.1f MiB estimated, %.1f MiB charged at the peak%s",
-                 (double)job->budget.estimate / 1048576.0, (double)job->budget.peak / 1048576.0,
-                 job->budget.refused ? " (refused by the memory limiter)" : "");
+    job->err = pg_membudget_leave_work(&job->budget, prev, job->err, &job->st, rx->log_name);
 }
 
 /* Everything that needs neither the request nor the pipeline. Touches only @job,
